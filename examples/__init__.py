@@ -1,0 +1,1 @@
+"""Example workflows used by `manage.py demo` and the benchmarks."""

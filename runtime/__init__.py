@@ -1,0 +1,71 @@
+"""Fanfold's durable workflow runtime.
+
+Workflows are ordinary Python; every step's result is checkpointed and a resumed run replays
+its history without running finished steps again. See README.md for a tour.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.core.errors import (
+    FanfoldError,
+    FatalError,
+    NonDeterminismError,
+    PayloadError,
+    RetryableError,
+    RunAlreadyFinished,
+    RunCancelled,
+    RunFailed,
+    StepFailed,
+)
+from runtime.core.retry import RetryPolicy
+from runtime.registry import Signature, step, workflow
+from runtime.stepinfo import StepInfo, current_step
+
+_LAZY = {
+    "start": "runtime.handles",
+    "get_run": "runtime.handles",
+    "RunHandle": "runtime.handles",
+    "DurableContext": "runtime.context",
+    "RunNotFound": "runtime.services",
+    "CallbackFailed": "runtime.callbacks",
+    "CallbackTimedOut": "runtime.callbacks",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Names that need Django's app registry load on first use, so that importing `runtime`
+    # (e.g. from settings or a workflows module) never touches the database layer early.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'runtime' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = [
+    "CallbackFailed",
+    "CallbackTimedOut",
+    "DurableContext",
+    "FanfoldError",
+    "FatalError",
+    "NonDeterminismError",
+    "PayloadError",
+    "RetryPolicy",
+    "RetryableError",
+    "RunAlreadyFinished",
+    "RunCancelled",
+    "RunFailed",
+    "RunHandle",
+    "RunNotFound",
+    "Signature",
+    "StepFailed",
+    "StepInfo",
+    "current_step",
+    "get_run",
+    "start",
+    "step",
+    "workflow",
+]

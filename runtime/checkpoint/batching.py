@@ -1,0 +1,229 @@
+"""Batch assembly for the checkpoint writer: what goes into one transaction.
+
+The rule this module exists for: once a batch holds a synchronous checkpoint (a caller is
+blocked until it is persisted), the collector only takes what is already queued and flushes
+at once. Only an async-only batch may wait, and only for ``BatchLimits.async_window``.
+"""
+
+from __future__ import annotations
+
+import enum
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One write to a run's history, opaque to the core.
+
+    ``session`` is one execution of one run; a failure poisons the whole session.
+    ``payload`` is interpreted by the sink only (``None`` for a barrier). ``size`` is an
+    approximate byte count used for the batch byte limit. ``sync`` marks a checkpoint whose
+    caller is blocked until it is committed.
+    """
+
+    session: str
+    payload: object
+    size: int = 0
+    sync: bool = False
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            raise ValueError(f"Checkpoint.size must be >= 0, got {self.size}")
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    """Bounds on one batch: item count, approximate bytes, and the async wait window."""
+
+    max_items: int = 1000
+    max_bytes: int = 4 * 1024 * 1024
+    async_window: float = 0.002
+
+    def __post_init__(self) -> None:
+        if self.max_items < 1:
+            raise ValueError(f"max_items must be >= 1, got {self.max_items}")
+        if self.max_bytes < 1:
+            raise ValueError(f"max_bytes must be >= 1, got {self.max_bytes}")
+        if self.async_window < 0:
+            raise ValueError(f"async_window must be >= 0, got {self.async_window}")
+
+
+DEFAULT_LIMITS = BatchLimits()
+
+
+class Waiter:
+    """A one-shot, thread-safe outcome slot: the writer resolves it, a caller waits on it."""
+
+    __slots__ = ("_done", "_error")
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._error: BaseException | None = None
+
+    def set_result(self) -> None:
+        """Mark the outcome as success. Later calls are ignored: the first outcome wins."""
+        if not self._done.is_set():
+            self._done.set()
+
+    def set_exception(self, exc: BaseException) -> None:
+        """Mark the outcome as failure with ``exc``, unless an outcome was already set."""
+        if not self._done.is_set():
+            self._error = exc
+            self._done.set()
+
+    def done(self) -> bool:
+        """Return whether an outcome has been set."""
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until resolved; raise the stored exception, or ``TimeoutError`` on timeout."""
+        if not self._done.wait(timeout):
+            raise TimeoutError("checkpoint outcome not available within timeout")
+        if self._error is not None:
+            raise self._error
+
+
+class EnvelopeKind(enum.Enum):
+    """What the writer thread does with an envelope."""
+
+    WRITE = "write"  # hand the checkpoint to the sink
+    BARRIER = "barrier"  # resolve once everything queued before it is written
+    STOP = "stop"  # last envelope ever queued: end the writer thread
+
+
+_NO_SESSION = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A queued unit of work: a checkpoint (or control message) and who waits for it."""
+
+    checkpoint: Checkpoint
+    waiter: Waiter | None = None
+    kind: EnvelopeKind = EnvelopeKind.WRITE
+
+    @classmethod
+    def write(cls, checkpoint: Checkpoint, waiter: Waiter | None = None) -> Envelope:
+        """Wrap a checkpoint to be written; ``waiter`` is set for synchronous callers."""
+        return cls(checkpoint, waiter, EnvelopeKind.WRITE)
+
+    @classmethod
+    def barrier(cls, session: str, waiter: Waiter) -> Envelope:
+        """An empty synchronous checkpoint for ``session``; nothing reaches the sink."""
+        return cls(Checkpoint(session, None, 0, sync=True), waiter, EnvelopeKind.BARRIER)
+
+    @classmethod
+    def stop(cls) -> Envelope:
+        """The shutdown marker, always the last envelope of a writer's queue."""
+        return cls(Checkpoint(_NO_SESSION, None, 0, sync=True), None, EnvelopeKind.STOP)
+
+    @property
+    def session(self) -> str:
+        return self.checkpoint.session
+
+    @property
+    def sync(self) -> bool:
+        """Whether someone is blocked on this envelope, so its batch must flush promptly."""
+        return self.checkpoint.sync or self.kind is not EnvelopeKind.WRITE
+
+    @property
+    def size(self) -> int:
+        return self.checkpoint.size if self.kind is EnvelopeKind.WRITE else 0
+
+
+class CheckpointQueue(Protocol):
+    """The part of ``queue.SimpleQueue`` the collector uses; ``get`` raises ``queue.Empty``."""
+
+    def put(self, item: Envelope, /) -> None: ...
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Envelope: ...
+
+    def get_nowait(self) -> Envelope: ...
+
+
+class BatchCollector:
+    """Assembles one batch at a time from a queue, following the prompt-flush rule.
+
+    Pure logic over an injected queue and clock (a callable returning monotonic seconds).
+    A batch never exceeds ``max_items`` or ``max_bytes``, except that an item larger than
+    ``max_bytes`` goes alone. An item that would overflow the current batch is carried over
+    to start the next one, so FIFO order is always preserved. Not thread-safe: one
+    collector belongs to one writer thread.
+    """
+
+    def __init__(
+        self,
+        queue: CheckpointQueue,
+        limits: BatchLimits,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._queue = queue
+        self._limits = limits
+        self._clock = clock
+        self._carry: Envelope | None = None
+        # Blocking get(timeout=...) calls made after a batch's first item: a test hook.
+        self.timed_waits = 0
+
+    @property
+    def limits(self) -> BatchLimits:
+        return self._limits
+
+    def collect(self, first_timeout: float | None = None) -> list[Envelope] | None:
+        """Return the next batch, blocking up to ``first_timeout`` for its first item.
+
+        Returns ``None`` if no item arrived in time (``first_timeout=None`` waits forever).
+        """
+        first = self._take_first(first_timeout)
+        if first is None:
+            return None
+        batch = [first]
+        if first.kind is EnvelopeKind.STOP or first.size > self._limits.max_bytes:
+            return batch
+        nbytes = first.size
+        urgent = first.sync
+        deadline = self._clock() + self._limits.async_window
+        while len(batch) < self._limits.max_items:
+            item = self._take_next(urgent, deadline)
+            if item is None:
+                break
+            if nbytes + item.size > self._limits.max_bytes:
+                self._carry = item
+                break
+            batch.append(item)
+            nbytes += item.size
+            if item.kind is EnvelopeKind.STOP:
+                break
+            urgent = urgent or item.sync
+        return batch
+
+    def _take_first(self, timeout: float | None) -> Envelope | None:
+        if self._carry is not None:
+            item, self._carry = self._carry, None
+            return item
+        try:
+            return self._queue.get(block=True, timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def _take_next(self, urgent: bool, deadline: float) -> Envelope | None:
+        try:
+            return self._queue.get_nowait()
+        except queue.Empty:
+            pass
+        if urgent:
+            # A caller is blocked on this batch: waiting for company is exactly the bug
+            # this module must never have.
+            return None
+        remaining = deadline - self._clock()
+        if remaining <= 0:
+            return None
+        self.timed_waits += 1
+        try:
+            return self._queue.get(block=True, timeout=remaining)
+        except queue.Empty:
+            return None

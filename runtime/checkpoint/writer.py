@@ -1,0 +1,293 @@
+"""The per-process checkpoint writer: one thread that group-commits checkpoints to a sink.
+
+Workflow threads call :meth:`CheckpointWriter.write` (block until committed) or
+:meth:`CheckpointWriter.submit` (queue and return). The writer thread turns the queue into
+batches with :class:`BatchCollector` and hands each batch to the sink as one transaction.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import replace
+
+from runtime.checkpoint.batching import (
+    DEFAULT_LIMITS,
+    BatchCollector,
+    BatchLimits,
+    Checkpoint,
+    CheckpointQueue,
+    Envelope,
+    EnvelopeKind,
+    Waiter,
+)
+from runtime.checkpoint.errors import CheckpointFailed, WriterClosed
+from runtime.checkpoint.sessions import SessionFailures
+from runtime.checkpoint.sink import Sink, WriterStats
+
+__all__ = ["CheckpointWriter", "Sink", "WriterStats"]
+
+logger = logging.getLogger(__name__)
+
+ATEXIT_TIMEOUT = 10.0
+
+
+class CheckpointWriter:
+    """Group-commits checkpoints from many threads through one writer thread.
+
+    The thread starts lazily on the first submit/write, so constructing a writer does no
+    I/O. A failed batch fails every checkpoint in it and poisons its sessions: nothing later
+    in a poisoned session is written. A failed batch spanning several sessions is retried
+    one session per transaction, so one bad run does not fail unrelated runs. Not
+    fork-safe by itself: hold it in a :class:`ProcessLocal`.
+    """
+
+    def __init__(
+        self,
+        sink: Sink,
+        limits: BatchLimits = DEFAULT_LIMITS,
+        *,
+        queue_factory: Callable[[], CheckpointQueue] = queue.SimpleQueue,
+        clock: Callable[[], float] = time.monotonic,
+        name: str = "fanfold-checkpoint-writer",
+    ) -> None:
+        self._sink = sink
+        self._queue = queue_factory()
+        self._collector = BatchCollector(self._queue, limits, clock)
+        self._name = name
+        self._failures = SessionFailures()
+        self._lock = threading.Lock()  # orders start, close and put: STOP is queued last
+        self._thread: threading.Thread | None = None
+        self._pid: int | None = None
+        self._closed = False
+        self._death: BaseException | None = None
+        self.stats = WriterStats()
+
+    # -- caller side ---------------------------------------------------------------
+
+    def submit(self, cp: Checkpoint) -> None:
+        """Queue an asynchronous checkpoint and return at once.
+
+        Raises :class:`CheckpointFailed` if the session is already poisoned. A later
+        failure of this checkpoint poisons its session and surfaces on the next
+        ``write()`` or ``barrier()`` of that session.
+        """
+        self._failures.raise_if_poisoned(cp.session)
+        self._enqueue(Envelope.write(replace(cp, sync=False) if cp.sync else cp))
+
+    def write(self, cp: Checkpoint) -> None:
+        """Queue a synchronous checkpoint and block until it is committed.
+
+        Raises :class:`CheckpointFailed` if it was not committed, including when an
+        earlier checkpoint of the same session failed.
+        """
+        self._failures.raise_if_poisoned(cp.session)
+        waiter = Waiter()
+        self._enqueue(Envelope.write(cp if cp.sync else replace(cp, sync=True), waiter))
+        waiter.wait()
+
+    def barrier(self, session: str) -> None:
+        """Return once everything queued before this call has been written.
+
+        Raises :class:`CheckpointFailed` if any checkpoint of ``session`` failed.
+        """
+        self._failures.raise_if_poisoned(session)
+        waiter = Waiter()
+        with self._lock:
+            thread = self._thread
+            live = thread is not None and not self._closed
+            if live:
+                self._check_process()
+                self._queue.put(Envelope.barrier(session, waiter))
+        if live:
+            waiter.wait()
+            return
+        # Never started (nothing in flight) or closed (close() drains): no envelope needed.
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        self._failures.raise_if_poisoned(session)
+
+    def reset_session(self, session: str) -> None:
+        """Forget a poisoned session. Call only once none of its checkpoints are queued."""
+        self._failures.forget(session)
+
+    def close(self, timeout: float | None = 10.0) -> None:
+        """Write everything already queued, then stop the writer thread.
+
+        Idempotent. Raises ``TimeoutError`` if the thread has not finished within
+        ``timeout`` seconds; later submits raise :class:`WriterClosed`.
+        """
+        with self._lock:
+            thread = self._thread
+            if not self._closed and thread is not None and self._pid == os.getpid():
+                self._queue.put(Envelope.stop())
+            self._closed = True
+        if thread is None or thread is threading.current_thread():
+            return
+        thread.join(timeout)
+        if thread.is_alive():
+            raise TimeoutError(f"{self._name} did not drain within {timeout}s")
+
+    def _enqueue(self, envelope: Envelope) -> None:
+        with self._lock:
+            self._check_process()
+            if self._closed:
+                raise WriterClosed(f"{self._name} is closed") from self._death
+            if self._thread is None:
+                self._start()
+            self._queue.put(envelope)
+
+    def _check_process(self) -> None:
+        if self._pid is not None and self._pid != os.getpid():
+            raise RuntimeError(
+                "CheckpointWriter was started in another process; "
+                "hold it in a ProcessLocal so each process builds its own"
+            )
+
+    def _start(self) -> None:
+        self._pid = os.getpid()
+        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+        self._thread.start()
+        _started_writers.add(self)
+
+    # -- writer thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        batch: list[Envelope] = []
+        try:
+            while True:
+                batch = self._collector.collect() or []
+                if self._handle(batch):
+                    return
+        except BaseException as exc:
+            # A bug, not a sink failure (those are caught per batch): fail everyone who
+            # waits rather than leave them blocked forever.
+            logger.exception("%s died; failing all queued checkpoints", self._name)
+            self._die(exc, batch)
+            raise
+        finally:
+            try:
+                self._sink.close()
+            except Exception:
+                logger.exception("%s: sink.close() failed", self._name)
+
+    def _handle(self, batch: list[Envelope]) -> bool:
+        """Process one batch; return True when it held the STOP marker."""
+        stop = False
+        writes: list[Envelope] = []
+        barriers: list[Envelope] = []
+        for envelope in batch:
+            if envelope.kind is EnvelopeKind.STOP:
+                stop = True
+            elif envelope.kind is EnvelopeKind.BARRIER:
+                barriers.append(envelope)
+            else:
+                cause = self._failures.cause(envelope.session)
+                if cause is None:
+                    writes.append(envelope)
+                else:
+                    _fail(envelope, cause)
+        self._commit(writes)
+        for envelope in barriers:
+            _resolve(envelope, self._failures.cause(envelope.session))
+        return stop
+
+    def _commit(self, writes: list[Envelope]) -> None:
+        if not writes:
+            return
+        try:
+            self._write_batch(writes)
+        except Exception as exc:
+            by_session: dict[str, list[Envelope]] = {}
+            for envelope in writes:
+                by_session.setdefault(envelope.session, []).append(envelope)
+            if len(by_session) == 1:
+                self._fail_session(writes[0].session, writes, exc)
+                return
+            # The failed transaction rolled back, so each session's part can be retried
+            # alone: only the runs whose own write fails get poisoned.
+            for session, part in by_session.items():
+                try:
+                    self._write_batch(part)
+                except Exception as part_exc:
+                    self._fail_session(session, part, part_exc)
+                else:
+                    for envelope in part:
+                        _resolve(envelope, None)
+        else:
+            for envelope in writes:
+                _resolve(envelope, None)
+
+    def _write_batch(self, envelopes: list[Envelope]) -> None:
+        stats = self.stats
+        stats.batches += 1
+        stats.max_batch_items = max(stats.max_batch_items, len(envelopes))
+        try:
+            self._sink.write_batch([envelope.checkpoint for envelope in envelopes])
+        except Exception:
+            stats.failed_batches += 1
+            raise
+        stats.committed_batches += 1
+        stats.checkpoints += len(envelopes)
+
+    def _fail_session(self, session: str, part: list[Envelope], cause: BaseException) -> None:
+        self._failures.poison(session, cause)
+        if any(envelope.waiter is None for envelope in part):
+            logger.warning(
+                "async checkpoint(s) for session %r failed; session poisoned",
+                session,
+                exc_info=cause,
+            )
+        for envelope in part:
+            _fail(envelope, cause)
+
+    def _die(self, exc: BaseException, batch: list[Envelope]) -> None:
+        with self._lock:
+            self._closed = True
+            self._death = exc
+        pending = list(batch)
+        while True:
+            try:
+                pending.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        for envelope in pending:
+            _fail(envelope, exc)
+
+
+def _fail(envelope: Envelope, cause: BaseException) -> None:
+    if envelope.waiter is not None:
+        envelope.waiter.set_exception(CheckpointFailed.caused_by(envelope.session, cause))
+
+
+def _resolve(envelope: Envelope, cause: BaseException | None) -> None:
+    if cause is not None:
+        _fail(envelope, cause)
+    elif envelope.waiter is not None:
+        envelope.waiter.set_result()
+
+
+# Writers whose thread was started in this process, drained at interpreter exit.
+_started_writers: weakref.WeakSet[CheckpointWriter] = weakref.WeakSet()
+
+
+def _drain_started_writers() -> None:
+    pid = os.getpid()
+    for writer in list(_started_writers):
+        if writer._pid != pid:
+            continue
+        try:
+            writer.close(ATEXIT_TIMEOUT)
+        except Exception:
+            logger.exception("checkpoint writer %r did not drain at exit", writer._name)
+
+
+atexit.register(_drain_started_writers)
+# A forked child has none of the parent's writer threads; it must not try to drain them.
+os.register_at_fork(after_in_child=_started_writers.clear)

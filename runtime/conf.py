@@ -1,0 +1,70 @@
+"""Fanfold's typed settings: one object, every `FANFOLD_*` value with its default.
+
+Values come from `settings.FANFOLD` (a dict filled from `FANFOLD_*` environment variables
+by config/settings.py). Bad values are reported by the system check in runtime.checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FanfoldSettings:
+    WORKFLOW_MODULES: tuple[str, ...] = ()
+    PUBLISH_BATCH_SIZE: int = 100
+    MAX_PAYLOAD_BYTES: int = 1024 * 1024
+    LEASE_SECONDS: float = 30.0
+    SWEEP_INTERVAL: float = 5.0
+    CHECKPOINT_MAX_ITEMS: int = 1000
+    CHECKPOINT_MAX_BYTES: int = 4 * 1024 * 1024
+    CHECKPOINT_ASYNC_WINDOW: float = 0.002
+    EMBEDDED_CONCURRENCY: int = 4
+
+
+class SettingsError(ValueError):
+    pass
+
+
+def _coerce(name: str, kind: Any, raw: Any) -> Any:
+    if kind == "tuple[str, ...]":
+        if isinstance(raw, str):
+            return tuple(part.strip() for part in raw.split(",") if part.strip())
+        if isinstance(raw, list | tuple) and all(isinstance(p, str) for p in raw):
+            return tuple(raw)
+        raise SettingsError(f"FANFOLD_{name} must be a comma-separated list of module names")
+    try:
+        value = int(raw) if kind == "int" else float(raw)
+    except (TypeError, ValueError):
+        raise SettingsError(f"FANFOLD_{name} must be a number, got {raw!r}") from None
+    if value <= 0 and name != "CHECKPOINT_ASYNC_WINDOW":
+        raise SettingsError(f"FANFOLD_{name} must be greater than 0, got {raw!r}")
+    if value < 0:
+        raise SettingsError(f"FANFOLD_{name} must not be negative, got {raw!r}")
+    if name == "PUBLISH_BATCH_SIZE" and value > 100:
+        raise SettingsError("FANFOLD_PUBLISH_BATCH_SIZE must be at most 100")
+    return value
+
+
+def parse(raw: dict[str, Any]) -> FanfoldSettings:
+    """Build the settings object from raw values, raising SettingsError on the first bad one."""
+    known = {f.name: f for f in fields(FanfoldSettings)}
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise SettingsError(f"unknown Fanfold setting(s): {', '.join('FANFOLD_' + u for u in unknown)}")
+    values = {name: _coerce(name, str(known[name].type), value) for name, value in raw.items()}
+    return FanfoldSettings(**values)
+
+
+@lru_cache(maxsize=1)
+def get() -> FanfoldSettings:
+    from django.conf import settings
+
+    return parse(getattr(settings, "FANFOLD", {}))
+
+
+def reset() -> None:
+    """Forget the cached settings (tests that override `settings.FANFOLD`)."""
+    get.cache_clear()

@@ -1,0 +1,145 @@
+"""Typed errors of the runtime, each with a stable `code`, picklable across Celery."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class FanfoldError(Exception):
+    """Base class of every error Fanfold raises on purpose."""
+
+    code = "fanfold_error"
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.message,))
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class FatalError(FanfoldError):
+    """Raised by step code to fail the step at once, without any retry."""
+
+    code = "fatal"
+
+
+class RetryableError(FanfoldError):
+    """Raised by step code to ask for a retry, optionally after a given delay (seconds)."""
+
+    code = "retryable"
+
+    def __init__(self, message: str = "", retry_after: float | Any | None = None) -> None:
+        super().__init__(message)
+        if retry_after is not None and hasattr(retry_after, "total_seconds"):
+            retry_after = retry_after.total_seconds()
+        if retry_after is not None and (not isinstance(retry_after, int | float) or retry_after < 0):
+            raise ValueError("retry_after must be a non-negative number of seconds or a timedelta")
+        self.retry_after: float | None = None if retry_after is None else float(retry_after)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.message, self.retry_after))
+
+
+class NonDeterminismError(FanfoldError):
+    """Replay met a different step than the one recorded at that position."""
+
+    code = "non_determinism"
+
+
+class PayloadError(FanfoldError):
+    """A value that must be recorded is not JSON, or is larger than the configured limit."""
+
+    code = "invalid_payload"
+
+
+class PayloadTooLarge(PayloadError):
+    code = "payload_too_large"
+
+
+class WorkflowNotFound(FanfoldError):
+    code = "unknown_workflow"
+
+
+class RegistrationError(FanfoldError):
+    code = "registration_error"
+
+
+class StepFailed(FanfoldError):
+    """A step failed for good. Carries the recorded error of its last attempt."""
+
+    code = "step_failed"
+
+    def __init__(
+        self,
+        message: str = "",
+        step: str = "",
+        error_type: str = "",
+        error_message: str = "",
+        position: int | None = None,
+    ) -> None:
+        super().__init__(message or f"step {step!r} failed: {error_type}: {error_message}")
+        self.step = step
+        self.error_type = error_type
+        self.error_message = error_message
+        self.position = position
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            self.__class__,
+            (self.message, self.step, self.error_type, self.error_message, self.position),
+        )
+
+    @classmethod
+    def from_record(cls, step: str, position: int, error: dict[str, Any] | None) -> StepFailed:
+        error = error or {}
+        return cls(
+            step=step,
+            error_type=str(error.get("type", "Error")),
+            error_message=str(error.get("message", "")),
+            position=position,
+        )
+
+
+class RunFailed(FanfoldError):
+    """`RunHandle.wait()` found the run failed; `.error` is the recorded error."""
+
+    code = "run_failed"
+
+    def __init__(self, message: str = "", error: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.error = error or {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.message, self.error))
+
+
+class RunCancelled(FanfoldError):
+    code = "run_cancelled"
+
+
+class RunAlreadyFinished(FanfoldError):
+    """Cancel (or a callback) arrived for a run that has already finished."""
+
+    code = "run_finished"
+
+
+class LeaseLost(FanfoldError):
+    """This executor no longer owns the run (cancelled, or taken over after a lost heartbeat)."""
+
+    code = "lease_lost"
+
+
+def describe_exception(exc: BaseException) -> dict[str, Any]:
+    """The JSON record of an exception as stored in step and run errors."""
+    import traceback
+
+    record: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, StepFailed):
+        record.update(step=exc.step, cause_type=exc.error_type, cause_message=exc.error_message)
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    record["traceback"] = tb[-8000:]
+    return record

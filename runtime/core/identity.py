@@ -1,0 +1,23 @@
+"""Derived identities: step ids and dispatch keys come from the run, never from chance."""
+
+from __future__ import annotations
+
+import uuid
+
+_STEP_NAMESPACE = uuid.UUID("6f0d2a5e-3b1c-4e8f-9a77-0c5b1f2d9e41")
+
+
+def step_id(run_id: uuid.UUID, position: int) -> uuid.UUID:
+    """The primary key of the step at `position` of `run_id`: the same on every replay."""
+    return uuid.uuid5(_STEP_NAMESPACE, f"{run_id}:{position}")
+
+
+def dispatch_key(run_id: uuid.UUID, position: int, attempt: int) -> str:
+    """The idempotency key of a step's dispatch: a republish is recognisably the same message."""
+    return f"ff:{run_id}:{position}:{attempt}"
+
+
+def deterministic_uuid(run_id: uuid.UUID, counter: int) -> uuid.UUID:
+    """`ctx.uuid4()`: random-looking, version 4 shaped, identical on replay."""
+    raw = uuid.uuid5(_STEP_NAMESPACE, f"{run_id}:uuid:{counter}").bytes
+    return uuid.UUID(bytes=raw, version=4)

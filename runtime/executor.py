@@ -1,0 +1,226 @@
+"""Executing a run: claim its lease, replay its history through the workflow, settle it.
+
+`execute(run_id)` is what the Celery task calls. It is safe to call any number of times for
+the same run at once: only the holder of the lease writes, and every write is fenced by it.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import logging
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+
+from runtime import conf, heartbeat
+from runtime.checkpoint.errors import CheckpointFailed
+from runtime.context import DurableContext, Suspend
+from runtime.core import history as h
+from runtime.core.clock import Clock, SystemClock
+from runtime.core.errors import (
+    FanfoldError,
+    LeaseLost,
+    NonDeterminismError,
+    describe_exception,
+)
+from runtime.core.jsonvalues import checked
+from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, SuspendGuard
+from runtime.models import ACTIVE_RUN_STATES, Run, RunStatus, Step
+from runtime.registry import registry
+from runtime.session import Abort, ExecutionSession
+from runtime.store import WokenUp, writer
+
+log = logging.getLogger("fanfold.executor")
+
+
+class Outcome(enum.Enum):
+    SKIPPED = "skipped"  # not ours to run: finished, or another executor holds the lease
+    COMPLETED = "completed"
+    FAILED = "failed"
+    SUSPENDED = "suspended"
+    LOST = "lost"  # the lease was lost mid-way (cancelled or taken over)
+
+
+@dataclass(frozen=True)
+class Claim:
+    status: str
+    wakeups: int
+    workflow: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Execution:
+    outcome: Outcome
+    wake_at: datetime | None = None
+
+
+def claim(run_id: uuid.UUID, token: str, now: datetime) -> Claim | None:
+    """Take the run's lease if it is active and nobody live holds it."""
+    lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
+    table = Run._meta.db_table
+    states = ", ".join(["%s"] * len(ACTIVE_RUN_STATES))
+    sql = (
+        f"UPDATE {table} SET lease_token = %s, lease_expires_at = %s "
+        f"WHERE id = %s AND status IN ({states}) "
+        "AND (lease_token IS NULL OR lease_expires_at < %s) "
+        "RETURNING status, wakeups, workflow, input"
+    )
+    rid: Any = run_id.hex if connection.vendor == "sqlite" else run_id
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [token, lease_until, rid, *map(str, ACTIVE_RUN_STATES), now])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    raw_input = row[3]
+    if isinstance(raw_input, str):
+        import json
+
+        raw_input = json.loads(raw_input)
+    return Claim(status=row[0], wakeups=int(row[1]), workflow=row[2], input=raw_input)
+
+
+def load_history(run_id: uuid.UUID) -> dict[int, h.RecordedStep]:
+    rows = Step.objects.filter(run_id=run_id).values_list(
+        "position", "name", "kind", "status", "attempt", "result", "error", "wake_at", "started_at"
+    )
+    return {row[0]: h.RecordedStep(*row) for row in rows.iterator(chunk_size=5000)}
+
+
+def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
+    """Run (or resume) `run_id` until it finishes, suspends, or loses its lease."""
+    clock = clock or SystemClock()
+    token = secrets.token_hex(16)
+    claimed = claim(run_id, token, timezone.now())
+    if claimed is None:
+        return Execution(Outcome.SKIPPED)
+    heartbeat.hold(token)
+    try:
+        epoch = 0
+        while True:
+            session = ExecutionSession(run_id, token, epoch, writer())
+            try:
+                return _execute_once(session, claimed, clock)
+            except _Replay as again:
+                epoch += 1
+                claimed = Claim(RunStatus.RUNNING, again.wakeups, claimed.workflow, claimed.input)
+    finally:
+        heartbeat.release(token)
+
+
+class _Replay(Exception):
+    def __init__(self, wakeups: int) -> None:
+        self.wakeups = wakeups
+
+
+def _execute_once(session: ExecutionSession, claimed: Claim, clock: Clock) -> Execution:
+    ctx = DurableContext(session, load_history(session.run_id), clock)
+    now = clock.now()
+    try:
+        _announce_start(session, claimed, now)
+        result = _invoke(ctx, claimed)
+        if ctx.fatal is not None:
+            raise ctx.fatal
+        result, _ = checked(result, "workflow result", conf.get().MAX_PAYLOAD_BYTES)
+        _settle(session, clock, "run_completed", RunStatus.COMPLETED, result=result)
+        return Execution(Outcome.COMPLETED)
+    except Suspend as suspend:
+        return _suspend(session, claimed, suspend.wake_at, clock)
+    except Abort as abort:
+        return _aborted(session, abort.failure)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a workflow's own failure fails the run
+        error = describe_exception(ctx.fatal or exc)
+        try:
+            _settle(session, clock, "run_failed", RunStatus.FAILED, error=error)
+        except Abort as abort:
+            return _aborted(session, abort.failure)
+        return Execution(Outcome.FAILED)
+
+
+def _invoke(ctx: DurableContext, claimed: Claim) -> Any:
+    wf = registry.workflow(claimed.workflow)
+    args = list(claimed.input.get("args", []))
+    kwargs = dict(claimed.input.get("kwargs", {}))
+    return wf.fn(ctx, *args, **kwargs)
+
+
+def _announce_start(session: ExecutionSession, claimed: Claim, now: datetime) -> None:
+    if claimed.status == RunStatus.PENDING:
+        events: tuple[EventDraft, ...] = (EventDraft("run_started", now),)
+        patch = RunPatch(status=RunStatus.RUNNING, started_at=now, wake_at=None)
+    elif claimed.status == RunStatus.WAITING:
+        events, patch = (), RunPatch(status=RunStatus.RUNNING, wake_at=None)
+    else:
+        return
+    session.checkpoint(HistoryWrite(session.run_id, session.guard, events, run=patch), sync=False)
+
+
+def _settle(
+    session: ExecutionSession,
+    clock: Clock,
+    event: str,
+    status: RunStatus,
+    *,
+    result: Any = None,
+    error: dict[str, Any] | None = None,
+) -> None:
+    now = clock.now()
+    payload = {"result": result} if status == RunStatus.COMPLETED else {"error": error}
+    patch = RunPatch(
+        status=status, result=result, error=error, finished_at=now, wake_at=None,
+        release_lease=True,
+    )
+    write = HistoryWrite(session.run_id, session.guard, (EventDraft(event, now, None, payload),), run=patch)
+    session.checkpoint(write, sync=True)
+
+
+def _suspend(
+    session: ExecutionSession, claimed: Claim, wake_at: datetime | None, clock: Clock
+) -> Execution:
+    patch = RunPatch(status=RunStatus.WAITING, wake_at=wake_at, release_lease=True)
+    guard = SuspendGuard(session.token, claimed.wakeups)
+    cp = HistoryWrite(session.run_id, guard, run=patch)
+    try:
+        session.checkpoint(cp, sync=True)
+    except Abort as abort:
+        if isinstance(abort.failure.__cause__, WokenUp):
+            fresh = Run.objects.filter(id=session.run_id).values_list("wakeups", flat=True).first()
+            raise _Replay(int(fresh or 0)) from None
+        return _aborted(session, abort.failure)
+    if wake_at is not None:
+        from runtime.dispatch import enqueue_run
+
+        delay = max((wake_at - clock.now()).total_seconds(), 0.0)
+        enqueue_run(session.run_id, countdown=delay)
+    return Execution(Outcome.SUSPENDED, wake_at)
+
+
+def _aborted(session: ExecutionSession, failure: CheckpointFailed) -> Execution:
+    session.writer.reset_session(session.key)
+    if isinstance(failure.__cause__, LeaseLost):
+        log.info("run %s: lease lost (%s); stopping", session.run_id, failure.__cause__)
+        return Execution(Outcome.LOST)
+    raise failure  # a database failure: the Celery task retries and replay resumes the run
+
+
+def bind_arguments(workflow: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    """Raise InvalidArguments if `args`/`kwargs` do not fit the workflow's parameters."""
+    try:
+        inspect.signature(workflow.fn).bind(None, *args, **kwargs)
+    except TypeError as exc:
+        raise InvalidArguments(f"arguments do not fit workflow {workflow.name!r}: {exc}") from None
+
+
+class InvalidArguments(FanfoldError):
+    code = "invalid_arguments"
+
+
+__all__ = ["Execution", "InvalidArguments", "NonDeterminismError", "Outcome", "execute"]

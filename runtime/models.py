@@ -1,0 +1,210 @@
+"""Run, Step and Event: the append-only event log and the two views kept in step with it.
+
+Every change to a run's history is one transaction that appends events (dense `seq` per run,
+allocated from `Run.last_seq`) and upserts the Run and Step rows those events describe.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import models
+from django.db.models import Q
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    WAITING = "waiting"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINISHED_RUN_STATES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+ACTIVE_RUN_STATES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
+
+
+class StepStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class StepKind(models.TextChoices):
+    STEP = "step"
+    SLEEP = "sleep"
+    CALLBACK = "callback"
+    CHILD = "child"
+
+
+class EventType(models.TextChoices):
+    RUN_CREATED = "run_created"
+    RUN_STARTED = "run_started"
+    STEP_CREATED = "step_created"
+    STEP_STARTED = "step_started"
+    STEP_RETRYING = "step_retrying"
+    STEP_COMPLETED = "step_completed"
+    STEP_FAILED = "step_failed"
+    WAIT_CREATED = "wait_created"
+    WAIT_COMPLETED = "wait_completed"
+    CALLBACK_CREATED = "callback_created"
+    CALLBACK_RECEIVED = "callback_received"
+    CALLBACK_TIMED_OUT = "callback_timed_out"
+    RUN_COMPLETED = "run_completed"
+    RUN_FAILED = "run_failed"
+    RUN_CANCELLED = "run_cancelled"
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def pending(self) -> RunQuerySet:
+        return self.filter(status=RunStatus.PENDING)
+
+    def running(self) -> RunQuerySet:
+        return self.filter(status=RunStatus.RUNNING)
+
+    def waiting(self) -> RunQuerySet:
+        return self.filter(status=RunStatus.WAITING)
+
+    def active(self) -> RunQuerySet:
+        return self.filter(status__in=ACTIVE_RUN_STATES)
+
+    def finished(self) -> RunQuerySet:
+        return self.filter(status__in=FINISHED_RUN_STATES)
+
+
+class Run(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workflow = models.CharField(max_length=200, db_index=True)
+    input = models.JSONField(default=dict)
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField()
+    # The last event seq handed out: appends take seqs from here, under the row lock.
+    last_seq = models.PositiveIntegerField(default=0)
+    # When the run should next execute without any other trigger (timers, a new run).
+    wake_at = models.DateTimeField(null=True, blank=True)
+    # The executor that owns the run, and until when without a heartbeat (fencing token).
+    lease_token = models.CharField(max_length=64, null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Bumped by whoever makes a waiting run ready (callback, fan-in); a suspend that saw an
+    # older value replays again instead of going to sleep.
+    wakeups = models.PositiveIntegerField(default=0)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["-created_at", "-id"], name="run_newest_idx"),
+            models.Index(fields=["status", "-created_at"], name="run_status_newest_idx"),
+            models.Index(
+                fields=["wake_at"],
+                name="run_due_idx",
+                condition=Q(status__in=["pending", "running", "waiting"]),
+            ),
+            models.Index(
+                fields=["lease_expires_at"],
+                name="run_lease_idx",
+                condition=Q(lease_token__isnull=False),
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=[s.value for s in RunStatus]), name="run_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow} {self.id} ({self.status})"
+
+    @property
+    def args(self) -> list[Any]:
+        return list(self.input.get("args", []))
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.input.get("kwargs", {}))
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_RUN_STATES
+
+
+class StepQuerySet(models.QuerySet["Step"]):
+    def completed(self) -> StepQuerySet:
+        return self.filter(status=StepStatus.COMPLETED)
+
+    def failed(self) -> StepQuerySet:
+        return self.filter(status=StepStatus.FAILED)
+
+    def unfinished(self) -> StepQuerySet:
+        return self.filter(status__in=[StepStatus.PENDING, StepStatus.RUNNING])
+
+
+class Step(models.Model):
+    # Derived from (run, position): a replayed insert names the same row (runtime.core.identity).
+    id = models.UUIDField(primary_key=True, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="step_set")
+    position = models.PositiveIntegerField()
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=StepKind.choices, default=StepKind.STEP)
+    status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.PENDING)
+    attempt = models.PositiveIntegerField(default=0)
+    input = models.JSONField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Retry delay or sleep end for pending steps; callback deadline for callbacks.
+    wake_at = models.DateTimeField(null=True, blank=True)
+
+    objects = StepQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "position"], name="step_unique_position"),
+            models.CheckConstraint(
+                condition=Q(status__in=[s.value for s in StepStatus]), name="step_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.position} {self.name} ({self.status})"
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+
+class Event(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="event_set")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=32, choices=EventType.choices)
+    step = models.ForeignKey(
+        Step, on_delete=models.CASCADE, null=True, blank=True, related_name="event_set"
+    )
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="event_unique_seq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq} {self.type}"

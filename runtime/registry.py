@@ -1,0 +1,179 @@
+"""`@workflow`, `@step`, signatures and the registry that finds them by name."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+from runtime.core.errors import RegistrationError, WorkflowNotFound
+from runtime.core.retry import RetryPolicy
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _default_name(fn: Callable[..., Any]) -> str:
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A call of a registered step or workflow, to be fanned out (`ctx.all`)."""
+
+    name: str
+    kind: str  # "step" or "child"
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+class StepFunction(Generic[P, R]):
+    """A function registered as a step. Calling it runs the body directly, not durably."""
+
+    def __init__(
+        self,
+        fn: Callable[P, R],
+        name: str,
+        retry: RetryPolicy | None,
+        at_most_once: bool,
+    ) -> None:
+        self.fn = fn
+        self.name = name
+        self.retry = retry
+        self.at_most_once = at_most_once
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def s(self, *args: Any, **kwargs: Any) -> Signature:
+        """A signature of this step for `ctx.all`."""
+        return Signature(self.name, "step", args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<step {self.name}>"
+
+
+class WorkflowFunction(Generic[R]):
+    """A function registered as a workflow; its first parameter is the durable context."""
+
+    def __init__(self, fn: Callable[..., R], name: str) -> None:
+        self.fn = fn
+        self.name = name
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> R:
+        return self.fn(*args, **kwargs)
+
+    def s(self, *args: Any, **kwargs: Any) -> Signature:
+        """A child-workflow signature for `ctx.all`."""
+        return Signature(self.name, "child", args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<workflow {self.name}>"
+
+
+class Registry:
+    """Workflows and steps by name. A clash of names is an error when the second registers."""
+
+    def __init__(self) -> None:
+        self.workflows: dict[str, WorkflowFunction[Any]] = {}
+        self.steps: dict[str, StepFunction[Any, Any]] = {}
+
+    def _check_clash(self, table: dict[str, Any], name: str, fn: Callable[..., Any], what: str) -> bool:
+        existing = table.get(name)
+        if existing is None:
+            return False
+        same = _default_name(existing.fn) == _default_name(fn)
+        if same:  # the same function imported twice (e.g. by two import paths) is no clash
+            return True
+        raise RegistrationError(
+            f"{what} name {name!r} is registered twice: by {_default_name(existing.fn)} "
+            f"and by {_default_name(fn)}; names must be unique"
+        )
+
+    def add_workflow(self, wf: WorkflowFunction[Any]) -> None:
+        if not self._check_clash(self.workflows, wf.name, wf.fn, "workflow"):
+            self.workflows[wf.name] = wf
+
+    def add_step(self, st: StepFunction[Any, Any]) -> None:
+        if not self._check_clash(self.steps, st.name, st.fn, "step"):
+            self.steps[st.name] = st
+
+    def workflow(self, name_or_fn: str | WorkflowFunction[Any]) -> WorkflowFunction[Any]:
+        if isinstance(name_or_fn, WorkflowFunction):
+            return self.workflows.get(name_or_fn.name, name_or_fn)
+        try:
+            return self.workflows[name_or_fn]
+        except KeyError:
+            raise WorkflowNotFound(f"no workflow is registered as {name_or_fn!r}") from None
+
+    def step(self, name: str) -> StepFunction[Any, Any]:
+        try:
+            return self.steps[name]
+        except KeyError:
+            raise WorkflowNotFound(f"no step is registered as {name!r}") from None
+
+
+registry = Registry()
+
+
+@overload
+def step(fn: Callable[P, R], /) -> StepFunction[P, R]: ...
+
+
+@overload
+def step(
+    *, name: str | None = None, retry: RetryPolicy | None = None, at_most_once: bool = False
+) -> Callable[[Callable[P, R]], StepFunction[P, R]]: ...
+
+
+def step(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    retry: RetryPolicy | None = None,
+    at_most_once: bool = False,
+) -> StepFunction[P, R] | Callable[[Callable[P, R]], StepFunction[P, R]]:
+    """Register a step. Works bare (`@step`) or with options (`@step(retry=...)`).
+
+    The name defaults to `<module>.<qualname>`. `retry` overrides the default RetryPolicy;
+    `at_most_once=True` records the start before the body runs and never re-runs an
+    interrupted attempt.
+    """
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise TypeError("step(retry=...) takes a RetryPolicy")
+
+    def register(f: Callable[P, R]) -> StepFunction[P, R]:
+        if not callable(f):
+            raise TypeError("@step decorates a function")
+        st: StepFunction[P, R] = StepFunction(f, name or _default_name(f), retry, at_most_once)
+        registry.add_step(st)
+        return st
+
+    return register(fn) if fn is not None else register
+
+
+@overload
+def workflow(fn: Callable[..., R], /) -> WorkflowFunction[R]: ...
+
+
+@overload
+def workflow(*, name: str | None = None) -> Callable[[Callable[..., R]], WorkflowFunction[R]]: ...
+
+
+def workflow(
+    fn: Callable[..., R] | None = None, /, *, name: str | None = None
+) -> WorkflowFunction[R] | Callable[[Callable[..., R]], WorkflowFunction[R]]:
+    """Register a workflow: ordinary Python whose first argument is the durable context."""
+
+    def register(f: Callable[..., R]) -> WorkflowFunction[R]:
+        if not callable(f):
+            raise TypeError("@workflow decorates a function")
+        wf = WorkflowFunction(f, name or _default_name(f))
+        registry.add_workflow(wf)
+        return wf
+
+    return register(fn) if fn is not None else register

@@ -1,0 +1,51 @@
+"""One execution of one run: its lease, its checkpoint session and how it writes."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from runtime.checkpoint.batching import Checkpoint
+from runtime.checkpoint.errors import CheckpointFailed
+from runtime.checkpoint.writer import CheckpointWriter
+from runtime.core.jsonvalues import encoded_size
+from runtime.core.writes import Guard, HistoryWrite, LeaseGuard
+
+
+class Abort(BaseException):
+    """Unwinds workflow code when a checkpoint failed; BaseException so `except Exception`
+    in user code cannot swallow it."""
+
+    def __init__(self, failure: CheckpointFailed) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+
+
+@dataclass
+class ExecutionSession:
+    run_id: uuid.UUID
+    token: str
+    epoch: int
+    writer: CheckpointWriter
+
+    @property
+    def key(self) -> str:
+        return f"{self.run_id}/{self.token}/{self.epoch}"
+
+    @property
+    def guard(self) -> Guard:
+        return LeaseGuard(self.token)
+
+    def checkpoint(self, write: HistoryWrite, *, sync: bool) -> None:
+        """Queue (async) or commit (sync) one history write of this session."""
+        size = 256 * (len(write.events) + len(write.steps))
+        for row in write.steps:
+            size += encoded_size(row.result) if row.result is not None else 0
+        cp = Checkpoint(session=self.key, payload=write, size=size, sync=sync)
+        try:
+            if sync:
+                self.writer.write(cp)
+            else:
+                self.writer.submit(cp)
+        except CheckpointFailed as failure:
+            raise Abort(failure) from failure

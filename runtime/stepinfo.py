@@ -1,0 +1,39 @@
+"""`current_step()`: who am I, for code running inside a step body."""
+
+from __future__ import annotations
+
+import contextvars
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    run_id: uuid.UUID
+    position: int
+    name: str
+    attempt: int
+
+
+_current: contextvars.ContextVar[StepInfo | None] = contextvars.ContextVar(
+    "fanfold_current_step", default=None
+)
+
+
+def current_step() -> StepInfo:
+    """The step whose body is running in this thread; raises LookupError outside a step."""
+    info = _current.get()
+    if info is None:
+        raise LookupError("current_step() is only available inside a step body")
+    return info
+
+
+@contextmanager
+def running(info: StepInfo) -> Iterator[None]:
+    token = _current.set(info)
+    try:
+        yield
+    finally:
+        _current.reset(token)

@@ -1,0 +1,239 @@
+"""The database side of the checkpoint store: one transaction per batch of checkpoints.
+
+The pure writer (runtime.checkpoint) decides what goes into a batch; `DatabaseSink` writes it:
+per run one guarded `UPDATE ... RETURNING last_seq` that allocates dense event seqs and patches
+the run, one upsert for all step rows, one insert for all events.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.utils import timezone
+
+from runtime import conf
+from runtime.checkpoint.batching import BatchLimits, Checkpoint
+from runtime.checkpoint.process_local import ProcessLocal
+from runtime.checkpoint.writer import CheckpointWriter
+from runtime.core.errors import LeaseLost, RunAlreadyFinished
+from runtime.core.writes import (
+    EventDraft,
+    HistoryWrite,
+    LeaseGuard,
+    RunPatch,
+    StepRow,
+    SuspendGuard,
+    UnfinishedGuard,
+)
+from runtime.models import ACTIVE_RUN_STATES, Event, Run, Step, StepStatus
+
+# input and created_at are written once, when the step is created.
+_STEP_UPDATE_FIELDS = [
+    "name",
+    "kind",
+    "status",
+    "attempt",
+    "result",
+    "error",
+    "started_at",
+    "finished_at",
+    "wake_at",
+]
+
+
+class WokenUp(LeaseLost):
+    """A suspend lost the race with a wake-up: the executor must replay instead of sleeping."""
+
+    code = "woken_up"
+
+
+@dataclass
+class _RunGroup:
+    run_id: uuid.UUID
+    guard: Any
+    events: list[EventDraft] = field(default_factory=list)
+    steps: dict[uuid.UUID, StepRow] = field(default_factory=dict)
+    patch: RunPatch | None = None
+    wakes: int = 0
+    cancel_open_steps: bool = False
+
+
+def _group(writes: Sequence[HistoryWrite]) -> list[_RunGroup]:
+    groups: dict[tuple[uuid.UUID, Any], _RunGroup] = {}
+    for w in writes:
+        g = groups.setdefault((w.run_id, w.guard), _RunGroup(w.run_id, w.guard))
+        g.events.extend(w.events)
+        for row in w.steps:
+            g.steps.pop(row.id, None)  # the latest state wins and keeps FIFO placement
+            g.steps[row.id] = row
+        if w.run is not None:
+            g.patch = w.run if g.patch is None else g.patch.merged(w.run)
+        g.wakes += int(w.wake)
+        g.cancel_open_steps = g.cancel_open_steps or w.cancel_open_steps
+    return list(groups.values())
+
+
+class DatabaseSink:
+    """Writes batches of `HistoryWrite` checkpoints through the Django default connection."""
+
+    def __init__(self) -> None:
+        self.transactions = 0
+        self._committing = False
+
+    def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
+        writes = [cp.payload for cp in checkpoints if isinstance(cp.payload, HistoryWrite)]
+        if not writes:
+            return
+        groups = _group(writes)
+        try:
+            self._write(groups)
+        except (InterfaceError, OperationalError):
+            # Only a failure before COMMIT is retried: the transaction is rolled back for sure.
+            # A failure during COMMIT leaves the outcome unknown, and replay settles it.
+            if self._committing:
+                raise
+            connection.close()  # a connection that died between batches: reconnect once
+            self._write(groups)
+
+    def close(self) -> None:
+        connection.close()
+
+    def _write(self, groups: list[_RunGroup]) -> None:
+        self._committing = False
+        now = timezone.now()
+        lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
+        with transaction.atomic():
+            events: list[Event] = []
+            steps: list[Step] = []
+            for g in groups:
+                last_seq = _update_run(g, now, lease_until)
+                seq = last_seq - len(g.events)
+                for draft in g.events:
+                    seq += 1
+                    events.append(
+                        Event(
+                            run_id=g.run_id,
+                            seq=seq,
+                            type=draft.type,
+                            step_id=draft.step_id,
+                            payload=draft.payload,
+                            created_at=draft.at,
+                        )
+                    )
+                steps.extend(_step_model(g.run_id, row) for row in g.steps.values())
+                if g.cancel_open_steps:
+                    Step.objects.filter(run_id=g.run_id).unfinished().update(
+                        status=StepStatus.CANCELLED, finished_at=now
+                    )
+            if steps:
+                Step.objects.bulk_create(
+                    steps,
+                    update_conflicts=True,
+                    unique_fields=["id"],
+                    update_fields=_STEP_UPDATE_FIELDS,
+                )
+            if events:
+                Event.objects.bulk_create(events)
+            self._committing = True
+        self._committing = False
+        self.transactions += 1
+
+
+def _step_model(run_id: uuid.UUID, row: StepRow) -> Step:
+    return Step(
+        id=row.id,
+        run_id=run_id,
+        position=row.position,
+        name=row.name,
+        kind=row.kind,
+        status=row.status,
+        attempt=row.attempt,
+        input=row.input,
+        result=row.result,
+        error=row.error,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        wake_at=row.wake_at,
+    )
+
+
+def _json_param(column: str, value: Any) -> Any:
+    return Run._meta.get_field(column).get_db_prep_value(value, connection)
+
+
+def _update_run(g: _RunGroup, now: datetime, lease_until: datetime) -> int:
+    """Allocate `len(g.events)` seqs, apply the patch and the guard; returns the new last_seq."""
+    table = Run._meta.db_table
+    sets = ["last_seq = last_seq + %s", "updated_at = %s"]
+    params: list[Any] = [len(g.events), now]
+    if g.wakes:
+        sets.append("wakeups = wakeups + %s")
+        params.append(g.wakes)
+    patch = g.patch or RunPatch()
+    for column, value in patch.columns().items():
+        sets.append(f"{column} = %s")
+        params.append(_json_param(column, value) if column in ("result", "error") else value)
+    where = ["id = %s"]
+    where_params: list[Any] = [g.run_id.hex if connection.vendor == "sqlite" else g.run_id]
+    guard = g.guard
+    if isinstance(guard, LeaseGuard | SuspendGuard):
+        where.append("lease_token = %s")
+        where_params.append(guard.token)
+        if patch.release_lease:
+            sets.append("lease_token = NULL")
+            sets.append("lease_expires_at = NULL")
+        else:
+            sets.append("lease_expires_at = %s")
+            params.append(lease_until)
+        if isinstance(guard, SuspendGuard):
+            where.append("wakeups = %s")
+            where_params.append(guard.wakeups)
+    elif isinstance(guard, UnfinishedGuard):
+        where.append(f"status IN ({', '.join(['%s'] * len(ACTIVE_RUN_STATES))})")
+        where_params.extend(str(s) for s in ACTIVE_RUN_STATES)
+        if patch.release_lease:
+            sets.append("lease_token = NULL")
+            sets.append("lease_expires_at = NULL")
+    sql = f"UPDATE {table} SET {', '.join(sets)} WHERE {' AND '.join(where)} RETURNING last_seq"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params + where_params)
+        row = cursor.fetchone()
+    if row is None:
+        raise _guard_failure(g)
+    return int(row[0])
+
+
+def _guard_failure(g: _RunGroup) -> Exception:
+    if isinstance(g.guard, UnfinishedGuard):
+        return RunAlreadyFinished(f"run {g.run_id} has already finished")
+    if isinstance(g.guard, SuspendGuard):
+        still_ours = Run.objects.filter(
+            id=g.run_id, lease_token=g.guard.token
+        ).exists()
+        if still_ours:
+            return WokenUp(f"run {g.run_id} was woken while suspending")
+    return LeaseLost(f"this executor no longer owns run {g.run_id}")
+
+
+def _new_writer() -> CheckpointWriter:
+    settings = conf.get()
+    limits = BatchLimits(
+        max_items=settings.CHECKPOINT_MAX_ITEMS,
+        max_bytes=settings.CHECKPOINT_MAX_BYTES,
+        async_window=settings.CHECKPOINT_ASYNC_WINDOW,
+    )
+    return CheckpointWriter(DatabaseSink(), limits)
+
+
+_process_writer: ProcessLocal[CheckpointWriter] = ProcessLocal(_new_writer)
+
+
+def writer() -> CheckpointWriter:
+    """This process's checkpoint writer (a fresh one in each forked Celery child)."""
+    return _process_writer.get()

@@ -1,0 +1,28 @@
+"""Thin Celery tasks: ids in, a service call."""
+
+from __future__ import annotations
+
+import uuid
+
+from celery import shared_task
+from celery.signals import worker_ready
+
+from runtime import executor, sweep
+
+
+@shared_task(name="fanfold.execute_run", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             autoretry_for=(Exception,), retry_backoff=True, retry_backoff_max=30, max_retries=None)
+def execute_run(run_id: str) -> str:
+    """Execute or resume one run; retried with backoff if the database fails under it."""
+    return executor.execute(uuid.UUID(run_id)).outcome.value
+
+
+@shared_task(name="fanfold.sweep", ignore_result=True)
+def sweep_runs() -> int:
+    """Re-enqueue overdue timers and runs whose owner stopped heartbeating."""
+    return sweep.sweep_once()
+
+
+@worker_ready.connect
+def _start_sweeper(**_: object) -> None:
+    sweep.start_sweeper()

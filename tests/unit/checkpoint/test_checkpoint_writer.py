@@ -1,0 +1,142 @@
+"""CheckpointWriter happy paths: prompt sync writes, group commit, barriers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from checkpoint_fakes import CountingQueue
+
+from runtime.checkpoint import BatchLimits, Checkpoint, CheckpointWriter, MemorySink
+
+SLOW_WINDOW = BatchLimits(async_window=60.0)  # any wait for company would hang the test
+
+
+@pytest.fixture
+def counting_queue() -> CountingQueue:
+    return CountingQueue()
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()  # never leave the writer thread parked in a failed test
+
+
+def test_writer_write_commits_before_returning() -> None:
+    sink = MemorySink()
+    writer = CheckpointWriter(sink)
+    cp = Checkpoint("run/1", {"step": 1})
+
+    writer.write(cp)
+
+    assert [c.payload for c in sink.checkpoints] == [{"step": 1}]
+    assert sink.checkpoints[0].sync is True
+    writer.close()
+
+
+def test_writer_starts_thread_lazily() -> None:
+    name = "lazy-writer-under-test"
+    writer = CheckpointWriter(MemorySink(), name=name)
+    assert name not in {t.name for t in threading.enumerate()}
+
+    writer.submit(Checkpoint("s", None))
+
+    assert name in {t.name for t in threading.enumerate()}
+    writer.close()
+
+
+def test_writer_sync_write_makes_no_timed_waits(counting_queue: CountingQueue) -> None:
+    writer = CheckpointWriter(MemorySink(), SLOW_WINDOW, queue_factory=lambda: counting_queue)
+
+    for i in range(3):
+        writer.write(Checkpoint("s", i))
+
+    assert counting_queue.timed_gets == 0
+    writer.close()
+
+
+def test_writer_async_start_and_sync_completion_share_one_batch() -> None:
+    sink = MemorySink()
+    writer = CheckpointWriter(sink, SLOW_WINDOW)
+
+    writer.submit(Checkpoint("run/1", "step started"))
+    writer.write(Checkpoint("run/1", "step completed"))
+
+    assert [[c.payload for c in b] for b in sink.batches] == [["step started", "step completed"]]
+    writer.close()
+
+
+def test_writer_groups_concurrent_sync_writes(
+    counting_queue: CountingQueue, gate: threading.Event
+) -> None:
+    sink = MemorySink(gate=gate)
+    writer = CheckpointWriter(sink, queue_factory=lambda: counting_queue)
+    first = threading.Thread(target=writer.write, args=(Checkpoint("first", 0),))
+    first.start()
+    sink.entered.wait(10)  # the writer is now holding a transaction open
+    threads = [
+        threading.Thread(target=writer.write, args=(Checkpoint(f"run/{i}", i),)) for i in range(20)
+    ]
+    for thread in threads:
+        thread.start()
+    counting_queue.wait_for_puts(21)
+
+    gate.set()
+    for thread in [first, *threads]:
+        thread.join(10)
+
+    assert len(sink.batches) == 2
+    assert {c.session for c in sink.batches[1]} == {f"run/{i}" for i in range(20)}
+    assert writer.stats.max_batch_items == 20
+    assert writer.stats.committed_batches == 2
+    writer.close()
+
+
+def test_writer_keeps_fifo_per_session_across_batches() -> None:
+    sink = MemorySink()
+    writer = CheckpointWriter(sink, BatchLimits(max_items=3))
+
+    for i in range(10):
+        writer.submit(Checkpoint("a" if i % 2 else "b", i))
+    writer.close()
+
+    assert [c.payload for c in sink.checkpoints] == list(range(10))
+    assert all(len(b) <= 3 for b in sink.batches)
+
+
+def test_writer_barrier_waits_for_earlier_async_checkpoints(
+    counting_queue: CountingQueue, gate: threading.Event
+) -> None:
+    sink = MemorySink(gate=gate)
+    writer = CheckpointWriter(sink, queue_factory=lambda: counting_queue)
+    seen_at_barrier: list[object] = []
+    writer.submit(Checkpoint("run", 1))
+    sink.entered.wait(10)
+    writer.submit(Checkpoint("run", 2))
+
+    def barrier() -> None:
+        writer.barrier("run")
+        seen_at_barrier.extend(c.payload for c in sink.checkpoints)
+
+    waiter = threading.Thread(target=barrier)
+    waiter.start()
+    counting_queue.wait_for_puts(3)
+    assert waiter.is_alive()  # the writer is parked in the gated transaction
+
+    gate.set()
+    waiter.join(10)
+
+    assert seen_at_barrier == [1, 2]
+    assert all(c.payload is not None for c in sink.checkpoints)  # barriers reach no sink
+    writer.close()
+
+
+def test_writer_barrier_on_idle_writer_returns_at_once() -> None:
+    writer = CheckpointWriter(MemorySink(), name="idle-barrier-writer")
+
+    writer.barrier("run")
+
+    assert "idle-barrier-writer" not in {t.name for t in threading.enumerate()}
