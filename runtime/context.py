@@ -263,7 +263,19 @@ class DurableContext:
         self._write(events, row, sync=False)
         raise Suspend(wake_at)
 
-    # -- fan-out (ctx.all / ctx.map) lives in runtime.fanout ----------------------------------
+    # -- callbacks live in runtime.callbacks, fan-out in runtime.fanout ---------------------
+
+    def create_callback(
+        self,
+        name: str,
+        *,
+        timeout: float | timedelta | None = None,
+        heartbeat_timeout: float | timedelta | None = None,
+    ) -> Any:
+        """A callback with an unguessable `.token`; `.wait()` suspends until it is posted."""
+        from runtime.callbacks import create_callback
+
+        return create_callback(self, name, timeout=timeout, heartbeat_timeout=heartbeat_timeout)
 
     def all(self, signatures: Iterable[Signature], **options: Any) -> list[Any]:
         """Run registered steps or child workflows in parallel; results in signature order."""

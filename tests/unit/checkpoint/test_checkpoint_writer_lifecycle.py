@@ -7,7 +7,13 @@ import threading
 import pytest
 from checkpoint_fakes import CountingQueue
 
-from runtime.checkpoint import Checkpoint, CheckpointWriter, MemorySink, WriterClosed
+from runtime.checkpoint import (
+    Checkpoint,
+    CheckpointFailed,
+    CheckpointWriter,
+    MemorySink,
+    WriterClosed,
+)
 from runtime.checkpoint.batching import BatchLimits
 
 
@@ -98,3 +104,26 @@ def test_writer_stats_count_transactions_and_checkpoints() -> None:
     stats = writer.stats
     assert (stats.batches, stats.committed_batches, stats.failed_batches) == (3, 3, 0)
     assert (stats.checkpoints, stats.max_batch_items) == (3, 1)
+
+
+class WriterBug(BaseException):
+    """Not an Exception: escapes the per-batch failure handling, like a bug would."""
+
+
+def test_writer_thread_death_fails_waiters_and_refuses_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)
+    sink = MemorySink()
+    sink.fail_next(WriterBug("bug"))
+    writer = CheckpointWriter(sink)
+
+    with pytest.raises(CheckpointFailed) as raised:
+        writer.write(Checkpoint("run", 1))
+    writer.close()  # joins the dead thread before excepthook is restored
+
+    assert isinstance(raised.value.__cause__, WriterBug)
+    with pytest.raises(WriterClosed) as refused:
+        writer.submit(Checkpoint("other", 2))
+    assert isinstance(refused.value.__cause__, WriterBug)
+    assert sink.closed

@@ -1,0 +1,1 @@
+"""Shared test helpers: service checks and real worker processes."""
