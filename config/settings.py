@@ -92,7 +92,7 @@ AUTH_PASSWORD_VALIDATORS = [
 
 # --- Celery --------------------------------------------------------------------------------
 # "memory://" is the embedded broker: an in-process worker thread serves it (runtime.embedded).
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "memory://"
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "memory://localhost/"
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"

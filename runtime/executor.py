@@ -88,7 +88,16 @@ def claim(run_id: uuid.UUID, token: str, now: datetime) -> Claim | None:
 
 def load_history(run_id: uuid.UUID) -> dict[int, h.RecordedStep]:
     rows = Step.objects.filter(run_id=run_id).values_list(
-        "position", "name", "kind", "status", "attempt", "result", "error", "wake_at", "started_at"
+        "position",
+        "name",
+        "kind",
+        "status",
+        "attempt",
+        "result",
+        "error",
+        "wake_at",
+        "started_at",
+        "callback_token",
     )
     return {row[0]: h.RecordedStep(*row) for row in rows.iterator(chunk_size=5000)}
 

@@ -167,6 +167,10 @@ class Step(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # Retry delay or sleep end for pending steps; callback deadline for callbacks.
     wake_at = models.DateTimeField(null=True, blank=True)
+    # The credential a callback's result is posted with (runtime.callbacks); null otherwise.
+    callback_token = models.CharField(
+        max_length=64, null=True, blank=True, unique=True, editable=False
+    )
 
     objects = StepQuerySet.as_manager()
 

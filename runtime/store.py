@@ -20,11 +20,12 @@ from runtime import conf
 from runtime.checkpoint.batching import BatchLimits, Checkpoint
 from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.writer import CheckpointWriter
-from runtime.core.errors import LeaseLost, RunAlreadyFinished
+from runtime.core.errors import LeaseLost, RunAlreadyFinished, StepChanged
 from runtime.core.writes import (
     EventDraft,
     HistoryWrite,
     LeaseGuard,
+    OpenStepGuard,
     RunPatch,
     StepRow,
     SuspendGuard,
@@ -112,6 +113,8 @@ class DatabaseSink:
             steps: list[Step] = []
             for g in groups:
                 last_seq = _update_run(g, now, lease_until)
+                if isinstance(g.guard, OpenStepGuard):
+                    _check_step_open(g.guard)
                 seq = last_seq - len(g.events)
                 for draft in g.events:
                     seq += 1
@@ -160,6 +163,7 @@ def _step_model(run_id: uuid.UUID, row: StepRow) -> Step:
         started_at=row.started_at,
         finished_at=row.finished_at,
         wake_at=row.wake_at,
+        callback_token=row.callback_token,
     )
 
 
@@ -182,6 +186,9 @@ def _update_run(g: _RunGroup, now: datetime, lease_until: datetime) -> int:
     where = ["id = %s"]
     where_params: list[Any] = [g.run_id.hex if connection.vendor == "sqlite" else g.run_id]
     guard = g.guard
+    if isinstance(guard, OpenStepGuard):
+        # The step itself is checked after this UPDATE holds the run's row lock.
+        guard = LeaseGuard(guard.token) if guard.token else UnfinishedGuard()
     if isinstance(guard, LeaseGuard | SuspendGuard):
         where.append("lease_token = %s")
         where_params.append(guard.token)
@@ -209,7 +216,20 @@ def _update_run(g: _RunGroup, now: datetime, lease_until: datetime) -> int:
     return int(row[0])
 
 
+def _check_step_open(guard: OpenStepGuard) -> None:
+    # A fresh statement under the run's row lock: it sees every write committed before ours.
+    open_steps = Step.objects.filter(id=guard.step_id).unfinished()
+    if guard.due_by is not None:
+        open_steps = open_steps.filter(wake_at__lte=guard.due_by)
+    if not open_steps.exists():
+        raise StepChanged(f"step {guard.step_id} has finished or its deadline moved")
+
+
 def _guard_failure(g: _RunGroup) -> Exception:
+    if isinstance(g.guard, OpenStepGuard):
+        if g.guard.token is None:
+            return RunAlreadyFinished(f"run {g.run_id} has already finished")
+        return LeaseLost(f"this executor no longer owns run {g.run_id}")
     if isinstance(g.guard, UnfinishedGuard):
         return RunAlreadyFinished(f"run {g.run_id} has already finished")
     if isinstance(g.guard, SuspendGuard):

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
 
-class CheckpointFailed(Exception):
+from runtime.core.errors import FanfoldError
+
+
+class CheckpointFailed(FanfoldError):
     """A checkpoint was not committed; nothing after it in ``session`` will be written.
 
     ``__cause__`` is the sink's original exception. The exception pickles (for Celery) with
@@ -13,12 +17,11 @@ class CheckpointFailed(Exception):
     code = "checkpoint_failed"
 
     def __init__(self, session: str, message: str | None = None) -> None:
+        super().__init__(message or f"checkpoint for session {session!r} was not committed")
         self.session = session
-        self.message = message or f"checkpoint for session {session!r} was not committed"
-        super().__init__(session, self.message)
 
-    def __str__(self) -> str:
-        return self.message
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.session, self.message))
 
     @classmethod
     def caused_by(cls, session: str, cause: BaseException) -> CheckpointFailed:
@@ -28,7 +31,7 @@ class CheckpointFailed(Exception):
         return exc
 
 
-class WriterClosed(RuntimeError):
+class WriterClosed(FanfoldError, RuntimeError):
     """The checkpoint writer was closed (or its thread died) and accepts no more work."""
 
     code = "checkpoint_writer_closed"

@@ -127,6 +127,12 @@ class RunAlreadyFinished(FanfoldError):
     code = "run_finished"
 
 
+class StepChanged(FanfoldError):
+    """A write conditional on a step's state found the step finished or its deadline moved."""
+
+    code = "step_changed"
+
+
 class LeaseLost(FanfoldError):
     """This executor no longer owns the run (cancelled, or taken over after a lost heartbeat)."""
 

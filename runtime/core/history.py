@@ -35,6 +35,7 @@ class RecordedStep:
     error: dict[str, Any] | None = None
     wake_at: datetime | None = None
     started_at: datetime | None = None
+    callback_token: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

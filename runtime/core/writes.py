@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from runtime.core.fanin import BranchReceipt
+
 UNSET: Any = object()  # a RunPatch field that is not to change
 
 
@@ -38,6 +40,7 @@ class StepRow:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     wake_at: datetime | None = None
+    callback_token: str | None = None  # written once, when a callback step is created
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +92,21 @@ class SuspendGuard:
     wakeups: int
 
 
-Guard = LeaseGuard | UnfinishedGuard | SuspendGuard
+@dataclass(frozen=True, slots=True)
+class OpenStepGuard:
+    """Write only while the step is still pending or running (callback results and timeouts).
+
+    With `token` the lease must be ours (an executor); without it the run must be unfinished
+    (a callback post). With `due_by` the step's deadline must not lie after it, so a timeout
+    cannot overwrite a heartbeat that extended the deadline meanwhile.
+    """
+
+    step_id: uuid.UUID
+    token: str | None = None
+    due_by: datetime | None = None
+
+
+Guard = LeaseGuard | UnfinishedGuard | SuspendGuard | OpenStepGuard
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,3 +120,42 @@ class HistoryWrite:
     run: RunPatch | None = None
     wake: bool = False  # bump Run.wakeups: the run has something new to react to
     cancel_open_steps: bool = False  # mark every pending or running step cancelled
+    fanouts: tuple[FanoutGroupRow, ...] = ()  # fan-out groups created with these steps
+
+
+@dataclass(frozen=True, slots=True)
+class FanoutGroupRow:
+    """A new fan-out group: its branches are the steps at first_position .. + total - 1."""
+
+    id: uuid.UUID
+    first_position: int
+    total: int
+    released: int
+    need: int | None
+    failure_limit: int
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class BranchReport:
+    """The outcome of one attempt of a fan-out branch, written by the worker that ran it.
+
+    The store records it only if the step is still running this attempt (otherwise the report
+    is stale: a duplicate delivery, a cancelled run, an attempt taken over), counts it on the
+    group row and fills `receipt` after commit. `outcome` is "completed", "failed" (for good)
+    or "retrying" (`wake_at` is when the next attempt is due).
+    """
+
+    run_id: uuid.UUID
+    step_id: uuid.UUID
+    position: int
+    group_id: uuid.UUID
+    attempt: int
+    outcome: str
+    started_at: datetime
+    finished_at: datetime
+    result: Any = None
+    error: dict[str, Any] | None = None
+    reason: str = ""
+    wake_at: datetime | None = None
+    receipt: BranchReceipt = field(default_factory=BranchReceipt, compare=False)

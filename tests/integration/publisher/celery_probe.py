@@ -35,5 +35,5 @@ def record(self: Task, *args: Any, **kwargs: Any) -> None:
         "args": list(args),
         "kwargs": kwargs,
     }
-    with redis.Redis.from_url(BROKER_URL) as client:
+    with redis.Redis.from_url(self.app.conf.broker_url) as client:
         client.rpush(SEEN_KEY, json.dumps(seen))

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import redis
 from celery import Celery
+from pipeline_spy import PipelineSpy
 from redis.client import Pipeline
 
 from publisher.metrics import counters
@@ -52,28 +52,22 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
 
 
 @pytest.fixture
-def app(redis_url: str) -> Iterator[Celery]:
-    app = Celery("publisher-it", broker=redis_url, set_as_current=False)
+def broker_env(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point ``CELERY_BROKER_URL`` at the test database.
+
+    Celery lets that variable override an app's own ``broker`` argument, and the suite-wide
+    conftest sets it to another database.
+    """
+    monkeypatch.setenv("CELERY_BROKER_URL", redis_url)
+    return redis_url
+
+
+@pytest.fixture
+def app(broker_env: str) -> Iterator[Celery]:
+    app = Celery("publisher-it", broker=broker_env, set_as_current=False)
     app.conf.update(task_serializer="json", accept_content=["json"])
     yield app
     app.close()
-
-
-@dataclass
-class PipelineSpy:
-    """Records the command names of every Redis pipeline executed; can fail chosen ones.
-
-    ``fail_publish`` holds the indexes (0-based, among pipelines that LPUSH) to fail instead
-    of executing, as a broker connection lost mid-request would.
-    """
-
-    executed: list[list[str]] = field(default_factory=list)
-    fail_publish: set[int] = field(default_factory=set)
-
-    @property
-    def publishes(self) -> list[list[str]]:
-        """The executed pipelines that published messages."""
-        return [commands for commands in self.executed if "LPUSH" in commands]
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import redis
 from celery import Celery
-from conftest import PipelineSpy
+from pipeline_spy import PipelineSpy
 
 from publisher.celery_transport import CeleryTransport
 from publisher.core import publish_messages

@@ -1,0 +1,225 @@
+"""Fan-in rules of `ctx.all`: when a fan-out is decided, what it releases, what it returns.
+
+Pure functions over counts and recorded branch states. The database side (runtime.fanin)
+calls `after_finish` inside the completion's transaction with the counters the group row
+returned; the workflow side (runtime.fanout) calls `settle` on replay with the recorded steps.
+Both reach the same verdict because a verdict depends only on (succeeded, failed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+SUCCEEDED, FAILED = "succeeded", "failed"
+
+CANCELLED_ERROR: dict[str, Any] = {
+    "type": "BranchCancelled",
+    "message": "the fan-out was decided before this branch finished",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FanInRule:
+    """When a fan-out of `total` branches is decided.
+
+    It fails as soon as more than `failure_limit` branches failed; it succeeds as soon as
+    `need` branches succeeded (None: once every branch finished without failing it).
+    """
+
+    total: int
+    need: int | None
+    failure_limit: int
+
+    @classmethod
+    def resolve(
+        cls,
+        total: int,
+        *,
+        min_successful: int | None = None,
+        tolerated_failures: int | None = None,
+        return_exceptions: bool = False,
+    ) -> FanInRule:
+        """The rule for `ctx.all(..., min_successful=, tolerated_failures=, return_exceptions=)`.
+
+        Without either count a failure decides at once (Promise.all), unless return_exceptions
+        asks to wait for every branch (asyncio.gather).
+        """
+        if total < 0:
+            raise ValueError("a fan-out cannot have a negative number of branches")
+        for name, value in (("min_successful", min_successful), ("tolerated_failures", tolerated_failures)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise ValueError(f"{name} must be a non-negative integer")
+        if min_successful is not None and min_successful > total:
+            raise ValueError(f"min_successful={min_successful} is more than the {total} branches")
+        limits = []
+        if tolerated_failures is not None:
+            limits.append(tolerated_failures)
+        if min_successful is not None:
+            limits.append(total - min_successful)  # more failures make `need` unreachable
+        if not limits:
+            limits.append(total if return_exceptions else 0)
+        return cls(total, min_successful, min(limits))
+
+    @property
+    def lenient(self) -> bool:
+        """Whether a successful verdict can include failed or cancelled branches."""
+        return self.failure_limit > 0 or (self.need is not None and self.need < self.total)
+
+    def verdict(self, succeeded: int, failed: int) -> str | None:
+        """SUCCEEDED, FAILED, or None while undecided."""
+        if failed > self.failure_limit:
+            return FAILED
+        if self.need is not None and succeeded >= self.need:
+            return SUCCEEDED
+        if succeeded + failed >= self.total:
+            return SUCCEEDED
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCounts:
+    """A group row's counters after a completion's increment."""
+
+    total: int
+    released: int
+    succeeded: int
+    failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class FanInStep:
+    """What one transaction of completions does to its group."""
+
+    verdict: str | None
+    release: range  # branch indexes to publish after commit
+
+
+def after_finish(rule: FanInRule, counts: GroupCounts, finished: int) -> FanInStep:
+    """Decide the group after `finished` branches finished for good (counts already include them).
+
+    Each finished branch frees one slot of the concurrency window, unless the fan-out is decided:
+    then nothing more is released.
+    """
+    verdict = rule.verdict(counts.succeeded, counts.failed)
+    if verdict is not None:
+        return FanInStep(verdict, range(0))
+    released = min(counts.total, counts.released + finished)
+    return FanInStep(None, range(counts.released, released))
+
+
+def initial_release(total: int, max_concurrency: int | None) -> int:
+    """How many branches leave when the fan-out starts."""
+    if max_concurrency is None:
+        return total
+    if not isinstance(max_concurrency, int) or isinstance(max_concurrency, bool) or max_concurrency < 1:
+        raise ValueError("max_concurrency must be a positive integer or None")
+    return min(total, max_concurrency)
+
+
+@dataclass(frozen=True, slots=True)
+class BranchState:
+    """What the history says about one branch (a step row of the group)."""
+
+    position: int
+    name: str
+    status: str
+    attempt: int = 0
+    result: Any = None
+    error: dict[str, Any] | None = None
+    wake_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A branch that failed or was cancelled, in place of its result."""
+
+    position: int
+    name: str
+    error: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    verdict: str
+    values: list[Any]  # results in branch order; Failure in place of failed/cancelled branches
+    first_failure: Failure | None
+
+
+def settle(rule: FanInRule, branches: Sequence[BranchState], first_failure: int | None) -> Settled | None:
+    """The fan-out's outcome from its recorded branches, or None while it is undecided.
+
+    `first_failure` is the position of the first failed branch in the event log (kept on the
+    group row); without it the lowest failed position stands in.
+    """
+    succeeded = sum(1 for b in branches if b.status == "completed")
+    failed = sum(1 for b in branches if b.status == "failed")
+    verdict = rule.verdict(succeeded, failed)
+    if verdict is None:
+        return None
+    values: list[Any] = []
+    failures: list[Failure] = []
+    for b in branches:
+        if b.status == "completed":
+            values.append(b.result)
+            continue
+        error = b.error if b.status == "failed" else (b.error or CANCELLED_ERROR)
+        failure = Failure(b.position, b.name, error)
+        values.append(failure)
+        if b.status == "failed":
+            failures.append(failure)
+    first = next((f for f in failures if f.position == first_failure), None)
+    return Settled(verdict, values, first or (failures[0] if failures else None))
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """Publish attempt `attempt` of the branch at `position`, after `countdown` seconds."""
+
+    position: int
+    attempt: int
+    countdown: float = 0.0
+
+
+def due_dispatches(
+    branches: Sequence[BranchState],
+    released: int,
+    now: datetime,
+    *,
+    pending_grace: float,
+) -> list[Dispatch]:
+    """Branches whose message may be lost: publish them (again); a duplicate loses its claim.
+
+    A released pending branch gets its current attempt again once its dispatch time is more than
+    `pending_grace` seconds old (a retry not yet due keeps its countdown); a running branch whose
+    lease expired (its worker died) is taken over by the next attempt.
+    """
+    grace = timedelta(seconds=pending_grace)
+    due: list[Dispatch] = []
+    for index, b in enumerate(branches):
+        if index >= released:
+            break
+        if b.status == "pending":
+            if b.wake_at is not None and b.wake_at > now:
+                due.append(Dispatch(b.position, b.attempt + 1, (b.wake_at - now).total_seconds()))
+            elif b.wake_at is None or b.wake_at + grace <= now:
+                due.append(Dispatch(b.position, b.attempt + 1))
+        elif b.status == "running" and (b.wake_at is None or b.wake_at < now):
+            due.append(Dispatch(b.position, b.attempt + 1))
+    return due
+
+
+@dataclass(slots=True)
+class BranchReceipt:
+    """What the store did with a branch report, filled in after its transaction committed.
+
+    `recorded` is False for a stale report (a duplicate, a cancelled or taken-over attempt):
+    the caller then does nothing. `release` lists branch positions to publish, `wake` says the
+    report settled the fan-out and the workflow must be enqueued (exactly one report does).
+    """
+
+    recorded: bool = False
+    release: list[int] = field(default_factory=list)
+    wake: bool = False
