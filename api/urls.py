@@ -1,5 +1,39 @@
+"""Routes of the REST API, mounted at /api/."""
+
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path, re_path
+from drf_spectacular.renderers import (
+    OpenApiJsonRenderer,
+    OpenApiJsonRenderer2,
+    OpenApiYamlRenderer,
+    OpenApiYamlRenderer2,
+)
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from api.errors import endpoint_not_found
+from api.views.callbacks import CallbackView
+from api.views.docs import DocsView, SchemaView
+from api.views.runs import (
+    RunCancelView,
+    RunDetailView,
+    RunEventsView,
+    RunListView,
+    RunStepsView,
+)
+from api.views.workflows import WorkflowListView
+
+# JSON first: the API is all JSON; ?format=yaml still gives YAML.
+_SCHEMA_RENDERERS = [OpenApiJsonRenderer, OpenApiJsonRenderer2, OpenApiYamlRenderer, OpenApiYamlRenderer2]
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("runs/", RunListView.as_view(), name="run-list"),
+    path("runs/<str:run_id>/", RunDetailView.as_view(), name="run-detail"),
+    path("runs/<str:run_id>/steps/", RunStepsView.as_view(), name="run-steps"),
+    path("runs/<str:run_id>/events/", RunEventsView.as_view(), name="run-events"),
+    path("runs/<str:run_id>/cancel/", RunCancelView.as_view(), name="run-cancel"),
+    path("callbacks/<str:token>/", CallbackView.as_view(), name="callback"),
+    path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
+    path("schema/", SchemaView.as_view(renderer_classes=_SCHEMA_RENDERERS), name="api-schema"),
+    path("docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
+    re_path(r"^(?P<path>.*)$", endpoint_not_found),
+]

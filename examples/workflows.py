@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime import RetryPolicy, RetryableError, current_step, step, workflow
+from runtime import RetryableError, RetryPolicy, current_step, step, workflow
 
 
 @step(name="examples.add")
@@ -21,7 +21,10 @@ def sequential_sum(ctx: Any, count: int) -> int:
     return total
 
 
-@step(name="examples.flaky_fetch", retry=RetryPolicy(max_attempts=5, initial_delay=0.2, backoff=2.0, jitter=False))
+@step(
+    name="examples.flaky_fetch",
+    retry=RetryPolicy(max_attempts=5, initial_delay=0.2, backoff=2.0, jitter=False),
+)
 def flaky_fetch(item: str, failures: int) -> dict[str, Any]:
     """Fails its first `failures` attempts, then succeeds: a stand-in for a shaky API."""
     attempt = current_step().attempt
@@ -61,3 +64,15 @@ def noop_loop(ctx: Any, steps: int) -> int:
     for i in range(steps):
         ctx.step(noop, i)
     return steps
+
+
+@step(name="examples.noop_branch")
+def noop_branch(i: int) -> int:
+    """Does nothing: the fan-out benchmark measures the runtime around it (Step timestamps)."""
+    return i
+
+
+@workflow(name="examples.fanout_noop")
+def fanout_noop(ctx: Any, n: int, max_concurrency: int | None = None) -> int:
+    """`ctx.map` over `n` no-op branches; returns how many came back."""
+    return len(ctx.map(noop_branch, range(n), max_concurrency=max_concurrency))

@@ -308,6 +308,8 @@ class RunAdmin(_RunModelAdmin):
                 cancel_run(run.id, reason="cancelled from the admin")
             except (RunAlreadyFinished, RunNotFound):
                 finished.append(str(run.id))
+            except FanfoldError as exc:  # a failed checkpoint write: say so, try the next run
+                self.message_user(request, f"Could not cancel {run.id}: {exc}", messages.ERROR)
             else:
                 cancelled += 1
         if cancelled:

@@ -53,7 +53,9 @@ def parse(raw: dict[str, Any]) -> FanfoldSettings:
     known = {f.name: f for f in fields(FanfoldSettings)}
     unknown = sorted(set(raw) - set(known))
     if unknown:
-        raise SettingsError(f"unknown Fanfold setting(s): {', '.join('FANFOLD_' + u for u in unknown)}")
+        raise SettingsError(
+            f"unknown Fanfold setting(s): {', '.join('FANFOLD_' + u for u in unknown)}"
+        )
     values = {name: _coerce(name, str(known[name].type), value) for name, value in raw.items()}
     return FanfoldSettings(**values)
 

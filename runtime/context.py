@@ -48,7 +48,7 @@ class StepInterrupted(FanfoldError):
     code = "step_interrupted"
 
 
-class _ReplayAwareLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+class _ReplayAwareLogger(logging.LoggerAdapter[logging.Logger]):
     def __init__(self, ctx: DurableContext) -> None:
         super().__init__(log, {"run_id": str(ctx.run_id)})
         self._ctx = ctx
@@ -76,7 +76,7 @@ class DurableContext:
         self._uuid_counter = 0
         self._limit = conf.get().MAX_PAYLOAD_BYTES
         self.fatal: BaseException | None = None  # set when user code swallowed a fatal error
-        self.logger: logging.LoggerAdapter = _ReplayAwareLogger(self)  # type: ignore[type-arg]
+        self.logger: logging.LoggerAdapter[logging.Logger] = _ReplayAwareLogger(self)
 
     # -- deterministic helpers -----------------------------------------------------------
 
@@ -91,7 +91,9 @@ class DurableContext:
 
     def now(self) -> datetime:
         """The current time, recorded so that replay sees the same value."""
-        return datetime.fromisoformat(self._record_value("ctx.now", lambda: self._clock.now().isoformat()))
+        return datetime.fromisoformat(
+            self._record_value("ctx.now", lambda: self._clock.now().isoformat())
+        )
 
     def uuid4(self) -> uuid.UUID:
         """A UUID derived from the run and a call counter: the same on every replay."""
@@ -117,13 +119,18 @@ class DurableContext:
             raise TypeError("ctx.step takes a callable as its first argument")
         registered = fn if isinstance(fn, StepFunction) else None
         body = registered.fn if registered else fn
-        step_name = name or (registered.name if registered else getattr(fn, "__name__", repr(fn)))
+        step_name: str = name or (
+            registered.name if registered else str(getattr(fn, "__name__", repr(fn)))
+        )
         policy = retry or (registered.retry if registered else None) or DEFAULT_POLICY
         at_most_once = bool(registered and registered.at_most_once)
         position = self._next_position()
         action = self._identity_checked(
             lambda: h.next_step_action(
-                self._recorded.get(position), step_name, self._clock.now(), at_most_once=at_most_once
+                self._recorded.get(position),
+                step_name,
+                self._clock.now(),
+                at_most_once=at_most_once,
             )
         )
         if isinstance(action, h.ReturnRecorded):
@@ -136,9 +143,14 @@ class DurableContext:
         step_input, _ = self._checked({"args": list(args), "kwargs": kwargs}, f"{what} input")
         if isinstance(action, h.Interrupted):
             interrupted = StepInterrupted(
-                f"attempt {action.attempt} of at-most-once {what} was interrupted; it is not run again"
+                f"attempt {action.attempt} of at-most-once {what} was interrupted; "
+                "it is not run again"
             )
-            return self._after_failure(position, step_name, step_input, action.attempt, interrupted, policy)
+            return self._after_failure(
+                position, step_name, step_input, action.attempt, interrupted, policy
+            )
+        if not isinstance(action, h.RunAttempt):
+            raise TypeError(f"unexpected replay action {action!r} for a step")
         return self._run_attempt(
             position, step_name, body, args, kwargs, step_input, action, policy, at_most_once
         )
@@ -162,7 +174,14 @@ class DurableContext:
             events.append(_created(sid, position, name, "step", step_input, started))
         events.append(EventDraft("step_started", started, sid, {"attempt": action.attempt}))
         started_row = StepRow(
-            sid, position, name, "step", h.RUNNING, action.attempt, started, input=step_input,
+            sid,
+            position,
+            name,
+            "step",
+            h.RUNNING,
+            action.attempt,
+            started,
+            input=step_input,
             started_at=started,
         )
         # An at-most-once start must be durable before the body runs; an at-least-once start
@@ -174,12 +193,21 @@ class DurableContext:
             result, _ = self._checked(raw, f"step {name!r} result")
         except (Suspend, KeyboardInterrupt, SystemExit):
             raise
-        except BaseException as exc:  # noqa: BLE001 - every failure of user code is recorded
+        except BaseException as exc:
             return self._after_failure(position, name, step_input, action.attempt, exc, policy)
         finished = self._clock.now()
         done = StepRow(
-            sid, position, name, "step", h.COMPLETED, action.attempt, started, input=step_input,
-            result=result, started_at=started, finished_at=finished,
+            sid,
+            position,
+            name,
+            "step",
+            h.COMPLETED,
+            action.attempt,
+            started,
+            input=step_input,
+            result=result,
+            started_at=started,
+            finished_at=finished,
         )
         completed = EventDraft(
             "step_completed", finished, sid, {"attempt": action.attempt, "result": result}
@@ -202,24 +230,48 @@ class DurableContext:
         decision = decide(policy, attempt, exc, self._rand)
         if isinstance(decision, GiveUp):
             row = StepRow(
-                sid, position, name, "step", h.FAILED, attempt, now, input=step_input,
-                error=error, finished_at=now,
+                sid,
+                position,
+                name,
+                "step",
+                h.FAILED,
+                attempt,
+                now,
+                input=step_input,
+                error=error,
+                finished_at=now,
             )
             failed = EventDraft(
-                "step_failed", now, sid, {"attempt": attempt, "error": error, "reason": decision.reason}
+                "step_failed",
+                now,
+                sid,
+                {"attempt": attempt, "error": error, "reason": decision.reason},
             )
             self._write([failed], row, sync=True)
             raise StepFailed.from_record(name, position, error) from exc
         wake_at = now + timedelta(seconds=decision.delay)
         row = StepRow(
-            sid, position, name, "step", h.PENDING, attempt, now, input=step_input,
-            error=error, wake_at=wake_at,
+            sid,
+            position,
+            name,
+            "step",
+            h.PENDING,
+            attempt,
+            now,
+            input=step_input,
+            error=error,
+            wake_at=wake_at,
         )
         retrying = EventDraft(
             "step_retrying",
             now,
             sid,
-            {"attempt": attempt, "delay": decision.delay, "wake_at": wake_at.isoformat(), "error": error},
+            {
+                "attempt": attempt,
+                "delay": decision.delay,
+                "wake_at": wake_at.isoformat(),
+                "error": error,
+            },
         )
         self._write([retrying], row, sync=False)  # the suspend that follows commits it
         raise Suspend(wake_at)
@@ -246,19 +298,39 @@ class DurableContext:
         if isinstance(action, h.TimerFired):
             started = self._recorded[position].started_at
             row = StepRow(
-                sid, position, "sleep", "sleep", h.COMPLETED, 1, now, started_at=started,
+                sid,
+                position,
+                "sleep",
+                "sleep",
+                h.COMPLETED,
+                1,
+                now,
+                started_at=started,
                 finished_at=now,
             )
             self._write([EventDraft("wait_completed", now, sid, {})], row, sync=False)
             return
         wake_at = now + timedelta(seconds=float(seconds))
         row = StepRow(
-            sid, position, "sleep", "sleep", h.RUNNING, 1, now, input={"seconds": float(seconds)},
-            started_at=now, wake_at=wake_at,
+            sid,
+            position,
+            "sleep",
+            "sleep",
+            h.RUNNING,
+            1,
+            now,
+            input={"seconds": float(seconds)},
+            started_at=now,
+            wake_at=wake_at,
         )
         events = [
             _created(sid, position, "sleep", "sleep", {"seconds": float(seconds)}, now),
-            EventDraft("wait_created", now, sid, {"seconds": float(seconds), "wake_at": wake_at.isoformat()}),
+            EventDraft(
+                "wait_created",
+                now,
+                sid,
+                {"seconds": float(seconds), "wake_at": wake_at.isoformat()},
+            ),
         ]
         self._write(events, row, sync=False)
         raise Suspend(wake_at)
@@ -283,7 +355,9 @@ class DurableContext:
 
         return run_all(self, list(signatures), **options)
 
-    def map(self, step_fn: StepFunction[Any, Any], items: Iterable[Any], **options: Any) -> list[Any]:
+    def map(
+        self, step_fn: StepFunction[Any, Any], items: Iterable[Any], **options: Any
+    ) -> list[Any]:
         """`ctx.all` over `step_fn.s(item)` for each item."""
         if not isinstance(step_fn, StepFunction):
             raise TypeError("ctx.map takes a registered @step function")
@@ -292,6 +366,10 @@ class DurableContext:
     # -- plumbing -----------------------------------------------------------------------------
 
     def _next_position(self) -> int:
+        if self.fatal is not None:
+            # User code swallowed a NonDeterminismError: the history no longer matches, so no
+            # later durable call may run a body, record anything or suspend the run.
+            raise self.fatal
         self._position += 1
         return self._position
 
@@ -315,7 +393,15 @@ class DurableContext:
         now = self._clock.now()
         sid = step_id(self.run_id, position)
         row = StepRow(
-            sid, position, name, "step", h.COMPLETED, 1, now, result=value, started_at=now,
+            sid,
+            position,
+            name,
+            "step",
+            h.COMPLETED,
+            1,
+            now,
+            result=value,
+            started_at=now,
             finished_at=now,
         )
         events = [
@@ -331,8 +417,15 @@ class DurableContext:
             HistoryWrite(self.run_id, self._session.guard, tuple(events), (row,)), sync=sync
         )
         self._recorded[row.position] = h.RecordedStep(
-            row.position, row.name, row.kind, row.status, row.attempt, row.result, row.error,
-            row.wake_at, row.started_at,
+            row.position,
+            row.name,
+            row.kind,
+            row.status,
+            row.attempt,
+            row.result,
+            row.error,
+            row.wake_at,
+            row.started_at,
         )
 
 
@@ -345,5 +438,8 @@ def _created(
     sid: uuid.UUID, position: int, name: str, kind: str, step_input: Any, at: datetime
 ) -> EventDraft:
     return EventDraft(
-        "step_created", at, sid, {"position": position, "name": name, "kind": kind, "input": step_input}
+        "step_created",
+        at,
+        sid,
+        {"position": position, "name": name, "kind": kind, "input": step_input},
     )

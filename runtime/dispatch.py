@@ -16,5 +16,7 @@ def enqueue_run(run_id: uuid.UUID, countdown: float | None = None) -> None:
     from runtime.tasks import execute_run
 
     embedded.ensure_worker()
-    options = {"countdown": countdown} if countdown else {}
-    execute_run.apply_async((str(run_id),), **options)
+    if countdown:
+        execute_run.apply_async((str(run_id),), countdown=countdown)
+    else:
+        execute_run.apply_async((str(run_id),))

@@ -20,7 +20,7 @@ _worker: _EmbeddedWorker | None = None
 _worker_pid: int | None = None
 
 
-class _EmbeddedWorker(WorkController):  # type: ignore[misc]
+class _EmbeddedWorker(WorkController):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.ready = threading.Event()
         super().__init__(*args, **kwargs)

@@ -47,10 +47,8 @@ class RunHandle:
                 return run.result
             if run.status == RunStatus.FAILED:
                 error = run.error or {}
-                raise RunFailed(
-                    f"run {run.id} failed: {error.get('type', 'Error')}: {error.get('message', '')}",
-                    error,
-                )
+                kind, message = error.get("type", "Error"), error.get("message", "")
+                raise RunFailed(f"run {run.id} failed: {kind}: {message}", error)
             if run.status == RunStatus.CANCELLED:
                 raise RunCancelled(f"run {run.id} was cancelled")
             if deadline is not None and time.monotonic() >= deadline:

@@ -153,7 +153,8 @@ class StepQuerySet(models.QuerySet["Step"]):
 class Step(models.Model):
     # Derived from (run, position): a replayed insert names the same row (runtime.core.identity).
     id = models.UUIDField(primary_key=True, editable=False)
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="step_set")
+    # (run, position) is unique and indexed; a separate run_id index would only slow inserts.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="step_set", db_index=False)
     position = models.PositiveIntegerField()
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=16, choices=StepKind.choices, default=StepKind.STEP)
@@ -195,11 +196,19 @@ class Step(models.Model):
 
 class Event(models.Model):
     id = models.BigAutoField(primary_key=True)
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="event_set")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="event_set", db_index=False)
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=32, choices=EventType.choices)
+    # A loose reference: the event log is the source of truth, and every event insert would
+    # otherwise pay a constraint check and an index entry. Steps go only with their run.
     step = models.ForeignKey(
-        Step, on_delete=models.CASCADE, null=True, blank=True, related_name="event_set"
+        Step,
+        on_delete=models.DO_NOTHING,
+        null=True,
+        blank=True,
+        related_name="event_set",
+        db_constraint=False,
+        db_index=False,
     )
     payload = models.JSONField(default=dict)
     created_at = models.DateTimeField()
@@ -212,3 +221,62 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}#{self.seq} {self.type}"
+
+
+class FanoutGroupQuerySet(models.QuerySet["FanoutGroup"]):
+    def open(self) -> FanoutGroupQuerySet:
+        return self.filter(verdict__isnull=True)
+
+    def settled(self) -> FanoutGroupQuerySet:
+        return self.filter(verdict__isnull=False)
+
+
+class FanoutGroup(models.Model):
+    """One `ctx.all`: its branches are the steps at first_position .. first_position + total - 1.
+
+    Branch completions count themselves here, in their own transaction, so that fan-in never
+    reloads the event log; the completion that decides the group settles it and wakes the run.
+    """
+
+    # Derived from (run, first_position): a replayed fan-out names the same row.
+    id = models.UUIDField(primary_key=True, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="fanout_groups")
+    first_position = models.PositiveIntegerField()
+    total = models.PositiveIntegerField()
+    # Branches allowed to run so far: the max_concurrency window, moved by each completion.
+    released = models.PositiveIntegerField()
+    succeeded = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    # The rule (runtime.core.fanin.FanInRule): succeed at `need` successes, fail past the limit.
+    need = models.PositiveIntegerField(null=True, blank=True)
+    failure_limit = models.PositiveIntegerField()
+    # Position of the first branch that failed for good, in event-log order.
+    first_failure = models.PositiveIntegerField(null=True, blank=True)
+    verdict = models.CharField(max_length=16, null=True, blank=True)  # succeeded | failed
+    created_at = models.DateTimeField()
+    settled_at = models.DateTimeField(null=True, blank=True)
+    # When the recovery sweep next looks for lost branch messages and dead branch workers.
+    check_at = models.DateTimeField(null=True, blank=True)
+
+    objects = FanoutGroupQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["run", "first_position"]
+        indexes = [
+            models.Index(
+                fields=["check_at"], name="fanout_open_check_idx", condition=Q(verdict__isnull=True)
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "first_position"], name="fanout_unique_position"),
+            models.CheckConstraint(
+                condition=Q(released__lte=models.F("total")), name="fanout_released_within_total"
+            ),
+            models.CheckConstraint(
+                condition=Q(verdict__isnull=True) | Q(verdict__in=["succeeded", "failed"]),
+                name="fanout_verdict_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"fan-out {self.run_id}@{self.first_position} ({self.verdict or 'open'})"

@@ -81,7 +81,9 @@ class Registry:
         self.workflows: dict[str, WorkflowFunction[Any]] = {}
         self.steps: dict[str, StepFunction[Any, Any]] = {}
 
-    def _check_clash(self, table: dict[str, Any], name: str, fn: Callable[..., Any], what: str) -> bool:
+    def _check_clash(
+        self, table: dict[str, Any], name: str, fn: Callable[..., Any], what: str
+    ) -> bool:
         existing = table.get(name)
         if existing is None:
             return False

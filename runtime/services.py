@@ -39,12 +39,16 @@ def start_run(
     """
     wf = registry.workflow(workflow)
     kwargs = kwargs or {}
-    if idempotency_key is not None and (not isinstance(idempotency_key, str) or not idempotency_key):
+    if idempotency_key is not None and (
+        not isinstance(idempotency_key, str) or not idempotency_key
+    ):
         raise ValueError("idempotency_key must be a non-empty string")
     if idempotency_key and len(idempotency_key) > 255:
         raise ValueError("idempotency_key must be at most 255 characters")
     run_input, _ = checked(
-        {"args": list(args), "kwargs": kwargs}, f"workflow {wf.name!r} input", conf.get().MAX_PAYLOAD_BYTES
+        {"args": list(args), "kwargs": kwargs},
+        f"workflow {wf.name!r} input",
+        conf.get().MAX_PAYLOAD_BYTES,
     )
     bind_arguments(wf, run_input["args"], run_input["kwargs"])
     if idempotency_key:
@@ -68,7 +72,11 @@ def start_run(
                 run=run,
                 seq=1,
                 type=EventType.RUN_CREATED,
-                payload={"workflow": wf.name, "input": run_input, "idempotency_key": idempotency_key},
+                payload={
+                    "workflow": wf.name,
+                    "input": run_input,
+                    "idempotency_key": idempotency_key,
+                },
                 created_at=now,
             )
             transaction.on_commit(lambda: _enqueue(run.id))

@@ -22,7 +22,9 @@ from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.errors import LeaseLost, RunAlreadyFinished, StepChanged
 from runtime.core.writes import (
+    BranchReport,
     EventDraft,
+    FanoutGroupRow,
     HistoryWrite,
     LeaseGuard,
     OpenStepGuard,
@@ -62,6 +64,7 @@ class _RunGroup:
     patch: RunPatch | None = None
     wakes: int = 0
     cancel_open_steps: bool = False
+    fanouts: list[FanoutGroupRow] = field(default_factory=list)
 
 
 def _group(writes: Sequence[HistoryWrite]) -> list[_RunGroup]:
@@ -76,6 +79,7 @@ def _group(writes: Sequence[HistoryWrite]) -> list[_RunGroup]:
             g.patch = w.run if g.patch is None else g.patch.merged(w.run)
         g.wakes += int(w.wake)
         g.cancel_open_steps = g.cancel_open_steps or w.cancel_open_steps
+        g.fanouts.extend(w.fanouts)
     return list(groups.values())
 
 
@@ -88,23 +92,27 @@ class DatabaseSink:
 
     def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
         writes = [cp.payload for cp in checkpoints if isinstance(cp.payload, HistoryWrite)]
-        if not writes:
+        # Fan-out branch outcomes (runtime.fanin): counted on their group in the same transaction.
+        reports = [cp.payload for cp in checkpoints if isinstance(cp.payload, BranchReport)]
+        if not writes and not reports:
             return
         groups = _group(writes)
         try:
-            self._write(groups)
+            self._write(groups, reports)
         except (InterfaceError, OperationalError):
             # Only a failure before COMMIT is retried: the transaction is rolled back for sure.
             # A failure during COMMIT leaves the outcome unknown, and replay settles it.
             if self._committing:
                 raise
             connection.close()  # a connection that died between batches: reconnect once
-            self._write(groups)
+            self._write(groups, reports)
 
     def close(self) -> None:
         connection.close()
 
-    def _write(self, groups: list[_RunGroup]) -> None:
+    def _write(self, groups: list[_RunGroup], reports: Sequence[BranchReport] = ()) -> None:
+        from runtime.fanin import insert_groups_txn, record_reports_txn
+
         self._committing = False
         now = timezone.now()
         lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
@@ -142,9 +150,12 @@ class DatabaseSink:
                 )
             if events:
                 Event.objects.bulk_create(events)
+            insert_groups_txn([(g.run_id, row) for g in groups for row in g.fanouts], now)
+            receipts = record_reports_txn(reports, now)
             self._committing = True
         self._committing = False
         self.transactions += 1
+        receipts.deliver()  # only a committed report gets its receipt
 
 
 def _step_model(run_id: uuid.UUID, row: StepRow) -> Step:

@@ -29,9 +29,12 @@ def due_runs(limit: int = 500) -> list[str]:
     grace = timedelta(seconds=max(conf.get().SWEEP_INTERVAL, 1.0))
     orphaned = Q(lease_token__isnull=False, lease_expires_at__lt=now)
     overdue = Q(lease_token__isnull=True, wake_at__lt=now - grace)
-    ids = Run.objects.active().filter(orphaned | overdue).order_by("wake_at").values_list(
-        "id", flat=True
-    )[:limit]
+    ids = (
+        Run.objects.active()
+        .filter(orphaned | overdue)
+        .order_by("wake_at")
+        .values_list("id", flat=True)[:limit]
+    )
     return [str(i) for i in ids]
 
 

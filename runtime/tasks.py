@@ -26,3 +26,26 @@ def sweep_runs() -> int:
 @worker_ready.connect
 def _start_sweeper(**_: object) -> None:
     sweep.start_sweeper()
+
+
+@shared_task(
+    name="fanfold.run_branch", acks_late=True, reject_on_worker_lost=True, ignore_result=True
+)
+def run_branch(run_id: str, position: int, attempt: int, group_first: int, poll: int = 0) -> str:
+    """Run one attempt of one fan-out branch (runtime.branches); a duplicate does nothing.
+
+    Not retried by Celery: a branch whose report could not be written keeps its claim until
+    its lease expires, and the fan-out sweep then publishes the next attempt.
+    """
+    from runtime import branches
+
+    return branches.run_branch(
+        uuid.UUID(run_id), int(position), int(attempt), int(group_first), int(poll)
+    )
+
+
+@worker_ready.connect
+def _start_fanout_sweeper(**_: object) -> None:
+    from runtime.fanout_sweep import start_fanout_sweeper
+
+    start_fanout_sweeper()

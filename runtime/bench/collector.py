@@ -14,7 +14,7 @@ from runtime.bench.stats import median
 from runtime.checkpoint.batching import BatchCollector, BatchLimits, Checkpoint, Envelope, Waiter
 
 
-class _CountingQueue(queue.SimpleQueue):  # type: ignore[type-arg]
+class _CountingQueue(queue.SimpleQueue[Any]):
     """A SimpleQueue that counts blocking gets with a timeout (the timed waits)."""
 
     def __init__(self) -> None:

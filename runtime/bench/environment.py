@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def describe() -> dict[str, str]:
     return {
         "database": connection.vendor,
-        "broker": "embedded" if embedded.is_embedded() else settings.CELERY_BROKER_URL.split("://")[0],
+        "broker": "embedded"
+        if embedded.is_embedded()
+        else settings.CELERY_BROKER_URL.split("://")[0],
     }
 
 
@@ -65,11 +67,25 @@ def workers(count: int = 1, pool: str = "threads", concurrency: int = 8) -> Iter
             procs.append(
                 subprocess.Popen(
                     [
-                        sys.executable, "-m", "celery", "-A", "config", "worker",
-                        "-P", pool, "-c", str(concurrency), "-n", f"bench{i}@%h",
-                        "-Q", settings.CELERY_TASK_DEFAULT_QUEUE,
-                        "--without-mingle", "--without-gossip", "--without-heartbeat",
-                        "-l", "INFO",
+                        sys.executable,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "config",
+                        "worker",
+                        "-P",
+                        pool,
+                        "-c",
+                        str(concurrency),
+                        "-n",
+                        f"bench{i}@%h",
+                        "-Q",
+                        settings.CELERY_TASK_DEFAULT_QUEUE,
+                        "--without-mingle",
+                        "--without-gossip",
+                        "--without-heartbeat",
+                        "-l",
+                        "INFO",
                     ],
                     cwd=ROOT,
                     env={**os.environ, "DATABASE_URL": _database_url()},

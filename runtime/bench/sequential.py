@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 from typing import Any
 
 from django.db import connection
@@ -16,11 +17,13 @@ from runtime.models import Step
 def _stso_ms(run_id: Any) -> list[float]:
     """Gaps between one step body's end and the next one's start, in milliseconds."""
     rows = list(
-        Step.objects.filter(run_id=run_id).order_by("position").values_list("started_at", "finished_at")
+        Step.objects.filter(run_id=run_id)
+        .order_by("position")
+        .values_list("started_at", "finished_at")
     )
     return [
         (nxt[0] - cur[1]).total_seconds() * 1000
-        for cur, nxt in zip(rows, rows[1:], strict=False)
+        for cur, nxt in pairwise(rows)
         if cur[1] and nxt[0]
     ]
 

@@ -40,7 +40,9 @@ class CallbackTerms:
     def of(
         cls, timeout: float | timedelta | None, heartbeat_timeout: float | timedelta | None
     ) -> CallbackTerms:
-        return cls(as_seconds(timeout, "timeout"), as_seconds(heartbeat_timeout, "heartbeat_timeout"))
+        return cls(
+            as_seconds(timeout, "timeout"), as_seconds(heartbeat_timeout, "heartbeat_timeout")
+        )
 
     @classmethod
     def from_input(cls, recorded_input: Any) -> CallbackTerms:

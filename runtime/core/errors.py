@@ -36,7 +36,9 @@ class RetryableError(FanfoldError):
         super().__init__(message)
         if retry_after is not None and hasattr(retry_after, "total_seconds"):
             retry_after = retry_after.total_seconds()
-        if retry_after is not None and (not isinstance(retry_after, int | float) or retry_after < 0):
+        if retry_after is not None and (
+            not isinstance(retry_after, int | float) or retry_after < 0
+        ):
             raise ValueError("retry_after must be a non-negative number of seconds or a timedelta")
         self.retry_after: float | None = None if retry_after is None else float(retry_after)
 

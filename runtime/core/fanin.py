@@ -49,8 +49,13 @@ class FanInRule:
         """
         if total < 0:
             raise ValueError("a fan-out cannot have a negative number of branches")
-        for name, value in (("min_successful", min_successful), ("tolerated_failures", tolerated_failures)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        for name, value in (
+            ("min_successful", min_successful),
+            ("tolerated_failures", tolerated_failures),
+        ):
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 0
+            ):
                 raise ValueError(f"{name} must be a non-negative integer")
         if min_successful is not None and min_successful > total:
             raise ValueError(f"min_successful={min_successful} is more than the {total} branches")
@@ -114,7 +119,11 @@ def initial_release(total: int, max_concurrency: int | None) -> int:
     """How many branches leave when the fan-out starts."""
     if max_concurrency is None:
         return total
-    if not isinstance(max_concurrency, int) or isinstance(max_concurrency, bool) or max_concurrency < 1:
+    if (
+        not isinstance(max_concurrency, int)
+        or isinstance(max_concurrency, bool)
+        or max_concurrency < 1
+    ):
         raise ValueError("max_concurrency must be a positive integer or None")
     return min(total, max_concurrency)
 
@@ -148,7 +157,9 @@ class Settled:
     first_failure: Failure | None
 
 
-def settle(rule: FanInRule, branches: Sequence[BranchState], first_failure: int | None) -> Settled | None:
+def settle(
+    rule: FanInRule, branches: Sequence[BranchState], first_failure: int | None
+) -> Settled | None:
     """The fan-out's outcome from its recorded branches, or None while it is undecided.
 
     `first_failure` is the position of the first failed branch in the event log (kept on the
@@ -185,6 +196,7 @@ class Dispatch:
 
 def due_dispatches(
     branches: Sequence[BranchState],
+    first_position: int,
     released: int,
     now: datetime,
     *,
@@ -192,15 +204,16 @@ def due_dispatches(
 ) -> list[Dispatch]:
     """Branches whose message may be lost: publish them (again); a duplicate loses its claim.
 
-    A released pending branch gets its current attempt again once its dispatch time is more than
-    `pending_grace` seconds old (a retry not yet due keeps its countdown); a running branch whose
-    lease expired (its worker died) is taken over by the next attempt.
+    A released pending branch (index below `released`) gets its current attempt again once its
+    dispatch time is more than `pending_grace` seconds old (a retry not yet due keeps its
+    countdown); a running branch whose lease expired (its worker died) is taken over by the
+    next attempt.
     """
     grace = timedelta(seconds=pending_grace)
     due: list[Dispatch] = []
-    for index, b in enumerate(branches):
-        if index >= released:
-            break
+    for b in branches:
+        if b.position - first_position >= released:
+            continue
         if b.status == "pending":
             if b.wake_at is not None and b.wake_at > now:
                 due.append(Dispatch(b.position, b.attempt + 1, (b.wake_at - now).total_seconds()))

@@ -35,7 +35,8 @@ def normalize(value: Any, what: str, path: str = "$") -> Any:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise PayloadError(
-                    f"{what}: key {key!r} at {path} is a {type(key).__name__}, JSON keys are strings"
+                    f"{what}: key {key!r} at {path} is a {type(key).__name__}; "
+                    "JSON keys are strings"
                 )
             out[key] = normalize(item, what, f"{path}.{key}")
         return out

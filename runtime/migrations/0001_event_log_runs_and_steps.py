@@ -55,7 +55,7 @@ class Migration(migrations.Migration):
                 ('started_at', models.DateTimeField(blank=True, null=True)),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
                 ('wake_at', models.DateTimeField(blank=True, null=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='step_set', to='runtime.run')),
+                ('run', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='step_set', to='runtime.run')),
             ],
             options={
                 'ordering': ['run', 'position'],
@@ -69,8 +69,8 @@ class Migration(migrations.Migration):
                 ('type', models.CharField(choices=[('run_created', 'Run Created'), ('run_started', 'Run Started'), ('step_created', 'Step Created'), ('step_started', 'Step Started'), ('step_retrying', 'Step Retrying'), ('step_completed', 'Step Completed'), ('step_failed', 'Step Failed'), ('wait_created', 'Wait Created'), ('wait_completed', 'Wait Completed'), ('callback_created', 'Callback Created'), ('callback_received', 'Callback Received'), ('callback_timed_out', 'Callback Timed Out'), ('run_completed', 'Run Completed'), ('run_failed', 'Run Failed'), ('run_cancelled', 'Run Cancelled')], max_length=32)),
                 ('payload', models.JSONField(default=dict)),
                 ('created_at', models.DateTimeField()),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='event_set', to='runtime.run')),
-                ('step', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='event_set', to='runtime.step')),
+                ('run', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='event_set', to='runtime.run')),
+                ('step', models.ForeignKey(blank=True, db_constraint=False, db_index=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='event_set', to='runtime.step')),
             ],
             options={
                 'ordering': ['run', 'seq'],

@@ -67,7 +67,9 @@ class Command(BaseCommand):
         elided = len(steps) > 6
         shown = steps[:3] + steps[-2:] if elided else steps
         for index, st in enumerate(shown):
-            took = f"{st.duration_seconds * 1000:.1f} ms" if st.duration_seconds is not None else "-"
+            took = (
+                f"{st.duration_seconds * 1000:.1f} ms" if st.duration_seconds is not None else "-"
+            )
             self.stdout.write(
                 f"    #{st.position:<4} {st.name:<24} {st.kind:<6} {st.status:<9} "
                 f"attempt {st.attempt}  {took}"

@@ -27,8 +27,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="the registered workflow name")
-        parser.add_argument("--args", dest="wf_args", default="[]", help="positional arguments, a JSON array")
-        parser.add_argument("--kwargs", dest="wf_kwargs", default="{}", help="keyword arguments, a JSON object")
+        parser.add_argument(
+            "--args", dest="wf_args", default="[]", help="positional arguments, a JSON array"
+        )
+        parser.add_argument(
+            "--kwargs", dest="wf_kwargs", default="{}", help="keyword arguments, a JSON object"
+        )
         parser.add_argument("--idempotency-key", default=None)
         parser.add_argument("--wait", action="store_true", help="wait for the result")
         parser.add_argument("--timeout", type=float, default=None, help="seconds to --wait")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+
+from tests.support.process_writer import fresh_process_writer
 
 
 @pytest.fixture
@@ -16,3 +20,10 @@ def staff_user(django_user_model: type[User]) -> User:
 def staff_client(client: Client, staff_user: User) -> Client:
     client.force_login(staff_user)
     return client
+
+
+@pytest.fixture(autouse=True)
+def _process_writer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Cancelling goes through the checkpoint writer thread: a fresh one per test."""
+    with fresh_process_writer(monkeypatch):
+        yield

@@ -1,0 +1,115 @@
+"""Pagination: a cursor over runs (newest first) and `?after=` cursors for steps and events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db.models import QuerySet
+from rest_framework.exceptions import NotFound
+from rest_framework.pagination import BasePagination, CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
+
+from api.exceptions import InvalidQuery
+
+
+class RunCursorPagination(CursorPagination):
+    ordering = ("-created_at", "-id")
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+    def decode_cursor(self, request: Request) -> Any:
+        try:
+            return super().decode_cursor(request)
+        except NotFound:
+            raise InvalidQuery({"cursor": ["not a cursor this API handed out"]}) from None
+
+
+class AfterPagination(BasePagination):
+    """Rows whose `field` is greater than `?after=` (default 0), in order, `?limit=` at most.
+
+    `next` links to the following page while there may be more; a tailing client polls with
+    `after` set to the last value it saw.
+    """
+
+    field = "seq"
+    default_limit = 100
+    max_limit = 1000
+
+    def __init__(self) -> None:
+        self.next_after: int | None = None
+        self.request: Request | None = None
+
+    def paginate_queryset(
+        self, queryset: QuerySet[Any], request: Request, view: Any = None
+    ) -> Sequence[Any]:
+        self.request = request
+        after = _int_param(request, "after", 0, 0, None)
+        limit = _int_param(request, "limit", self.default_limit, 1, self.max_limit)
+        rows = list(queryset.filter(**{f"{self.field}__gt": after}).order_by(self.field)[: limit + 1])
+        more = len(rows) > limit
+        rows = rows[:limit]
+        self.next_after = getattr(rows[-1], self.field) if more else None
+        return rows
+
+    def get_paginated_response(self, data: Any) -> Response:
+        return Response({"next": self._next_link(), "results": data})
+
+    def _next_link(self) -> str | None:
+        if self.next_after is None or self.request is None:
+            return None
+        url = self.request.build_absolute_uri()
+        return replace_query_param(url, "after", self.next_after)
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["next", "results"],
+            "properties": {
+                "next": {"type": "string", "nullable": True, "format": "uri"},
+                "results": schema,
+            },
+        }
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": "after",
+                "in": "query",
+                "required": False,
+                "description": f"only rows whose {self.field} is greater than this",
+                "schema": {"type": "integer", "minimum": 0},
+            },
+            {
+                "name": "limit",
+                "in": "query",
+                "required": False,
+                "description": f"at most this many rows (default {self.default_limit})",
+                "schema": {"type": "integer", "minimum": 1, "maximum": self.max_limit},
+            },
+        ]
+
+
+class EventPagination(AfterPagination):
+    field = "seq"
+
+
+class StepPagination(AfterPagination):
+    field = "position"
+
+
+def _int_param(request: Request, name: str, default: int, low: int, high: int | None) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidQuery({name: ["must be an integer"]}) from None
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise InvalidQuery({name: [f"must be {bound}"]})
+    return value

@@ -1,0 +1,145 @@
+"""Request and response shapes of the REST API (also the source of the OpenAPI document)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from runtime.models import Event, Run, RunStatus, Step, StepStatus
+from runtime.queries import step_counts
+
+
+class ErrorBodySerializer(serializers.Serializer[Any]):
+    code = serializers.CharField(help_text="stable machine-readable error code")
+    message = serializers.CharField(help_text="what is wrong, for people")
+    fields = serializers.JSONField(
+        required=False, help_text="per-field messages, for validation errors only"
+    )
+
+
+class ErrorSerializer(serializers.Serializer[Any]):
+    error = ErrorBodySerializer()
+
+
+class StartRunSerializer(serializers.Serializer[Any]):
+    workflow = serializers.CharField(max_length=200, help_text="a registered workflow name")
+    args = serializers.ListField(child=serializers.JSONField(), default=list)
+    kwargs = serializers.DictField(child=serializers.JSONField(), default=dict)
+    idempotency_key = serializers.CharField(
+        max_length=255, required=False, allow_null=True,
+        help_text="a second start with the same key returns the first run",
+    )
+
+
+class RunFilterSerializer(serializers.Serializer[Any]):
+    status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
+    workflow = serializers.CharField(max_length=200, required=False)
+
+
+class StepCountsSerializer(serializers.Serializer[Any]):
+    pending = serializers.IntegerField()
+    running = serializers.IntegerField()
+    completed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+
+
+class RunSerializer(serializers.ModelSerializer[Run]):
+    args = serializers.ListField(child=serializers.JSONField(), read_only=True)
+    kwargs = serializers.DictField(child=serializers.JSONField(), read_only=True)
+    result = serializers.JSONField(read_only=True, allow_null=True)
+    error = serializers.JSONField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id", "workflow", "status", "args", "kwargs", "idempotency_key", "result", "error",
+            "created_at", "started_at", "finished_at", "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class RunDetailSerializer(RunSerializer):
+    step_counts = serializers.SerializerMethodField()
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "step_counts"]
+        read_only_fields = fields
+
+    @extend_schema_field(StepCountsSerializer)
+    def get_step_counts(self, run: Run) -> dict[str, int]:
+        return step_counts(run.id)
+
+
+class StepSerializer(serializers.ModelSerializer[Step]):
+    input = serializers.JSONField(read_only=True, allow_null=True)
+    result = serializers.JSONField(read_only=True, allow_null=True)
+    error = serializers.JSONField(read_only=True, allow_null=True)
+    status = serializers.ChoiceField(choices=StepStatus.choices, read_only=True)
+
+    class Meta:
+        model = Step
+        # Never the callback token: it is the credential of the callback endpoint.
+        fields = [
+            "id", "position", "name", "kind", "status", "attempt", "input", "result", "error",
+            "created_at", "started_at", "finished_at", "wake_at",
+        ]
+        read_only_fields = fields
+
+
+class EventSerializer(serializers.ModelSerializer[Event]):
+    step = serializers.UUIDField(source="step_id", read_only=True, allow_null=True)
+    payload = serializers.JSONField(read_only=True)
+
+    class Meta:
+        model = Event
+        fields = ["seq", "type", "step", "payload", "created_at"]
+        read_only_fields = fields
+
+
+class CallbackErrorSerializer(serializers.Serializer[Any]):
+    type = serializers.CharField(max_length=200)
+    message = serializers.CharField(allow_blank=True, default="", trim_whitespace=False)
+
+
+class CallbackPostSerializer(serializers.Serializer[Any]):
+    """Exactly one of `result`, `error` or `heartbeat: true`."""
+
+    result = serializers.JSONField(required=False, allow_null=True)
+    error = CallbackErrorSerializer(required=False)
+    heartbeat = serializers.BooleanField(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        given = ("result" in attrs) + ("error" in attrs) + bool(attrs.get("heartbeat"))
+        if given != 1:
+            raise serializers.ValidationError(
+            'post exactly one of {"result": ...}, {"error": {"type", "message"}} or '
+            '{"heartbeat": true}'
+            )
+        return attrs
+
+
+class CallbackReceiptSerializer(serializers.Serializer[Any]):
+    callback = serializers.CharField(help_text="the callback's name")
+    status = serializers.ChoiceField(
+        choices=[("running", "running"), ("completed", "completed"), ("failed", "failed")]
+    )
+    deadline = serializers.DateTimeField(
+        allow_null=True, help_text="when the callback times out unless posted (or heartbeated)"
+    )
+
+
+class WorkflowParameterSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(
+        choices=[(k, k) for k in ("positional", "keyword", "var_positional", "var_keyword")]
+    )
+    required = serializers.BooleanField()
+
+
+class WorkflowSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    parameters = WorkflowParameterSerializer(many=True)

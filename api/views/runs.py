@@ -1,0 +1,123 @@
+"""Runs: start, list, inspect (steps, events) and cancel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.generics import GenericAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.exceptions import InvalidQuery
+from api.pagination import EventPagination, RunCursorPagination, StepPagination
+from api.serializers import (
+    EventSerializer,
+    RunDetailSerializer,
+    RunFilterSerializer,
+    RunSerializer,
+    StartRunSerializer,
+    StepSerializer,
+)
+from api.views.docs import AUTH_ERRORS, errors
+from runtime import queries
+from runtime.services import cancel_run, get_run_row, start_run
+
+RUN_ID = OpenApiParameter("run_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
+
+
+class RunListView(GenericAPIView[Any]):
+    pagination_class = RunCursorPagination
+    serializer_class = RunSerializer
+
+    @extend_schema(
+        operation_id="runs_list",
+        parameters=[RunFilterSerializer],
+        responses={200: RunSerializer(many=True), **errors(400, *AUTH_ERRORS)},
+        summary="List runs, newest first",
+    )
+    def get(self, request: Request) -> Response:
+        filters = RunFilterSerializer(data=request.query_params)
+        if not filters.is_valid():
+            raise InvalidQuery(filters.errors)
+        runs = queries.list_runs(**filters.validated_data)
+        page = self.paginate_queryset(runs)
+        return self.get_paginated_response(RunSerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="runs_start",
+        request=StartRunSerializer,
+        responses={
+            201: RunDetailSerializer,
+            200: RunDetailSerializer,
+            **errors(400, *AUTH_ERRORS, 413, 415),
+        },
+        summary="Start a run (200 with the existing run for a repeated idempotency key)",
+    )
+    def post(self, request: Request) -> Response:
+        body = StartRunSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        run, created = start_run(
+            data["workflow"], data["args"], data["kwargs"],
+            idempotency_key=data.get("idempotency_key"),
+        )
+        return Response(RunDetailSerializer(run).data, status=201 if created else 200)
+
+
+class RunDetailView(GenericAPIView[Any]):
+    serializer_class = RunDetailSerializer
+
+    @extend_schema(
+        operation_id="runs_retrieve",
+        parameters=[RUN_ID],
+        responses={200: RunDetailSerializer, **errors(*AUTH_ERRORS, 404)},
+        summary="One run, with its result or error and step counts by status",
+    )
+    def get(self, request: Request, run_id: str) -> Response:
+        return Response(RunDetailSerializer(get_run_row(run_id)).data)
+
+
+class RunStepsView(GenericAPIView[Any]):
+    pagination_class = StepPagination
+    serializer_class = StepSerializer
+
+    @extend_schema(
+        operation_id="runs_steps",
+        parameters=[RUN_ID],
+        responses={200: StepSerializer(many=True), **errors(400, *AUTH_ERRORS, 404)},
+        summary="A run's steps by position (?after=POSITION pages on)",
+    )
+    def get(self, request: Request, run_id: str) -> Response:
+        page = self.paginate_queryset(queries.run_steps(run_id))
+        return self.get_paginated_response(StepSerializer(page, many=True).data)
+
+
+class RunEventsView(GenericAPIView[Any]):
+    pagination_class = EventPagination
+    serializer_class = EventSerializer
+
+    @extend_schema(
+        operation_id="runs_events",
+        parameters=[RUN_ID],
+        responses={200: EventSerializer(many=True), **errors(400, *AUTH_ERRORS, 404)},
+        summary="A run's events after ?after=SEQ, for tailing",
+    )
+    def get(self, request: Request, run_id: str) -> Response:
+        page = self.paginate_queryset(queries.run_events(run_id))
+        return self.get_paginated_response(EventSerializer(page, many=True).data)
+
+
+class RunCancelView(GenericAPIView[Any]):
+    serializer_class = RunDetailSerializer
+
+    @extend_schema(
+        operation_id="runs_cancel",
+        parameters=[RUN_ID],
+        request=None,
+        responses={200: RunDetailSerializer, **errors(*AUTH_ERRORS, 404, 409)},
+        summary="Cancel a run (409 if it has already finished)",
+    )
+    def post(self, request: Request, run_id: str) -> Response:
+        return Response(RunDetailSerializer(cancel_run(run_id)).data)

@@ -1,0 +1,337 @@
+"""The branch executor: what `fanfold.run_branch` does with one attempt of one fan-out branch.
+
+claim (an atomic conditional update: pending -> running for exactly this attempt, only while
+the run is active) -> body -> a `BranchReport` through the checkpoint writer, counted on the
+group row in the same transaction -> after commit, the receipt's actions: publish the branches
+the completion released, enqueue the workflow if this completion settled the fan-out.
+
+A duplicate delivery loses the claim and does nothing. A worker that dies mid-body stops
+renewing the branch's lease (`Step.wake_at` while running); the fan-out sweep then publishes
+the next attempt, which may claim a running step only once that lease has expired.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+
+from publisher import PublishError
+from runtime import conf
+from runtime.branch_dispatch import publish_branches, publish_later
+from runtime.checkpoint.batching import Checkpoint
+from runtime.core.errors import FanfoldError, FatalError, describe_exception
+from runtime.core.fanin import BranchReceipt, Dispatch
+from runtime.core.identity import step_id
+from runtime.core.jsonvalues import checked, encoded_size
+from runtime.core.retry import DEFAULT_POLICY, GiveUp, RetryPolicy, decide
+from runtime.core.writes import BranchReport
+from runtime.models import ACTIVE_RUN_STATES, Run, RunStatus, Step, StepStatus
+from runtime.registry import registry
+from runtime.stepinfo import StepInfo, running
+from runtime.store import writer
+
+log = logging.getLogger("fanfold.branches")
+
+CHILD_POLL_MAX = 1.0  # seconds between looks at a child run that has not finished
+
+
+class ChildFailed(FanfoldError):
+    code = "child_failed"
+
+
+@dataclass(frozen=True)
+class Claimed:
+    name: str
+    kind: str
+    input: dict[str, Any]
+    started_at: datetime
+
+
+def group_id(run_id: uuid.UUID, first_position: int) -> uuid.UUID:
+    """The fan-out group's id: derived, so a replayed fan-out names the same row."""
+    return uuid.uuid5(step_id(run_id, first_position), "fanout")
+
+
+def claim(
+    run_id: uuid.UUID, position: int, attempt: int, *, continuing: bool = False
+) -> Claimed | None:
+    """Take the branch for `attempt` if it is still this attempt's to take; None otherwise.
+
+    A fresh claim needs the step pending at the previous attempt, or running it with an expired
+    lease (its worker died); a child's next poll (`continuing`) needs it running this attempt.
+    Either way the run must be active: a cancelled run's steps never start.
+    """
+    now = timezone.now()
+    lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
+    step_table, run_table = Step._meta.db_table, Run._meta.db_table
+    states = ", ".join(["%s"] * len(ACTIVE_RUN_STATES))
+    sid: Any = step_id(run_id, position)
+    sid = sid.hex if connection.vendor == "sqlite" else sid
+    params: list[Any]
+    cond_params: list[Any]
+    if continuing:
+        sets, params = "wake_at = %s", [lease_until]
+        cond, cond_params = "status = %s AND attempt = %s", [StepStatus.RUNNING.value, attempt]
+    else:
+        sets = "status = %s, attempt = %s, started_at = %s, wake_at = %s"
+        params = [StepStatus.RUNNING.value, attempt, now, lease_until]
+        cond = "attempt = %s AND (status = %s OR (status = %s AND wake_at < %s))"
+        cond_params = [attempt - 1, StepStatus.PENDING.value, StepStatus.RUNNING.value, now]
+    sql = (
+        f"UPDATE {step_table} SET {sets} WHERE id = %s AND {cond} AND EXISTS "
+        f"(SELECT 1 FROM {run_table} r WHERE r.id = {step_table}.run_id "
+        f"AND r.status IN ({states})) "
+        "RETURNING name, kind, input, started_at"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, sid, *cond_params, *map(str, ACTIVE_RUN_STATES)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    raw_input = json.loads(row[2]) if isinstance(row[2], str) else row[2]
+    started = row[3] if isinstance(row[3], datetime) else now
+    return Claimed(row[0], row[1], raw_input or {}, started)
+
+
+def run_branch(
+    run_id: uuid.UUID, position: int, attempt: int, group_first: int, poll: int = 0
+) -> str:
+    """Run one delivered branch attempt; returns what happened ("skipped", "completed", ...)."""
+    claimed = claim(run_id, position, attempt, continuing=poll > 0)
+    if claimed is None:
+        return "skipped"
+    args = list(claimed.input.get("args", []))
+    kwargs = dict(claimed.input.get("kwargs", {}))
+    if claimed.kind == "child":
+        return _drive_child(run_id, position, attempt, group_first, poll, claimed, args, kwargs)
+    fn = registry.steps.get(claimed.name)
+    policy = (fn.retry if fn is not None else None) or DEFAULT_POLICY
+    sid = step_id(run_id, position)
+    leases.hold(sid)
+    try:
+        try:
+            if fn is None:
+                raise FatalError(f"no step is registered as {claimed.name!r} in this worker")
+            with running(StepInfo(run_id, position, claimed.name, attempt)):
+                raw = fn.fn(*args, **kwargs)
+            result, _ = checked(raw, f"step {claimed.name!r} result", conf.get().MAX_PAYLOAD_BYTES)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # every failure of user code is recorded
+            return _report_failure(run_id, position, attempt, group_first, claimed, exc, policy)
+        report = _report(
+            run_id, position, attempt, group_first, claimed, "completed", result=result
+        )
+    finally:
+        leases.release(sid)
+    _after_commit(run_id, group_first, report)
+    return "completed" if report.receipt.recorded else "stale"
+
+
+def _report(
+    run_id: uuid.UUID,
+    position: int,
+    attempt: int,
+    group_first: int,
+    claimed: Claimed,
+    outcome: str,
+    **values: Any,
+) -> BranchReport:
+    report = BranchReport(
+        run_id=run_id,
+        step_id=step_id(run_id, position),
+        position=position,
+        group_id=group_id(run_id, group_first),
+        attempt=attempt,
+        outcome=outcome,
+        started_at=claimed.started_at,
+        finished_at=timezone.now(),
+        **values,
+    )
+    session = f"branch/{report.step_id}/{attempt}"
+    size = 256 + (encoded_size(report.result) if report.result is not None else 0)
+    w = writer()
+    try:
+        w.write(Checkpoint(session=session, payload=report, size=size, sync=True))
+    finally:
+        w.reset_session(session)
+    return report
+
+
+def _report_failure(
+    run_id: uuid.UUID,
+    position: int,
+    attempt: int,
+    group_first: int,
+    claimed: Claimed,
+    exc: BaseException,
+    policy: RetryPolicy,
+) -> str:
+    error = describe_exception(exc)
+    decision = decide(policy, attempt, exc)
+    if isinstance(decision, GiveUp):
+        report = _report(
+            run_id,
+            position,
+            attempt,
+            group_first,
+            claimed,
+            "failed",
+            error=error,
+            reason=decision.reason,
+        )
+        _after_commit(run_id, group_first, report)
+        return "failed" if report.receipt.recorded else "stale"
+    wake_at = timezone.now() + timedelta(seconds=decision.delay)
+    report = _report(
+        run_id, position, attempt, group_first, claimed, "retrying", error=error, wake_at=wake_at
+    )
+    if report.receipt.recorded:
+        publish_later(run_id, group_first, position, attempt + 1, decision.delay)
+    return "retrying" if report.receipt.recorded else "stale"
+
+
+def _after_commit(run_id: uuid.UUID, group_first: int, report: BranchReport) -> None:
+    """The receipt's actions: release the next branches, resume the workflow once."""
+    receipt: BranchReceipt = report.receipt
+    if receipt.release:
+        try:
+            publish_branches(run_id, group_first, [Dispatch(p, 1) for p in receipt.release])
+        except PublishError:
+            # The release is committed; the fan-out sweep republishes what did not leave.
+            log.warning(
+                "run %s: releasing %s failed; the sweep retries",
+                run_id,
+                receipt.release,
+                exc_info=True,
+            )
+    if receipt.wake:
+        from runtime.dispatch import enqueue_run
+
+        # If this is lost, Run.wake_at (set with the settle) lets the recovery sweep do it.
+        enqueue_run(run_id)
+
+
+def _drive_child(
+    run_id: uuid.UUID,
+    position: int,
+    attempt: int,
+    group_first: int,
+    poll: int,
+    claimed: Claimed,
+    args: list[Any],
+    kwargs: dict[str, Any],
+) -> str:
+    """Start (once) the child run of a child branch and report when it has finished.
+
+    The child is started with a derived idempotency key, so a redelivery or a takeover finds
+    the same child. Until it finishes, the branch polls it with growing delays.
+    """
+    from runtime.services import start_run
+
+    try:
+        child, _ = start_run(
+            claimed.name, args, kwargs, idempotency_key=f"ff-child:{run_id}:{position}"
+        )
+    except FanfoldError as exc:  # unknown workflow, bad arguments: the branch fails for good
+        error = describe_exception(exc)
+        report = _report(
+            run_id,
+            position,
+            attempt,
+            group_first,
+            claimed,
+            "failed",
+            error=error,
+            reason="child not started",
+        )
+        _after_commit(run_id, group_first, report)
+        return "failed"
+    child.refresh_from_db(fields=["status", "result", "error"])
+    if child.status == RunStatus.COMPLETED:
+        report = _report(
+            run_id, position, attempt, group_first, claimed, "completed", result=child.result
+        )
+    elif child.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+        cause = child.error or {
+            "type": "RunCancelled",
+            "message": f"child run {child.id} was cancelled",
+        }
+        error = {
+            "type": ChildFailed.__name__,
+            "message": f"child run {child.id} {child.status}: {cause.get('type')}: {cause.get('message')}",
+            "child_run": str(child.id),
+        }
+        report = _report(
+            run_id,
+            position,
+            attempt,
+            group_first,
+            claimed,
+            "failed",
+            error=error,
+            reason=f"child {child.status}",
+        )
+    else:
+        publish_later(
+            run_id, group_first, position, attempt, min(0.05 * 2**poll, CHILD_POLL_MAX), poll + 1
+        )
+        return "polling"
+    _after_commit(run_id, group_first, report)
+    return "completed" if report.outcome == "completed" else "failed"
+
+
+class BranchLeases:
+    """Keeps the leases of this process's running branches fresh (one thread per process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: dict[uuid.UUID, int] = {}
+        self._thread: threading.Thread | None = None
+
+    def hold(self, sid: uuid.UUID) -> None:
+        with self._lock:
+            self._live[sid] = self._live.get(sid, 0) + 1
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._beat_forever, name="fanfold-branch-leases", daemon=True
+                )
+                self._thread.start()
+
+    def release(self, sid: uuid.UUID) -> None:
+        with self._lock:
+            count = self._live.get(sid, 0) - 1
+            if count <= 0:
+                self._live.pop(sid, None)
+            else:
+                self._live[sid] = count
+
+    def beat_once(self) -> int:
+        with self._lock:
+            ids = list(self._live)
+        if not ids:
+            return 0
+        until = timezone.now() + timedelta(seconds=conf.get().LEASE_SECONDS)
+        return Step.objects.filter(id__in=ids, status=StepStatus.RUNNING).update(wake_at=until)
+
+    def _beat_forever(self) -> None:
+        interval = max(conf.get().LEASE_SECONDS / 3, 0.2)
+        while True:
+            time.sleep(interval)
+            try:
+                self.beat_once()
+            except Exception:  # a database hiccup must not stop the heartbeat
+                log.exception("branch lease heartbeat failed")
+                connection.close()
+
+
+leases = BranchLeases()

@@ -1,0 +1,90 @@
+"""Read-side services for the API and the admin: runs, their steps, events and workflows."""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, QuerySet
+
+from runtime.models import Event, Run, RunStatus, Step, StepStatus
+from runtime.registry import registry
+from runtime.services import get_run_row
+
+
+def list_runs(status: str | None = None, workflow: str | None = None) -> QuerySet[Run]:
+    """Runs, newest first, optionally only those with this status or workflow name."""
+    runs = Run.objects.all()
+    if status:
+        if status not in RunStatus.values:
+            raise ValueError(f"unknown status {status!r}; one of {', '.join(RunStatus.values)}")
+        runs = runs.filter(status=status)
+    if workflow:
+        runs = runs.filter(workflow=workflow)
+    return runs.order_by("-created_at", "-id")
+
+
+def step_counts(run_id: uuid.UUID) -> dict[str, int]:
+    """How many of the run's steps are in each status (every status, zeros included)."""
+    counts = dict.fromkeys(StepStatus.values, 0)
+    rows = Step.objects.filter(run_id=run_id).values("status").annotate(n=Count("id"))
+    for row in rows:
+        counts[row["status"]] = row["n"]
+    return counts
+
+
+def run_steps(run_id: uuid.UUID | str) -> QuerySet[Step]:
+    """The steps of an existing run, by position; raises RunNotFound."""
+    run = get_run_row(run_id)
+    return Step.objects.filter(run_id=run.id).order_by("position")
+
+
+def run_events(run_id: uuid.UUID | str) -> QuerySet[Event]:
+    """The event log of an existing run, by seq; raises RunNotFound."""
+    run = get_run_row(run_id)
+    return Event.objects.filter(run_id=run.id).order_by("seq")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    kind: str  # "positional", "keyword", "var_positional", "var_keyword"
+    required: bool
+
+
+@dataclass(frozen=True)
+class WorkflowInfo:
+    name: str
+    description: str
+    parameters: tuple[Parameter, ...]
+
+
+_KINDS = {
+    inspect.Parameter.POSITIONAL_ONLY: "positional",
+    inspect.Parameter.POSITIONAL_OR_KEYWORD: "positional",
+    inspect.Parameter.KEYWORD_ONLY: "keyword",
+    inspect.Parameter.VAR_POSITIONAL: "var_positional",
+    inspect.Parameter.VAR_KEYWORD: "var_keyword",
+}
+
+
+def registered_workflows() -> list[WorkflowInfo]:
+    """Every registered workflow with its parameters (after the context), sorted by name."""
+    return [_describe(name, wf.fn) for name, wf in sorted(registry.workflows.items())]
+
+
+def _describe(name: str, fn: Any) -> WorkflowInfo:
+    params = list(inspect.signature(fn).parameters.values())[1:]  # the first is ctx
+    described = tuple(
+        Parameter(
+            p.name,
+            _KINDS[p.kind],
+            p.default is inspect.Parameter.empty
+            and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD),
+        )
+        for p in params
+    )
+    doc = inspect.getdoc(fn) or ""
+    return WorkflowInfo(name, doc.split("\n\n")[0].strip(), described)
