@@ -11,6 +11,10 @@ from runtime.models import Event, Run, RunStatus, Step, StepStatus
 from runtime.queries import step_counts
 
 
+CALLBACK_STATUSES = [("running", "running"), ("completed", "completed"), ("failed", "failed")]
+PARAMETER_KINDS = [(k, k) for k in ("positional", "keyword", "var_positional", "var_keyword")]
+
+
 class ErrorBodySerializer(serializers.Serializer[Any]):
     code = serializers.CharField(help_text="stable machine-readable error code")
     message = serializers.CharField(help_text="what is wrong, for people")
@@ -123,9 +127,7 @@ class CallbackPostSerializer(serializers.Serializer[Any]):
 
 class CallbackReceiptSerializer(serializers.Serializer[Any]):
     callback = serializers.CharField(help_text="the callback's name")
-    status = serializers.ChoiceField(
-        choices=[("running", "running"), ("completed", "completed"), ("failed", "failed")]
-    )
+    status = serializers.ChoiceField(choices=CALLBACK_STATUSES)
     deadline = serializers.DateTimeField(
         allow_null=True, help_text="when the callback times out unless posted (or heartbeated)"
     )
@@ -133,9 +135,7 @@ class CallbackReceiptSerializer(serializers.Serializer[Any]):
 
 class WorkflowParameterSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
-    kind = serializers.ChoiceField(
-        choices=[(k, k) for k in ("positional", "keyword", "var_positional", "var_keyword")]
-    )
+    kind = serializers.ChoiceField(choices=PARAMETER_KINDS)
     required = serializers.BooleanField()
 
 

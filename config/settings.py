@@ -129,6 +129,14 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "runtime.models.RunStatus",
+        "StepStatusEnum": "runtime.models.StepStatus",
+        "StepKindEnum": "runtime.models.StepKind",
+        "EventTypeEnum": "runtime.models.EventType",
+        "CallbackStatusEnum": "api.serializers.CALLBACK_STATUSES",
+        "ParameterKindEnum": "api.serializers.PARAMETER_KINDS",
+    },
 }
 
 LOGGING = {

@@ -19,6 +19,7 @@ from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquer
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
@@ -94,11 +95,10 @@ else:
 class RunAdmin(_RunModelAdmin):
     change_form_template = "admin/runtime/run/change_form.html"
     list_display = [
-        "id",
+        "short_id",
         "workflow",
         "status",
-        "created_at",
-        "started_at",
+        "created",
         "duration",
         "step_counts",
     ]
@@ -159,6 +159,7 @@ class RunAdmin(_RunModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
         queryset = super().get_queryset(request)
+        # Only the list shows these counts; the run page counts its steps by status itself.
         if request.resolver_match and request.resolver_match.url_name == "runtime_run_changelist":
             queryset = queryset.annotate(
                 steps_total=_step_count(),
@@ -183,6 +184,14 @@ class RunAdmin(_RunModelAdmin):
         if run_id is not None:
             condition |= Q(id=run_id)
         return queryset.filter(condition), False
+
+    @admin.display(description="Run", ordering="id")
+    def short_id(self, run: Run) -> SafeString:
+        return format_html("<code title='{}'>{}…</code>", run.id, str(run.id)[:8])
+
+    @admin.display(description="Created", ordering="created_at")
+    def created(self, run: Run) -> str:
+        return _timestamp(run.created_at)
 
     @admin.display(description="Duration")
     def duration(self, run: Run) -> str:
@@ -344,6 +353,11 @@ class RunAdmin(_RunModelAdmin):
             self.message_user(
                 request, format_html("Started {}: {}", _runs(len(started)), links), messages.SUCCESS
             )
+
+
+def _timestamp(moment: datetime | None) -> str:
+    """Compact and to the second, in the current time zone: a list of runs is read for order."""
+    return "—" if moment is None else timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _as_uuid(text: str) -> uuid.UUID | None:

@@ -268,7 +268,8 @@ def _drive_child(
         }
         error = {
             "type": ChildFailed.__name__,
-            "message": f"child run {child.id} {child.status}: {cause.get('type')}: {cause.get('message')}",
+            "message": f"child run {child.id} {child.status}: "
+            f"{cause.get('type')}: {cause.get('message')}",
             "child_run": str(child.id),
         }
         report = _report(

@@ -268,7 +268,9 @@ class FanoutGroup(models.Model):
             ),
         ]
         constraints = [
-            models.UniqueConstraint(fields=["run", "first_position"], name="fanout_unique_position"),
+            models.UniqueConstraint(
+                fields=["run", "first_position"], name="fanout_unique_position"
+            ),
             models.CheckConstraint(
                 condition=Q(released__lte=models.F("total")), name="fanout_released_within_total"
             ),

@@ -1,20 +1,13 @@
-"""Test-wide setup: real Postgres and Redis, short leases, a clean broker database.
+"""Test-wide setup: service requirements by tier and a clean broker database.
 
-`scripts/test` exports the same defaults; they are repeated here so a bare `pytest` works.
+The environment defaults (real Postgres and Redis, short leases) live in config/test_settings.py.
 """
 
 from __future__ import annotations
 
-import os
+import pytest
 
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/fanfold")
-os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/14")
-os.environ.setdefault("FANFOLD_LEASE_SECONDS", "2")
-os.environ.setdefault("FANFOLD_SWEEP_INTERVAL", "0.5")
-
-import pytest  # noqa: E402
-
-from tests.support.services import POSTGRES, REDIS, require  # noqa: E402
+from tests.support.services import POSTGRES, REDIS, require
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,10 +19,6 @@ from runtime.models import Run, RunStatus
 from tests.support.process_writer import fresh_process_writer
 from tests.support.run_rows import finished_run, waiting_run
 from tests.support.workers import ARTIFACTS
-
-# Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
-# between page actions are plain blocking calls, which is what Django's guard is wary of.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
@@ -49,15 +46,25 @@ def _process_writer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def page() -> Iterator[sync_api.Page]:
+def chromium() -> Path:
     if not CHROMIUM.exists():
         message = f"{CHROMIUM} is missing (apt-get install chromium)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{message}, and CI=true requires it", pytrace=False)
         pytest.skip(message)
+    return CHROMIUM
+
+
+@contextmanager
+def browser_page(chromium: Path) -> Iterator[sync_api.Page]:
+    """A page in a fresh headless chromium.
+
+    The test touches the ORM only outside this block: code inside runs alongside Playwright's
+    event loop, where Django would open (and leave open) a connection of its own.
+    """
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
         context.set_default_timeout(15_000)
         try:
             yield context.new_page()
@@ -67,40 +74,41 @@ def page() -> Iterator[sync_api.Page]:
 
 
 def test_admin_browser_shows_a_run_and_cancels_a_waiting_one(
-    live_server: object, page: sync_api.Page, django_user_model: type[User]
+    live_server: object, chromium: Path, django_user_model: type[User]
 ) -> None:
     base = str(live_server)
     django_user_model.objects.create_user("operator", password=PASSWORD, is_staff=True)
     done = finished_run(step_count=4)
     asleep = waiting_run()
     expect = sync_api.expect
-
-    page.goto(f"{base}{reverse('admin:login')}?next={reverse('admin:index')}")
-    page.fill("#id_username", "operator")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    expect(page.locator("#site-name")).to_be_visible()
-    expect(page.get_by_role("link", name="Runs")).to_be_visible()
-
-    page.goto(base + reverse("admin:runtime_run_change", args=[done.pk]))
-    expect(page.locator("#steps .fanfold-summary")).to_have_text("4 steps: 4 completed.")
-    expect(page.locator("#steps tr.step-row")).to_have_count(4)
-    timeline = page.locator("#timeline tr.event-row")
-    expect(timeline).to_have_count(2 + 4 * 2 + 1)
-    expect(timeline.first).to_contain_text("run_created")
-    expect(timeline.nth(1)).to_contain_text("+0.012 s")
-    expect(timeline.last).to_contain_text("run_completed")
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "admin-run.png"), full_page=True)
 
-    page.goto(base + reverse("admin:runtime_run_changelist"))
-    page.check(f"input[name=_selected_action][value='{asleep.pk}']")
-    page.select_option("select[name=action]", "cancel_runs")
-    page.click("button[name=index]")
-    expect(page.locator(".messagelist .success")).to_have_text("Cancelled 1 run.")
-    row = page.locator("#result_list tr", has=page.locator(f"a:text-is('{asleep.pk}')"))
-    expect(row.locator("td.field-status")).to_have_text("Cancelled")
-    page.screenshot(path=str(ARTIFACTS / "admin-runs.png"), full_page=True)
+    with browser_page(chromium) as page:
+        page.goto(f"{base}{reverse('admin:login')}?next={reverse('admin:index')}")
+        page.fill("#id_username", "operator")
+        page.fill("#id_password", PASSWORD)
+        page.click("input[type=submit]")
+        expect(page.locator("#site-name")).to_be_visible()
+        expect(page.get_by_role("link", name="Runs")).to_be_visible()
+
+        page.goto(base + reverse("admin:runtime_run_change", args=[done.pk]))
+        expect(page.locator("#steps .fanfold-summary")).to_have_text("4 steps: 4 completed.")
+        expect(page.locator("#steps tr.step-row")).to_have_count(4)
+        timeline = page.locator("#timeline tr.event-row")
+        expect(timeline).to_have_count(2 + 4 * 2 + 1)
+        expect(timeline.first).to_contain_text("run_created")
+        expect(timeline.nth(1)).to_contain_text("+0.012 s")
+        expect(timeline.last).to_contain_text("run_completed")
+        page.screenshot(path=str(ARTIFACTS / "admin-run.png"), full_page=True)
+
+        page.goto(base + reverse("admin:runtime_run_changelist"))
+        page.check(f"input[name=_selected_action][value='{asleep.pk}']")
+        page.select_option("select[name=action]", "cancel_runs")
+        page.click("button[name=index]")
+        expect(page.locator(".messagelist .success")).to_have_text("Cancelled 1 run.")
+        row = page.locator("#result_list tr", has=page.locator(f"input[value='{asleep.pk}']"))
+        expect(row.locator("td.field-status")).to_have_text("Cancelled")
+        page.screenshot(path=str(ARTIFACTS / "admin-runs.png"), full_page=True)
 
     assert Run.objects.get(pk=asleep.pk).status == RunStatus.CANCELLED
     assert Run.objects.get(pk=done.pk).status == RunStatus.COMPLETED

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,3 +32,12 @@ def clock() -> FakeClock:
 @pytest.fixture
 def db_ready(transactional_db: Any, enqueued: Any) -> None:
     """The database, with enqueueing recorded."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_checkpoint_writer(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
+    yield
+    from runtime.store import writer
+
+    # Its connection would keep the test database busy and break its teardown.
+    writer().close()

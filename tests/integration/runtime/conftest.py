@@ -7,6 +7,7 @@ records its batches, and enqueues are recorded instead of reaching a broker.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,14 @@ class Enqueued:
 
 @pytest.fixture(autouse=True)
 def _integration(transactional_db: None) -> Iterator[None]:
+    if connection.vendor != "postgresql":
+        # tests/conftest.py's DATABASE_URL default comes too late for pytest-django's settings.
+        message = (
+            "runtime integration tests need PostgreSQL: export DATABASE_URL (scripts/test does)"
+        )
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
     conf.reset()
     yield
     conf.reset()
@@ -65,7 +74,9 @@ def enqueued(monkeypatch: pytest.MonkeyPatch) -> Enqueued:
 
 
 @pytest.fixture(autouse=True)
-def sink(monkeypatch: pytest.MonkeyPatch, _integration: None) -> Iterator[Callable[[], RecordingSink]]:
+def sink(
+    monkeypatch: pytest.MonkeyPatch, _integration: None
+) -> Iterator[Callable[[], RecordingSink]]:
     """A fresh process checkpoint writer per test; returns a getter for its sink."""
     RecordingSink.instances = []
     monkeypatch.setattr(runtime.store, "DatabaseSink", RecordingSink)
@@ -113,6 +124,8 @@ def _close_stray_connections(django_db_setup: None, django_db_blocker: Any) -> I
     """Heartbeat and writer threads keep connections open; the test database can only be
     dropped once they are gone."""
     yield
+    if connection.vendor != "postgresql":
+        return
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "

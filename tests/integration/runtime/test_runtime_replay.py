@@ -120,13 +120,18 @@ def test_replay_event_log_is_dense_with_a_step_created_for_each_step(
     ]
     created = payloads(run.id, "step_created")
     assert [(p["position"], p["kind"]) for p in created] == [
-        (1, "step"), (2, "step"), (3, "sleep"), (4, "step")
+        (1, "step"),
+        (2, "step"),
+        (3, "sleep"),
+        (4, "step"),
     ]
     by_step = {e.step_id for e in events(run.id) if e.type == "step_created"}
     assert by_step == {s.id for s in steps(run.id)}
 
 
-def test_replay_of_a_completed_run_is_skipped(run_now: Callable[..., Execution], clock: FakeClock) -> None:
+def test_replay_of_a_completed_run_is_skipped(
+    run_now: Callable[..., Execution], clock: FakeClock
+) -> None:
     run, _ = start_run("tests.replay.steps_sleep_steps")
     run_now(run.id)
     clock.advance(30)

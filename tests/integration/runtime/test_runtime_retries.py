@@ -93,7 +93,14 @@ def at_least_once() -> str:
 STEPS = {
     fn.name: fn
     for fn in (
-        always_fails, refuses, picky, busy, flaky_default, once_no_retry, once_retry, at_least_once
+        always_fails,
+        refuses,
+        picky,
+        busy,
+        flaky_default,
+        once_no_retry,
+        once_retry,
+        at_least_once,
     )
 }
 
@@ -117,7 +124,11 @@ def test_retries_count_attempts_and_back_off_with_the_policy_delays(
         assert run_now(run.id) == Execution(Outcome.SUSPENDED, now + timedelta(seconds=delay))
         assert calls["always_fails"] == attempt
         row = step_at(run.id, 1)
-        assert (row.status, row.attempt, row.wake_at) == ("pending", attempt, now + timedelta(seconds=delay))
+        assert (row.status, row.attempt, row.wake_at) == (
+            "pending",
+            attempt,
+            now + timedelta(seconds=delay),
+        )
         assert row.error["message"] == f"broken on attempt {attempt}"
         retrying = payloads(run.id, "step_retrying")[-1]
         assert (retrying["attempt"], retrying["delay"]) == (attempt, delay)
@@ -218,8 +229,16 @@ def simulate_crashed_attempt(run: Run, step_name: str, when: datetime) -> None:
         last_seq=4,
     )
     Step.objects.create(
-        id=sid, run=run, position=1, name=step_name, kind="step", status="running", attempt=1,
-        input={"args": [], "kwargs": {}}, created_at=when, started_at=when,
+        id=sid,
+        run=run,
+        position=1,
+        name=step_name,
+        kind="step",
+        status="running",
+        attempt=1,
+        input={"args": [], "kwargs": {}},
+        created_at=when,
+        started_at=when,
     )
     for seq, event_type, step_ref, payload in [
         (2, "run_started", None, {}),

@@ -49,13 +49,18 @@ def test_conf_parse_coerces_environment_strings() -> None:
         ({"LEASE_SECONDS": "soon"}, "FANFOLD_LEASE_SECONDS must be a number"),
         ({"MAX_PAYLOAD_BYTES": "1.5"}, "FANFOLD_MAX_PAYLOAD_BYTES must be a number"),
         ({"MAX_PAYLOAD_BYTES": "0"}, "FANFOLD_MAX_PAYLOAD_BYTES must be greater than 0"),
-        ({"CHECKPOINT_ASYNC_WINDOW": "-0.1"}, "FANFOLD_CHECKPOINT_ASYNC_WINDOW must not be negative"),
+        (
+            {"CHECKPOINT_ASYNC_WINDOW": "-0.1"},
+            "FANFOLD_CHECKPOINT_ASYNC_WINDOW must not be negative",
+        ),
         ({"PUBLISH_BATCH_SIZE": "101"}, "FANFOLD_PUBLISH_BATCH_SIZE must be at most 100"),
         ({"WORKFLOW_MODULES": ["a", 3]}, "FANFOLD_WORKFLOW_MODULES must be a comma-separated list"),
         ({"BOGUS": "1"}, "unknown Fanfold setting(s): FANFOLD_BOGUS"),
     ],
 )
-def test_conf_parse_rejects_bad_values_naming_the_variable(raw: dict[str, Any], fragment: str) -> None:
+def test_conf_parse_rejects_bad_values_naming_the_variable(
+    raw: dict[str, Any], fragment: str
+) -> None:
     with pytest.raises(conf.SettingsError) as info:
         conf.parse(raw)
     assert fragment in str(info.value)

@@ -18,7 +18,9 @@ STATUSES = [h.PENDING, h.RUNNING, h.COMPLETED, h.FAILED, h.CANCELLED]
 names = st.sampled_from(["load", "charge", "mail", "ctx.now", "sleep"])
 json_results = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 wake_times = st.none() | st.integers(min_value=-3600, max_value=3600).map(
@@ -32,7 +34,8 @@ recorded_steps = st.builds(
     status=st.sampled_from(STATUSES),
     attempt=st.integers(min_value=0, max_value=10),
     result=json_results,
-    error=st.none() | st.fixed_dictionaries({"type": st.just("ValueError"), "message": st.text(max_size=5)}),
+    error=st.none()
+    | st.fixed_dictionaries({"type": st.just("ValueError"), "message": st.text(max_size=5)}),
     wake_at=wake_times,
 )
 
@@ -119,7 +122,9 @@ def test_history_replay_with_a_changed_call_fails_exactly_at_the_change(
             with pytest.raises(NonDeterminismError):
                 h.next_step_action(recorded[pos], name, NOW, at_most_once=False)
             return
-        assert h.next_step_action(recorded[pos], name, NOW, at_most_once=False) == h.ReturnRecorded(pos)
+        assert h.next_step_action(recorded[pos], name, NOW, at_most_once=False) == h.ReturnRecorded(
+            pos
+        )
     pytest.fail("the changed position was never reached")
 
 
@@ -161,7 +166,9 @@ def test_history_interrupted_attempt_is_rerun_only_when_at_least_once() -> None:
 
 
 @given(status=st.sampled_from(STATUSES), wake_at=wake_times)
-def test_history_sleep_action_follows_the_timer_rules(status: str, wake_at: datetime | None) -> None:
+def test_history_sleep_action_follows_the_timer_rules(
+    status: str, wake_at: datetime | None
+) -> None:
     recorded = h.RecordedStep(2, "sleep", "sleep", status, 1, error={"type": "X"}, wake_at=wake_at)
     action = h.next_sleep_action(recorded, "sleep", NOW)
     if status == h.COMPLETED:

@@ -17,7 +17,10 @@ def test_identity_step_id_is_the_same_on_every_replay() -> None:
     assert step_id(RUN_A, 7) == step_id(uuid.UUID(str(RUN_A)), 7)
 
 
-@given(first=st.integers(min_value=1, max_value=10**6), second=st.integers(min_value=1, max_value=10**6))
+@given(
+    first=st.integers(min_value=1, max_value=10**6),
+    second=st.integers(min_value=1, max_value=10**6),
+)
 def test_identity_step_id_differs_by_position_and_run(first: int, second: int) -> None:
     assert (step_id(RUN_A, first) == step_id(RUN_A, second)) == (first == second)
     assert step_id(RUN_A, first) != step_id(RUN_B, first)

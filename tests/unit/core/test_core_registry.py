@@ -17,7 +17,10 @@ def test_registry_bare_step_is_named_after_module_and_qualname() -> None:
         return 2 * x
 
     assert isinstance(double, StepFunction)
-    assert double.name == f"{__name__}.test_registry_bare_step_is_named_after_module_and_qualname.<locals>.double"
+    assert (
+        double.name
+        == f"{__name__}.test_registry_bare_step_is_named_after_module_and_qualname.<locals>.double"
+    )
     assert (double.retry, double.at_most_once) == (None, False)
     assert double(4) == 8  # calling runs the body directly
     assert double.__name__ == "double"
@@ -32,7 +35,9 @@ def test_registry_step_with_arguments_keeps_its_options() -> None:
         return {"order": order, "amount": amount}
 
     assert (charge.name, charge.retry, charge.at_most_once) == ("tests.core.charge", policy, True)
-    assert charge.s("o-1", amount=2.5) == Signature("tests.core.charge", "step", ("o-1",), {"amount": 2.5})
+    assert charge.s("o-1", amount=2.5) == Signature(
+        "tests.core.charge", "step", ("o-1",), {"amount": 2.5}
+    )
     assert registry.step("tests.core.charge") is charge
 
 
@@ -78,7 +83,7 @@ def test_registry_duplicate_workflow_name_is_an_error() -> None:
     @workflow(name="tests.core.dup_workflow")
     def first(ctx: Any) -> None: ...
 
-    with pytest.raises(RegistrationError, match="workflow name 'tests.core.dup_workflow'"):
+    with pytest.raises(RegistrationError, match=r"workflow name 'tests\.core\.dup_workflow'"):
 
         @workflow(name="tests.core.dup_workflow")
         def second(ctx: Any) -> None: ...

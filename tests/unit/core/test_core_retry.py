@@ -14,8 +14,9 @@ from runtime.core.retry import DEFAULT_POLICY, GiveUp, Retry, RetryPolicy, decid
 
 
 def test_retry_default_policy_matches_the_contract() -> None:
-    assert DEFAULT_POLICY == RetryPolicy(
-        max_attempts=3, initial_delay=1.0, backoff=2.0, max_delay=60.0, jitter=True
+    assert (
+        RetryPolicy(max_attempts=3, initial_delay=1.0, backoff=2.0, max_delay=60.0, jitter=True)
+        == DEFAULT_POLICY
     )
     assert DEFAULT_POLICY.retry_on == (Exception,)
 
@@ -26,7 +27,9 @@ def test_retry_base_delay_backs_off_and_is_capped() -> None:
 
 
 def test_retry_without_jitter_uses_exact_delays_until_attempts_run_out() -> None:
-    policy = RetryPolicy(max_attempts=4, initial_delay=0.5, backoff=2.0, max_delay=1.5, jitter=False)
+    policy = RetryPolicy(
+        max_attempts=4, initial_delay=0.5, backoff=2.0, max_delay=1.5, jitter=False
+    )
     decisions = [decide(policy, n, ValueError("x"), rand=lambda: 0.0) for n in range(1, 5)]
     assert decisions[:3] == [Retry(0.5), Retry(1.0), Retry(1.5)]
     assert isinstance(decisions[3], GiveUp)

@@ -1,0 +1,16 @@
+"""Settings for the test suite: the real services by default, short leases, fast sweeps.
+
+pytest-django imports this before any conftest runs, so the defaults must be set here.
+`scripts/test` exports the same values; an explicit environment wins.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/fanfold")
+os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/14")
+os.environ.setdefault("FANFOLD_LEASE_SECONDS", "2")
+os.environ.setdefault("FANFOLD_SWEEP_INTERVAL", "0.5")
+
+from config.settings import *  # noqa: E402, F403

@@ -1,0 +1,51 @@
+"""Workflows for the fan-out acceptance tests.
+
+Imported by the test process (as `tests.acceptance.fanout_flows`) and, through
+FANFOLD_WORKFLOW_MODULES, by the worker processes. Each branch body records its item in a
+Redis list on the broker database, which the test flushes, so bodies can be counted across
+worker processes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import redis
+
+from runtime import step, workflow
+
+MODULE = __name__
+BODIES = "tests:fanout:bodies"
+
+_client: redis.Redis | None = None
+
+
+def client() -> redis.Redis:
+    global _client
+    if _client is None:
+        _client = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
+    return _client
+
+
+@step(name="tests.fanout_acc.mark")
+def mark(i: int, pause: float = 0.0) -> int:
+    if pause:
+        time.sleep(pause)
+    client().rpush(BODIES, i)
+    return i * 2
+
+
+@workflow(name="tests.fanout_acc.marks")
+def marks(ctx: Any, n: int, pause: float = 0.0) -> dict[str, Any]:
+    values = ctx.all([mark.s(i, pause) for i in range(n)])
+    return {"count": len(values), "sum": sum(values), "ordered": values == [2 * i for i in range(n)]}
+
+
+def wait_until(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
+        time.sleep(0.05)

@@ -1,0 +1,63 @@
+"""Workflows for the worker-recovery acceptance tests.
+
+Imported by the test process and, through FANFOLD_WORKFLOW_MODULES, by the worker processes.
+Step bodies record each execution in a Redis list on the broker database, which the test
+flushes, so the test can count them across worker processes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import redis
+
+from runtime import RetryPolicy, current_step, step, workflow
+
+MODULE = __name__
+BODIES = "tests:recovery:bodies"  # one entry per body execution of `tick`
+CHARGES = "tests:recovery:charges"  # one entry (the attempt) per body execution of `charge`
+RELEASE = "tests:recovery:release"  # never pushed: attempt 1 of `charge` blocks until killed
+
+_client: redis.Redis | None = None
+
+
+def client() -> redis.Redis:
+    global _client
+    if _client is None:
+        _client = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
+    return _client
+
+
+@step(name="tests.recovery.tick")
+def tick(i: int) -> int:
+    time.sleep(0.01)
+    client().rpush(BODIES, i)
+    return i
+
+
+@workflow(name="tests.recovery.slow_loop")
+def slow_loop(ctx: Any, count: int) -> int:
+    total = 0
+    for i in range(count):
+        total += ctx.step(tick, i)
+    return total
+
+
+@step(
+    name="tests.recovery.charge",
+    at_most_once=True,
+    retry=RetryPolicy(max_attempts=2, initial_delay=0.2, jitter=False),
+)
+def charge(order: str) -> dict[str, Any]:
+    attempt = current_step().attempt
+    client().rpush(CHARGES, attempt)
+    if attempt == 1:
+        client().blpop([RELEASE], timeout=120)
+    return {"order": order, "attempt": attempt}
+
+
+@workflow(name="tests.recovery.charge_once")
+def charge_once(ctx: Any, order: str) -> dict[str, Any]:
+    return ctx.step(charge, order)

@@ -1,0 +1,129 @@
+"""Fan-out dispatch against real Redis and real `celery -A config worker` processes.
+
+The fan-out's first execution runs in this process so the publisher's counters (per process)
+and the broker's queue can be read right after the dispatch; workers then run the branches
+and resume the workflow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from django.db import connection
+
+import runtime.branch_dispatch
+import runtime.dispatch
+import runtime.fanout_sweep
+from config.celery import app
+from publisher import CeleryTransport, Message, Outcome, counters
+from runtime import RunHandle
+from runtime.core.identity import dispatch_key
+from runtime.executor import Outcome as Execution
+from runtime.executor import execute
+from runtime.models import Event, Run
+from runtime.services import start_run
+from tests.acceptance import fanout_flows as flows
+from tests.support.process_writer import fresh_process_writer
+from tests.support.workers import running_worker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WORKER_ENV = {"FANFOLD_WORKFLOW_MODULES": flows.MODULE}
+
+
+@pytest.fixture(autouse=True)
+def in_process(redis_broker: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    if connection.vendor != "postgresql":
+        message = "worker tests need PostgreSQL: export DATABASE_URL (scripts/test does)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    monkeypatch.setattr(runtime.fanout_sweep, "start_fanout_sweeper", lambda: None)
+    with fresh_process_writer(monkeypatch):
+        counters.reset()
+        yield
+        counters.reset()
+
+
+def start_quietly(monkeypatch: pytest.MonkeyPatch, n: int) -> RunHandle:
+    """Start a run without its start message: this process executes it first."""
+    with monkeypatch.context() as patch:
+        patch.setattr(runtime.dispatch, "enqueue_run", lambda *a, **k: None)
+        run, _ = start_run(flows.marks, [n])
+    return RunHandle(run.id)
+
+
+def queued_task_ids(client: Any) -> list[str]:
+    """Task ids on the `fanfold` queue, oldest first (kombu LPUSHes, workers BRPOP)."""
+    raw = client.lrange(app.conf.task_default_queue, 0, -1)
+    return [json.loads(item)["headers"]["id"] for item in reversed(raw)]
+
+
+def expected(n: int) -> dict[str, Any]:
+    return {"count": n, "sum": sum(2 * i for i in range(n)), "ordered": True}
+
+
+def assert_each_step_once(run_id: Any, n: int, client: Any) -> None:
+    completed = Counter(
+        Event.objects.filter(run_id=run_id, type="step_completed").values_list("step_id", flat=True)
+    )
+    assert len(completed) == n and set(completed.values()) == {1}
+    bodies = Counter(int(i) for i in client.lrange(flows.BODIES, 0, -1))
+    assert bodies == Counter(range(n))
+
+
+@pytest.mark.parametrize(("n", "sizes"), [(64, {64: 1}), (140, {100: 1, 40: 1})])
+def test_fanout_branches_leave_in_batches_with_keys_and_order_intact(
+    redis_broker: Any, monkeypatch: pytest.MonkeyPatch, n: int, sizes: dict[int, int]
+) -> None:
+    handle = start_quietly(monkeypatch, n)
+    assert execute(handle.id).outcome is Execution.SUSPENDED
+    snapshot = counters.snapshot()
+    assert snapshot.batch_sizes == sizes and snapshot.failures == 0
+    assert queued_task_ids(redis_broker) == [dispatch_key(handle.id, p, 1) for p in range(1, n + 1)]
+
+    with running_worker("fanout-batch", "threads", 8, **WORKER_ENV):
+        assert handle.wait(timeout=60) == expected(n)
+    assert_each_step_once(handle.id, n, redis_broker)
+    assert Run.objects.get(id=handle.id).wakeups == 1
+
+
+class HalfBroken:
+    """The real transport, except that the first batch loses its second half (retryable)."""
+
+    def __init__(self, real: CeleryTransport) -> None:
+        self.real = real
+        self.batches = 0
+
+    def send(self, message: Message) -> Outcome:
+        return self.real.send(message)
+
+    def send_batch(self, messages: Sequence[Message]) -> list[Outcome]:
+        self.batches += 1
+        if self.batches > 1:
+            return self.real.send_batch(messages)
+        half = len(messages) // 2
+        lost = [Outcome.failure("injected: connection reset", retryable=True)] * (len(messages) - half)
+        return self.real.send_batch(messages[:half]) + lost
+
+
+def test_fanout_partial_publish_failure_then_republish_runs_each_step_once(
+    redis_broker: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = HalfBroken(CeleryTransport(app, batch_size=100))
+    monkeypatch.setattr(runtime.branch_dispatch, "_transport", lambda batch_size: broken)
+    handle = start_quietly(monkeypatch, 40)
+    execution = execute(handle.id)
+    assert execution.outcome is Execution.SUSPENDED and execution.wake_at is not None
+    assert counters.snapshot().failures == 20
+    assert len(queued_task_ids(redis_broker)) == 21  # 20 branches and the run's retry timer
+
+    with running_worker("fanout-partial", "threads", 8, **WORKER_ENV):
+        assert handle.wait(timeout=60) == expected(40)
+    assert_each_step_once(handle.id, 40, redis_broker)
+    assert Run.objects.get(id=handle.id).wakeups == 1  # resumed by exactly one completion

@@ -1,0 +1,39 @@
+"""Workflows the API tests start (names prefixed "tests.api.")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime import workflow
+
+
+def double(n: int) -> int:
+    return n * 2
+
+
+@workflow(name="tests.api.double")
+def double_flow(ctx: Any, n: int, *, label: str = "x") -> dict[str, Any]:
+    """Doubles n in one step."""
+    return {"label": label, "value": ctx.step(double, n)}
+
+
+def explode() -> None:
+    raise ValueError("boom")
+
+
+@workflow(name="tests.api.broken")
+def broken(ctx: Any) -> None:
+    ctx.step(explode, retry=None)
+
+
+@workflow(name="tests.api.sleeper")
+def sleeper(ctx: Any, seconds: float = 3600) -> str:
+    ctx.step(double, 1)
+    ctx.sleep(seconds)
+    return "woke"
+
+
+@workflow(name="tests.api.approval")
+def approval(ctx: Any) -> Any:
+    cb = ctx.create_callback("approval", timeout=600, heartbeat_timeout=60)
+    return {"decision": cb.wait()}

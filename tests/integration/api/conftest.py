@@ -1,0 +1,84 @@
+"""API tests: real Postgres, DRF's test client, enqueueing recorded and executions driven by
+hand with a FakeClock (the checkpoint writer commits from its own thread, hence
+`transactional_db`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from runtime import conf
+from runtime.core.clock import FakeClock
+
+Enqueued = list[tuple[uuid.UUID, float | None]]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_checkpoint_writer(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
+    yield
+    from runtime.store import writer
+
+    # Its connection would keep the test database busy and break its teardown.
+    writer().close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_state(transactional_db: Any) -> Iterator[None]:
+    cache.clear()  # throttling counts
+    conf.reset()
+    yield
+    conf.reset()
+
+
+@pytest.fixture
+def enqueued(monkeypatch: pytest.MonkeyPatch) -> Enqueued:
+    calls: Enqueued = []
+
+    def record(run_id: uuid.UUID, countdown: float | None = None) -> None:
+        calls.append((run_id, countdown))
+
+    monkeypatch.setattr("runtime.dispatch.enqueue_run", record)
+    return calls
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def user() -> User:
+    return User.objects.create_user("ada", password="pw-ada-123")
+
+
+@pytest.fixture
+def token(user: User) -> str:
+    return Token.objects.create(user=user).key
+
+
+@pytest.fixture
+def client(token: str, enqueued: Enqueued) -> APIClient:
+    """Authenticated with a DRF token."""
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    return api
+
+
+@pytest.fixture
+def anon(enqueued: Enqueued) -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def small_payloads(settings: Any) -> int:
+    """FANFOLD_MAX_PAYLOAD_BYTES of 200."""
+    settings.FANFOLD = {**settings.FANFOLD, "MAX_PAYLOAD_BYTES": 200}
+    conf.reset()
+    return 200

@@ -1,0 +1,78 @@
+"""Cancellation, dead-branch takeover by the fan-out sweep, and child-workflow branches."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from conftest import Branches, Enqueued
+from django.utils import timezone
+from fanout_workflows import FAIL, calls, completed_once
+
+from publisher.fake import FakeTransport
+from runtime import branches as branch_executor
+from runtime.core.identity import dispatch_key, step_id
+from runtime.executor import Outcome, execute
+from runtime.fanout_sweep import sweep_fanouts_once
+from runtime.models import FanoutGroup, Run, Step
+from runtime.services import cancel_run, start_run
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> Iterator[None]:
+    calls.clear()
+    FAIL.clear()
+    yield
+
+
+def test_fanout_branch_of_a_cancelled_run_never_starts(branches: Branches) -> None:
+    run, _ = start_run("tests.fanout.squares", [5])
+    execute(run.id)
+    cancel_run(run.id)
+    branches.drain()
+    assert calls.counts == {}
+    assert set(branches.outcomes) == {"skipped"}
+
+
+def test_fanout_sweep_takes_over_a_branch_whose_worker_died(
+    fake: FakeTransport, branches: Branches, enqueued: Enqueued
+) -> None:
+    run, _ = start_run("tests.fanout.squares", [3])
+    execute(run.id)
+    branches.delivered = len(fake.delivered)  # the three messages went to a worker that dies
+    claimed = branch_executor.claim(run.id, 2, 1)  # ... after claiming position 2
+    assert claimed is not None
+    long_ago = timezone.now() - timedelta(seconds=60)
+    Step.objects.filter(run_id=run.id).update(wake_at=long_ago)  # leases and dispatch expired
+    FanoutGroup.objects.filter(run_id=run.id).update(check_at=long_ago)
+
+    assert sweep_fanouts_once() == 3
+    keys = [m.idempotency_key for m in branches.pending()]
+    assert sorted(keys) == sorted(
+        [dispatch_key(run.id, 1, 1), dispatch_key(run.id, 2, 2), dispatch_key(run.id, 3, 1)]
+    )
+    branches.drain()
+    assert enqueued.count(run.id) == 2
+    assert execute(run.id).outcome is Outcome.COMPLETED
+    assert Run.objects.get(id=run.id).result == [0, 1, 4]
+    assert Step.objects.get(id=step_id(run.id, 2)).attempt == 2
+    assert set(completed_once(run.id).values()) == {1}
+    # The dead attempt reporting late is stale: it changes nothing.
+    assert branch_executor.run_branch(run.id, 2, 1, 1) == "skipped"
+
+
+def test_fanout_child_workflows_count_as_branches(branches: Branches, enqueued: Enqueued) -> None:
+    run, _ = start_run("tests.fanout.parent", [])
+    execute(run.id)
+    branches.drain()  # starts two child runs; the step branch completes
+    children = list(Run.objects.filter(idempotency_key__startswith=f"ff-child:{run.id}:"))
+    assert len(children) == 2
+    for child in children:
+        assert execute(child.id).outcome is Outcome.COMPLETED
+    assert len(branches.later.calls) == 2  # each child branch polls its child
+    branches.deliver_later()
+    assert branches.later.calls == []
+    assert enqueued.count(run.id) == 2
+    assert execute(run.id).outcome is Outcome.COMPLETED
+    assert Run.objects.get(id=run.id).result == [5, 9, 17]
