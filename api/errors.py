@@ -98,8 +98,10 @@ def endpoint_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
 
 def _flatten(detail: Any, prefix: str = "") -> str:
     if isinstance(detail, dict):
-        parts = [_flatten(value, f"{prefix}{key}." if key != "non_field_errors" else prefix)
-                 for key, value in detail.items()]
+        parts = [
+            _flatten(value, f"{prefix}{key}." if key != "non_field_errors" else prefix)
+            for key, value in detail.items()
+        ]
         return "; ".join(p for p in parts if p)
     if isinstance(detail, list):
         return "; ".join(_flatten(item, prefix) for item in detail)

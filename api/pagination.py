@@ -44,12 +44,16 @@ class AfterPagination(BasePagination):
         self.request: Request | None = None
 
     def paginate_queryset(
-        self, queryset: QuerySet[Any], request: Request, view: Any = None
-    ) -> Sequence[Any]:
+        self, queryset: QuerySet[Any] | Sequence[Any], request: Request, view: Any = None
+    ) -> list[Any]:
+        if not isinstance(queryset, QuerySet):
+            raise TypeError("AfterPagination pages querysets")
         self.request = request
         after = _int_param(request, "after", 0, 0, None)
         limit = _int_param(request, "limit", self.default_limit, 1, self.max_limit)
-        rows = list(queryset.filter(**{f"{self.field}__gt": after}).order_by(self.field)[: limit + 1])
+        rows = list(
+            queryset.filter(**{f"{self.field}__gt": after}).order_by(self.field)[: limit + 1]
+        )
         more = len(rows) > limit
         rows = rows[:limit]
         self.next_after = getattr(rows[-1], self.field) if more else None

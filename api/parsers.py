@@ -26,7 +26,9 @@ class LimitedJSONParser(JSONParser):
         request = (parser_context or {}).get("request")
         declared = _content_length(request)
         if declared is not None and declared > limit:
-            raise RequestTooLarge(f"the request body of {declared} bytes is over the limit of {limit}")
+            raise RequestTooLarge(
+                f"the request body of {declared} bytes is over the limit of {limit}"
+            )
         raw = stream.read(limit + 1)
         if len(raw) > limit:
             raise RequestTooLarge(f"the request body is over the limit of {limit} bytes")

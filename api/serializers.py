@@ -10,7 +10,6 @@ from rest_framework import serializers
 from runtime.models import Event, Run, RunStatus, Step, StepStatus
 from runtime.queries import step_counts
 
-
 CALLBACK_STATUSES = [("running", "running"), ("completed", "completed"), ("failed", "failed")]
 PARAMETER_KINDS = [(k, k) for k in ("positional", "keyword", "var_positional", "var_keyword")]
 
@@ -18,7 +17,8 @@ PARAMETER_KINDS = [(k, k) for k in ("positional", "keyword", "var_positional", "
 class ErrorBodySerializer(serializers.Serializer[Any]):
     code = serializers.CharField(help_text="stable machine-readable error code")
     message = serializers.CharField(help_text="what is wrong, for people")
-    fields = serializers.JSONField(
+    # DRF pops declared fields off the class, so the name may shadow Serializer.fields.
+    fields = serializers.JSONField(  # type: ignore[assignment]
         required=False, help_text="per-field messages, for validation errors only"
     )
 
@@ -32,7 +32,9 @@ class StartRunSerializer(serializers.Serializer[Any]):
     args = serializers.ListField(child=serializers.JSONField(), default=list)
     kwargs = serializers.DictField(child=serializers.JSONField(), default=dict)
     idempotency_key = serializers.CharField(
-        max_length=255, required=False, allow_null=True,
+        max_length=255,
+        required=False,
+        allow_null=True,
         help_text="a second start with the same key returns the first run",
     )
 
@@ -59,8 +61,18 @@ class RunSerializer(serializers.ModelSerializer[Run]):
     class Meta:
         model = Run
         fields = [
-            "id", "workflow", "status", "args", "kwargs", "idempotency_key", "result", "error",
-            "created_at", "started_at", "finished_at", "updated_at",
+            "id",
+            "workflow",
+            "status",
+            "args",
+            "kwargs",
+            "idempotency_key",
+            "result",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "updated_at",
         ]
         read_only_fields = fields
 
@@ -87,8 +99,19 @@ class StepSerializer(serializers.ModelSerializer[Step]):
         model = Step
         # Never the callback token: it is the credential of the callback endpoint.
         fields = [
-            "id", "position", "name", "kind", "status", "attempt", "input", "result", "error",
-            "created_at", "started_at", "finished_at", "wake_at",
+            "id",
+            "position",
+            "name",
+            "kind",
+            "status",
+            "attempt",
+            "input",
+            "result",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "wake_at",
         ]
         read_only_fields = fields
 
@@ -119,8 +142,8 @@ class CallbackPostSerializer(serializers.Serializer[Any]):
         given = ("result" in attrs) + ("error" in attrs) + bool(attrs.get("heartbeat"))
         if given != 1:
             raise serializers.ValidationError(
-            'post exactly one of {"result": ...}, {"error": {"type", "message"}} or '
-            '{"heartbeat": true}'
+                'post exactly one of {"result": ...}, {"error": {"type", "message"}} or '
+                '{"heartbeat": true}'
             )
         return attrs
 
@@ -136,7 +159,7 @@ class CallbackReceiptSerializer(serializers.Serializer[Any]):
 class WorkflowParameterSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     kind = serializers.ChoiceField(choices=PARAMETER_KINDS)
-    required = serializers.BooleanField()
+    required = serializers.BooleanField()  # type: ignore[assignment]  # as for ErrorBody.fields
 
 
 class WorkflowSerializer(serializers.Serializer[Any]):

@@ -23,7 +23,12 @@ from api.views.runs import (
 from api.views.workflows import WorkflowListView
 
 # JSON first: the API is all JSON; ?format=yaml still gives YAML.
-_SCHEMA_RENDERERS = [OpenApiJsonRenderer, OpenApiJsonRenderer2, OpenApiYamlRenderer, OpenApiYamlRenderer2]
+_SCHEMA_RENDERERS = [
+    OpenApiJsonRenderer,
+    OpenApiJsonRenderer2,
+    OpenApiYamlRenderer,
+    OpenApiYamlRenderer2,
+]
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/", RunListView.as_view(), name="run-list"),

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -27,6 +25,7 @@ from django.utils import timezone
 from publisher import PublishError
 from runtime import conf
 from runtime.branch_dispatch import publish_branches, publish_later
+from runtime.branch_leases import leases
 from runtime.checkpoint.batching import Checkpoint
 from runtime.core.errors import FanfoldError, FatalError, describe_exception
 from runtime.core.fanin import BranchReceipt, Dispatch
@@ -289,50 +288,3 @@ def _drive_child(
         return "polling"
     _after_commit(run_id, group_first, report)
     return "completed" if report.outcome == "completed" else "failed"
-
-
-class BranchLeases:
-    """Keeps the leases of this process's running branches fresh (one thread per process)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._live: dict[uuid.UUID, int] = {}
-        self._thread: threading.Thread | None = None
-
-    def hold(self, sid: uuid.UUID) -> None:
-        with self._lock:
-            self._live[sid] = self._live.get(sid, 0) + 1
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._beat_forever, name="fanfold-branch-leases", daemon=True
-                )
-                self._thread.start()
-
-    def release(self, sid: uuid.UUID) -> None:
-        with self._lock:
-            count = self._live.get(sid, 0) - 1
-            if count <= 0:
-                self._live.pop(sid, None)
-            else:
-                self._live[sid] = count
-
-    def beat_once(self) -> int:
-        with self._lock:
-            ids = list(self._live)
-        if not ids:
-            return 0
-        until = timezone.now() + timedelta(seconds=conf.get().LEASE_SECONDS)
-        return Step.objects.filter(id__in=ids, status=StepStatus.RUNNING).update(wake_at=until)
-
-    def _beat_forever(self) -> None:
-        interval = max(conf.get().LEASE_SECONDS / 3, 0.2)
-        while True:
-            time.sleep(interval)
-            try:
-                self.beat_once()
-            except Exception:  # a database hiccup must not stop the heartbeat
-                log.exception("branch lease heartbeat failed")
-                connection.close()
-
-
-leases = BranchLeases()

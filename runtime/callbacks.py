@@ -113,7 +113,10 @@ class Callback:
             if isinstance(action, RaiseTimedOut):
                 raise CallbackTimedOut(action.message)
             if isinstance(action, h.RaiseRecorded):
-                error = action.error or {"type": "Cancelled", "message": "the callback was cancelled"}
+                error = action.error or {
+                    "type": "Cancelled",
+                    "message": "the callback was cancelled",
+                }
                 raise CallbackFailed(
                     callback=self.name,
                     error_type=str(error.get("type", "Error")),
@@ -122,7 +125,9 @@ class Callback:
             if isinstance(action, AwaitPost):
                 raise Suspend(action.deadline)
             if self._record_timeout(recorded, action):
-                raise CallbackTimedOut(timed_out_error(self.name, action.reason, action.deadline)["message"])
+                raise CallbackTimedOut(
+                    timed_out_error(self.name, action.reason, action.deadline)["message"]
+                )
 
     def _record_timeout(self, recorded: h.RecordedStep, action: TimeOut) -> bool:
         """Commit the time-out unless a post or heartbeat got there first (then reload)."""
@@ -132,12 +137,22 @@ class Callback:
         sid = step_id(ctx.run_id, self._position)
         error = timed_out_error(self.name, action.reason, action.deadline)
         row = StepRow(
-            sid, self._position, self.name, "callback", h.FAILED, recorded.attempt,
-            recorded.started_at or now, error=error, started_at=recorded.started_at,
-            finished_at=now, callback_token=self.token,
+            sid,
+            self._position,
+            self.name,
+            "callback",
+            h.FAILED,
+            recorded.attempt,
+            recorded.started_at or now,
+            error=error,
+            started_at=recorded.started_at,
+            finished_at=now,
+            callback_token=self.token,
         )
         event = EventDraft(
-            "callback_timed_out", now, sid,
+            "callback_timed_out",
+            now,
+            sid,
             {"reason": action.reason, "deadline": action.deadline.isoformat()},
         )
         guard = OpenStepGuard(sid, token=session.token, due_by=now)
@@ -181,17 +196,30 @@ def create_callback(
     sid = step_id(ctx.run_id, position)
     deadline = terms.first_deadline(now)
     row = StepRow(
-        sid, position, name, "callback", h.RUNNING, 1, now, input=terms.as_input(),
-        started_at=now, wake_at=deadline, callback_token=token,
+        sid,
+        position,
+        name,
+        "callback",
+        h.RUNNING,
+        1,
+        now,
+        input=terms.as_input(),
+        started_at=now,
+        wake_at=deadline,
+        callback_token=token,
     )
     expires = terms.expires_at(now)
     events = [
         EventDraft(
-            "step_created", now, sid,
+            "step_created",
+            now,
+            sid,
             {"position": position, "name": name, "kind": "callback", "input": terms.as_input()},
         ),
         EventDraft(
-            "callback_created", now, sid,
+            "callback_created",
+            now,
+            sid,
             {
                 "name": name,
                 **terms.as_input(),
@@ -251,9 +279,7 @@ def post_callback(
         record, size = checked(_error_record(error), f"callback {step.name!r} error", limit)
         row = replace(current, status=h.FAILED, error=record, finished_at=now, wake_at=None)
         events = (EventDraft("callback_received", now, step.id, {"error": record}),)
-    write = HistoryWrite(
-        step.run_id, OpenStepGuard(step.id), events, (row,), wake=not heartbeat
-    )
+    write = HistoryWrite(step.run_id, OpenStepGuard(step.id), events, (row,), wake=not heartbeat)
     _commit(write, step.name, 512 + 2 * size)
     if not heartbeat:
         from runtime import dispatch
@@ -272,8 +298,16 @@ def _identity(recorded: h.RecordedStep, name: str) -> h.StepAction:
 
 def _recorded(row: StepRow) -> h.RecordedStep:
     return h.RecordedStep(
-        row.position, row.name, row.kind, row.status, row.attempt, row.result, row.error,
-        row.wake_at, row.started_at, row.callback_token,
+        row.position,
+        row.name,
+        row.kind,
+        row.status,
+        row.attempt,
+        row.result,
+        row.error,
+        row.wake_at,
+        row.started_at,
+        row.callback_token,
     )
 
 
@@ -301,9 +335,19 @@ def _open_step(token: str) -> Any:
 
 def _row(step: Any) -> StepRow:
     return StepRow(
-        step.id, step.position, step.name, step.kind, step.status, step.attempt,
-        step.created_at, input=step.input, result=step.result, error=step.error,
-        started_at=step.started_at, finished_at=step.finished_at, wake_at=step.wake_at,
+        step.id,
+        step.position,
+        step.name,
+        step.kind,
+        step.status,
+        step.attempt,
+        step.created_at,
+        input=step.input,
+        result=step.result,
+        error=step.error,
+        started_at=step.started_at,
+        finished_at=step.finished_at,
+        wake_at=step.wake_at,
         callback_token=step.callback_token,
     )
 
@@ -332,7 +376,9 @@ def _commit(write: HistoryWrite, name: str, size: int) -> None:
         if isinstance(cause, RunAlreadyFinished):
             raise RunAlreadyFinished(f"the run of callback {name!r} has already finished") from None
         if isinstance(cause, StepChanged):
-            raise CallbackAlreadyCompleted(f"callback {name!r} has already been completed") from None
+            raise CallbackAlreadyCompleted(
+                f"callback {name!r} has already been completed"
+            ) from None
         raise
     finally:
         w.reset_session(session)

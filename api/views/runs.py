@@ -60,7 +60,9 @@ class RunListView(GenericAPIView[Any]):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         run, created = start_run(
-            data["workflow"], data["args"], data["kwargs"],
+            data["workflow"],
+            data["args"],
+            data["kwargs"],
             idempotency_key=data.get("idempotency_key"),
         )
         return Response(RunDetailSerializer(run).data, status=201 if created else 200)

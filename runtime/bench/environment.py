@@ -52,7 +52,9 @@ def settle_stats() -> None:
 
 
 @contextmanager
-def workers(count: int = 1, pool: str = "threads", concurrency: int = 8) -> Iterator[None]:
+def workers(
+    count: int = 1, pool: str = "threads", concurrency: int = 8, **extra_env: str
+) -> Iterator[None]:
     """Run the benchmark's workers: real processes for a real broker, else the embedded one."""
     if embedded.is_embedded():
         embedded.ensure_worker()
@@ -88,7 +90,7 @@ def workers(count: int = 1, pool: str = "threads", concurrency: int = 8) -> Iter
                         "INFO",
                     ],
                     cwd=ROOT,
-                    env={**os.environ, "DATABASE_URL": _database_url()},
+                    env={**os.environ, "DATABASE_URL": _database_url(), **extra_env},
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,

@@ -4,15 +4,16 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runtime', '0001_event_log_runs_and_steps'),
+        ("runtime", "0001_event_log_runs_and_steps"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='step',
-            name='callback_token',
-            field=models.CharField(blank=True, editable=False, max_length=64, null=True, unique=True),
+            model_name="step",
+            name="callback_token",
+            field=models.CharField(
+                blank=True, editable=False, max_length=64, null=True, unique=True
+            ),
         ),
     ]

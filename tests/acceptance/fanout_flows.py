@@ -40,7 +40,11 @@ def mark(i: int, pause: float = 0.0) -> int:
 @workflow(name="tests.fanout_acc.marks")
 def marks(ctx: Any, n: int, pause: float = 0.0) -> dict[str, Any]:
     values = ctx.all([mark.s(i, pause) for i in range(n)])
-    return {"count": len(values), "sum": sum(values), "ordered": values == [2 * i for i in range(n)]}
+    return {
+        "count": len(values),
+        "sum": sum(values),
+        "ordered": values == [2 * i for i in range(n)],
+    }
 
 
 def wait_until(predicate: Any, timeout: float, what: str) -> None:

@@ -50,7 +50,8 @@ def test_callback_http_round_trip_with_real_worker(client: APIClient, redis_brok
         token = Step.objects.get(run_id=started.json()["id"], kind="callback").callback_token
 
         posted = APIClient().post(
-            f"/api/callbacks/{token}/", json.dumps({"result": "approved"}),
+            f"/api/callbacks/{token}/",
+            json.dumps({"result": "approved"}),
             content_type="application/json",
         )
         assert posted.status_code == 200
@@ -58,7 +59,8 @@ def test_callback_http_round_trip_with_real_worker(client: APIClient, redis_brok
         run = eventually(lambda: (r := client.get(run_url).json())["status"] == "completed" and r)
         assert run["result"] == {"order": "o-42", "decision": "approved"}
         again = APIClient().post(
-            f"/api/callbacks/{token}/", json.dumps({"result": "twice"}),
+            f"/api/callbacks/{token}/",
+            json.dumps({"result": "twice"}),
             content_type="application/json",
         )
         assert again.status_code == 409

@@ -108,7 +108,9 @@ class HalfBroken:
         if self.batches > 1:
             return self.real.send_batch(messages)
         half = len(messages) // 2
-        lost = [Outcome.failure("injected: connection reset", retryable=True)] * (len(messages) - half)
+        lost = [Outcome.failure("injected: connection reset", retryable=True)] * (
+            len(messages) - half
+        )
         return self.real.send_batch(messages[:half]) + lost
 
 

@@ -25,7 +25,9 @@ PROTECTED = [
 
 
 @pytest.mark.parametrize(("method", "url"), PROTECTED)
-def test_api_auth_required_without_credentials_is_401(anon: APIClient, method: str, url: str) -> None:
+def test_api_auth_required_without_credentials_is_401(
+    anon: APIClient, method: str, url: str
+) -> None:
     response = getattr(anon, method)(url)
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "not_authenticated"
@@ -64,7 +66,9 @@ def test_api_auth_session_works_with_csrf(user: User, enqueued: list) -> None:
     assert "CSRF" in refused.json()["error"]["message"]
     session.get("/admin/login/")  # sets the csrftoken cookie
     csrf = session.cookies["csrftoken"].value
-    accepted = session.post("/api/runs/", body, content_type="application/json", HTTP_X_CSRFTOKEN=csrf)
+    accepted = session.post(
+        "/api/runs/", body, content_type="application/json", HTTP_X_CSRFTOKEN=csrf
+    )
     assert accepted.status_code == 201
 
 

@@ -91,7 +91,9 @@ def test_api_callback_heartbeat_keeps_run_waiting_past_heartbeat_timeout(
     assert late.json()["error"]["code"] == "run_finished"
 
 
-def test_api_callback_timeout_fails_run(anon: APIClient, waiting: uuid.UUID, clock: FakeClock) -> None:
+def test_api_callback_timeout_fails_run(
+    anon: APIClient, waiting: uuid.UUID, clock: FakeClock
+) -> None:
     token = token_of(waiting)
     for _ in range(12):  # heartbeats every 50 s, yet the 600 s timeout still ends it
         clock.advance(50)

@@ -60,7 +60,11 @@ def test_api_run_detail_has_result_and_step_counts(client: APIClient, clock: Fak
     assert body["result"] == {"label": "x", "value": 42}
     assert body["error"] is None
     assert body["step_counts"] == {
-        "pending": 0, "running": 0, "completed": 1, "failed": 0, "cancelled": 0,
+        "pending": 0,
+        "running": 0,
+        "completed": 1,
+        "failed": 0,
+        "cancelled": 0,
     }
 
 
@@ -77,7 +81,9 @@ def test_api_run_detail_of_failed_run_has_error(client: APIClient, clock: FakeCl
 
 @pytest.mark.parametrize("suffix", ["", "steps/", "events/", "cancel/"])
 @pytest.mark.parametrize("run_id", [str(uuid.uuid4()), "not-a-uuid", "1"])
-def test_api_run_unknown_or_malformed_id_is_404(client: APIClient, suffix: str, run_id: str) -> None:
+def test_api_run_unknown_or_malformed_id_is_404(
+    client: APIClient, suffix: str, run_id: str
+) -> None:
     url = f"/api/runs/{run_id}/{suffix}"
     response = client.post(url) if suffix == "cancel/" else client.get(url)
     assert response.status_code == 404

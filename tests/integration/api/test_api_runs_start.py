@@ -26,7 +26,9 @@ def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
 
 
 def test_api_start_creates_run_and_enqueues(client: APIClient, enqueued: list) -> None:
-    response = post(client, {"workflow": "tests.api.double", "args": [21], "kwargs": {"label": "a"}})
+    response = post(
+        client, {"workflow": "tests.api.double", "args": [21], "kwargs": {"label": "a"}}
+    )
     assert response.status_code == 201
     body = response.json()
     assert body["workflow"] == "tests.api.double"
@@ -68,13 +70,17 @@ def test_api_start_arguments_not_fitting_signature_is_400(client: APIClient) -> 
 
 
 def test_api_start_wrong_shapes_are_400_with_field_messages(client: APIClient) -> None:
-    error = assert_error(post(client, {"workflow": "tests.api.double", "args": "1"}), 400, "invalid")
+    error = assert_error(
+        post(client, {"workflow": "tests.api.double", "args": "1"}), 400, "invalid"
+    )
     assert error["message"].startswith("args:")
     assert "args" in error["fields"]
     assert_error(post(client, {"workflow": "tests.api.double", "kwargs": [1]}), 400, "invalid")
     assert_error(post(client, {"args": [1]}), 400, "invalid")
     assert_error(post(client, [1, 2]), 400, "invalid")
-    assert_error(post(client, {"workflow": "tests.api.double", "idempotency_key": ""}), 400, "invalid")
+    assert_error(
+        post(client, {"workflow": "tests.api.double", "idempotency_key": ""}), 400, "invalid"
+    )
     assert_error(
         post(client, {"workflow": "tests.api.double", "idempotency_key": "k" * 256}), 400, "invalid"
     )
@@ -98,4 +104,3 @@ def test_api_start_body_over_limit_is_413(client: APIClient, small_payloads: int
     error = assert_error(post(client, body), 413, "payload_too_large")
     assert str(small_payloads) in error["message"]
     assert Run.objects.count() == 0
-

@@ -28,8 +28,6 @@ CHECKS = [
 ]
 
 
-
-
 def _document() -> dict[str, Any]:
     # The same document /api/schema/ serves (asserted below); built here because collection
     # happens before any test user or token can exist.

@@ -66,7 +66,11 @@ def test_callback_posted_error_raises_callback_failed(clock: FakeClock) -> None:
     run_once(run_id, clock)
     post_callback(token_of(run_id), error={"type": "Rejected", "message": "too expensive"})
     assert run_once(run_id, clock).outcome is Outcome.COMPLETED
-    assert run_row(run_id).result == {"order": "o-4", "failed": "Rejected", "message": "too expensive"}
+    assert run_row(run_id).result == {
+        "order": "o-4",
+        "failed": "Rejected",
+        "message": "too expensive",
+    }
     assert Step.objects.get(run_id=run_id, kind="callback").status == "failed"
 
 

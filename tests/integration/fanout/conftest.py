@@ -8,13 +8,12 @@ workflow and delayed publishes (retries, child polls) are recorded.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from django.db import connection
+from fanout_harness import Branches, Enqueued, Later
 
 import runtime.branch_dispatch
 import runtime.branches
@@ -23,76 +22,10 @@ import runtime.embedded
 import runtime.fanout_sweep
 import runtime.store
 from publisher.fake import FakeTransport
-from publisher.messages import Message
 from runtime import conf
 from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.writer import CheckpointWriter
 from runtime.executor import Execution, execute
-
-
-@dataclass
-class Enqueued:
-    calls: list[tuple[uuid.UUID, float | None]] = field(default_factory=list)
-
-    def __call__(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
-        self.calls.append((run_id, countdown))
-
-    def count(self, run_id: uuid.UUID) -> int:
-        return sum(1 for rid, _ in self.calls if rid == run_id)
-
-
-@dataclass
-class Later:
-    """Delayed publishes: (run_id, group_first, position, attempt, countdown, poll)."""
-
-    calls: list[tuple[uuid.UUID, int, int, int, float, int]] = field(default_factory=list)
-
-    def __call__(self, *args: Any) -> None:
-        self.calls.append(tuple(args) + (0,) * (6 - len(args)))  # type: ignore[arg-type]
-
-
-class Branches:
-    """Delivers published branch messages to run_branch, like a pool of workers would."""
-
-    def __init__(self, fake: FakeTransport, later: Later) -> None:
-        self.fake = fake
-        self.later = later
-        self.delivered = 0
-        self.outcomes: list[str] = []
-
-    def pending(self) -> list[Message]:
-        return self.fake.delivered[self.delivered :]
-
-    def deliver(self, messages: Sequence[Message], threads: int = 8, times: int = 1) -> None:
-        work = [m for m in messages for _ in range(times)]
-
-        def one(message: Message) -> str:
-            try:
-                run_id, position, attempt, group_first, *poll = message.args
-                return runtime.branches.run_branch(
-                    uuid.UUID(run_id), position, attempt, group_first, *poll
-                )
-            finally:
-                connection.close()
-
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            self.outcomes.extend(pool.map(one, work))
-
-    def drain(self, threads: int = 8, times: int = 1) -> None:
-        """Deliver every published message (and what their completions publish) until none."""
-        while self.pending():
-            batch = self.pending()
-            self.delivered += len(batch)
-            self.deliver(batch, threads, times)
-
-    def deliver_later(self, threads: int = 8) -> None:
-        """Deliver the delayed publishes recorded so far (ignoring their countdown)."""
-        calls, self.later.calls[:] = list(self.later.calls), []
-        messages = [
-            Message("fanfold.run_branch", f"later-{i}", args=[str(r), p, a, g, poll])
-            for i, (r, g, p, a, _, poll) in enumerate(calls)
-        ]
-        self.deliver(messages, threads)
 
 
 @pytest.fixture(autouse=True)

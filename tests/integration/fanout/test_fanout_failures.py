@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import Branches, Enqueued, Later
+from fanout_harness import Branches, Enqueued, Later
 from fanout_workflows import FAIL, calls, completed_once, statuses
 
 from publisher.fake import FakeTransport

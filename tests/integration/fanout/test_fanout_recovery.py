@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from conftest import Branches, Enqueued
 from django.utils import timezone
+from fanout_harness import Branches, Enqueued
 from fanout_workflows import FAIL, calls, completed_once
 
 from publisher.fake import FakeTransport

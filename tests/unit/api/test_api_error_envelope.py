@@ -56,7 +56,10 @@ def test_api_errors_validation_error_flattens_fields() -> None:
     error = response.data["error"]
     assert error["code"] == "invalid"
     assert error["message"] == "args: Expected a list.; error.type: This field is required."
-    assert error["fields"] == {"args": ["Expected a list."], "error": {"type": ["This field is required."]}}
+    assert error["fields"] == {
+        "args": ["Expected a list."],
+        "error": {"type": ["This field is required."]},
+    }
 
 
 def test_api_errors_non_field_errors_have_no_prefix() -> None:

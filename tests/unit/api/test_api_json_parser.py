@@ -23,7 +23,9 @@ def limit(settings: Any) -> int:
 
 
 def parse(body: bytes, declared: int | None = None) -> Any:
-    request = SimpleNamespace(META={"CONTENT_LENGTH": str(declared if declared is not None else len(body))})
+    request = SimpleNamespace(
+        META={"CONTENT_LENGTH": str(declared if declared is not None else len(body))}
+    )
     return LimitedJSONParser().parse(io.BytesIO(body), "application/json", {"request": request})
 
 

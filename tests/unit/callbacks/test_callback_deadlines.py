@@ -57,7 +57,7 @@ def test_callback_heartbeat_never_moves_deadline_past_timeout(
     deadline = terms.deadline_after_heartbeat(T0, T0 + timedelta(seconds=beat_after))
     assert deadline is not None
     assert deadline <= T0 + timedelta(seconds=timeout)
-    assert deadline <= T0 + timedelta(seconds=beat_after + beat_timeout)
+    assert deadline <= T0 + timedelta(seconds=beat_after) + timedelta(seconds=beat_timeout)
 
 
 def test_callback_wait_returns_recorded_result() -> None:
@@ -67,9 +67,9 @@ def test_callback_wait_returns_recorded_result() -> None:
 
 def test_callback_wait_reraises_posted_error_and_recorded_timeout() -> None:
     posted = {"type": "Rejected", "message": "no"}
-    assert next_wait_action(recorded(h.FAILED, error=posted), CallbackTerms(), T0) == h.RaiseRecorded(
-        posted
-    )
+    assert next_wait_action(
+        recorded(h.FAILED, error=posted), CallbackTerms(), T0
+    ) == h.RaiseRecorded(posted)
     timed_out = timed_out_error("cb", "timeout", T0)
     action = next_wait_action(recorded(h.FAILED, error=timed_out), CallbackTerms(), T0)
     assert isinstance(action, RaiseTimedOut)
@@ -81,12 +81,18 @@ def test_callback_wait_suspends_until_deadline_or_indefinitely() -> None:
     assert next_wait_action(recorded(wake_at=deadline), CallbackTerms(None, 30), T0) == AwaitPost(
         deadline
     )
-    assert next_wait_action(recorded(), CallbackTerms(), T0 + timedelta(days=900)) == AwaitPost(None)
+    assert next_wait_action(recorded(), CallbackTerms(), T0 + timedelta(days=900)) == AwaitPost(
+        None
+    )
 
 
 def test_callback_wait_times_out_and_names_the_deadline_it_hit() -> None:
     terms = CallbackTerms(100, 30)
-    beat = next_wait_action(recorded(wake_at=T0 + timedelta(seconds=30)), terms, T0 + timedelta(seconds=30))
+    beat = next_wait_action(
+        recorded(wake_at=T0 + timedelta(seconds=30)), terms, T0 + timedelta(seconds=30)
+    )
     assert beat == TimeOut("heartbeat_timeout", T0 + timedelta(seconds=30))
-    whole = next_wait_action(recorded(wake_at=T0 + timedelta(seconds=100)), terms, T0 + timedelta(seconds=101))
+    whole = next_wait_action(
+        recorded(wake_at=T0 + timedelta(seconds=100)), terms, T0 + timedelta(seconds=101)
+    )
     assert whole == TimeOut("timeout", T0 + timedelta(seconds=100))

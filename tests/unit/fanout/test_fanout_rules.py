@@ -60,7 +60,12 @@ def test_rule_both_counts_take_the_stricter_failure_limit() -> None:
 
 @pytest.mark.parametrize(
     "options",
-    [{"min_successful": 4}, {"min_successful": -1}, {"tolerated_failures": -1}, {"min_successful": True}],
+    [
+        {"min_successful": 4},
+        {"min_successful": -1},
+        {"tolerated_failures": -1},
+        {"min_successful": True},
+    ],
 )
 def test_rule_rejects_impossible_counts(options: dict[str, int]) -> None:
     with pytest.raises(ValueError):
@@ -115,7 +120,10 @@ def test_settle_names_the_first_failure_of_the_event_log() -> None:
 
 def test_settle_is_none_while_undecided() -> None:
     rule = FanInRule.resolve(2)
-    assert settle(rule, [BranchState(1, "a", "completed"), BranchState(2, "b", "running")], None) is None
+    assert (
+        settle(rule, [BranchState(1, "a", "completed"), BranchState(2, "b", "running")], None)
+        is None
+    )
 
 
 def test_due_dispatches_republishes_lost_and_orphaned_branches_only() -> None:

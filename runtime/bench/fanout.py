@@ -1,0 +1,87 @@
+"""`bench fanout`: a durable N-branch fan-out against a plain Celery group on the same workers.
+
+The benchmark process performs the run's first execution itself (what a worker would do), so
+the publisher's counters it reads are exactly the branch dispatch's; branches and the resume
+after fan-in run on two worker processes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from unittest import mock
+
+from celery import group
+from django.conf import settings
+from django.db.models import Max, Min
+
+from publisher.metrics import counters
+from runtime import embedded, executor
+from runtime.bench import environment
+from runtime.bench.tasks import bench_noop
+from runtime.handles import RunHandle
+from runtime.models import Run, Step
+from runtime.services import start_run
+
+
+def _result_backend() -> str:
+    broker = str(settings.CELERY_BROKER_URL)
+    if broker.startswith("redis://"):
+        return broker.rsplit("/", 1)[0] + "/13"
+    raise RuntimeError("bench fanout needs CELERY_BROKER_URL=redis://... (the baseline needs results)")
+
+
+def run_fanout(branches: int, timeout: float) -> dict[str, Any]:
+    if embedded.is_embedded():
+        raise RuntimeError("bench fanout compares worker processes: set CELERY_BROKER_URL")
+    from config.celery import app
+
+    backend = _result_backend()
+    app.conf.result_backend = backend
+    with environment.workers(count=2, pool="threads", concurrency=16, CELERY_RESULT_BACKEND=backend):
+        durable = _durable(branches, timeout)
+        baseline_ms = _baseline(branches, timeout)
+    durable["baseline_group_ms"] = round(baseline_ms, 1)
+    durable["ratio_to_group"] = round(durable["fan_in_ms"] / baseline_ms, 3)
+    return durable
+
+
+def _durable(branches: int, timeout: float) -> dict[str, Any]:
+    with mock.patch("runtime.services._enqueue"):  # this process performs the first execution
+        run, _ = start_run("examples.fanout_noop", [branches])
+    counters.reset()
+    began = time.perf_counter()
+    executor.execute(run.id)
+    publish = counters.snapshot()
+    RunHandle(run.id).wait(timeout=timeout, poll_interval=0.005)
+    wall_ms = (time.perf_counter() - began) * 1000
+    run = Run.objects.get(id=run.id)
+    span = Step.objects.filter(run_id=run.id).aggregate(
+        first=Min("started_at"), last=Max("finished_at")
+    )
+    return {
+        "scenario": "fanout",
+        **environment.describe(),
+        "branches": branches,
+        "ttfs_ms": _ms(span["first"] - run.created_at),
+        "ttls_ms": _ms(span["last"] - run.created_at),
+        "fan_in_ms": _ms(run.finished_at - run.created_at),
+        "wall_ms": round(wall_ms, 1),
+        "publish_requests": publish.requests,
+        "publish_messages": publish.messages,
+        "max_batch_size": publish.max_batch_size,
+    }
+
+
+def _baseline(branches: int, timeout: float) -> float:
+    began = time.perf_counter()
+    results = group(bench_noop.s(i) for i in range(branches)).apply_async()
+    values = results.get(timeout=timeout)
+    elapsed = (time.perf_counter() - began) * 1000
+    if values != list(range(branches)):
+        raise RuntimeError("the baseline group returned wrong results")
+    return elapsed
+
+
+def _ms(delta: Any) -> float:
+    return round(delta.total_seconds() * 1000, 1)
