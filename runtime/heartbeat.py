@@ -58,13 +58,22 @@ def beat_once() -> int:
 
 
 def _beat_forever() -> None:
+    """Beat while this process holds leases; exit (and close the connection) when idle."""
     import time
 
+    global _thread
     interval = max(conf.get().LEASE_SECONDS / 3, 0.2)
-    while True:
-        time.sleep(interval)
-        try:
-            beat_once()
-        except Exception:  # a database hiccup must not kill the heartbeat thread
-            log.exception("lease heartbeat failed")
-            connection.close()
+    try:
+        while True:
+            time.sleep(interval)
+            with _lock:
+                if not _live:
+                    _thread = None
+                    return
+            try:
+                beat_once()
+            except Exception:  # a database hiccup must not kill the heartbeat thread
+                log.exception("lease heartbeat failed")
+                connection.close()
+    finally:
+        connection.close()
