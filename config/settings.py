@@ -105,7 +105,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_DEFAULT_QUEUE = "fanfold"
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
+if CELERY_BROKER_URL.startswith("memory://"):
+    # kombu's in-memory transport polls its queues once a second; the embedded worker would
+    # then take fan-out branches at about `concurrency` per second.
+    CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.01
 
 # --- DRF ---------------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -199,6 +199,34 @@ def _report_failure(
     return "retrying" if report.receipt.recorded else "stale"
 
 
+def interrupt_at_most_once(
+    run_id: uuid.UUID, group_first: int, running: dict[int, str], due: list[Dispatch]
+) -> list[Dispatch]:
+    """Of `due`, fail the takeovers of at-most-once branches instead; return the others.
+
+    `running` maps the positions of branches seen running (with an expired lease) to their step
+    names. An at-most-once attempt that began and never reported is not run again: it counts as
+    a failed attempt, and the step's RetryPolicy decides what follows.
+    """
+    from runtime.context import StepInterrupted
+
+    remaining: list[Dispatch] = []
+    for d in due:
+        fn = registry.steps.get(running.get(d.position, ""))
+        if fn is None or not fn.at_most_once:
+            remaining.append(d)
+            continue
+        attempt = d.attempt - 1
+        exc = StepInterrupted(
+            f"attempt {attempt} of at-most-once step {fn.name!r} was interrupted; "
+            "it is not run again"
+        )
+        claimed = Claimed(fn.name, "step", {}, timezone.now())
+        policy = fn.retry or DEFAULT_POLICY
+        _report_failure(run_id, d.position, attempt, group_first, claimed, exc, policy)
+    return remaining
+
+
 def _after_commit(run_id: uuid.UUID, group_first: int, report: BranchReport) -> None:
     """The receipt's actions: release the next branches, resume the workflow once."""
     receipt: BranchReceipt = report.receipt

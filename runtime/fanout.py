@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from publisher import PublishError
 from runtime.branch_dispatch import publish_branches
-from runtime.branches import group_id
+from runtime.branches import group_id, interrupt_at_most_once
 from runtime.core import history as h
 from runtime.core.errors import NonDeterminismError, StepFailed
 from runtime.core.fanin import (
@@ -162,6 +162,8 @@ def _resume(
         released = group.released if group is not None else len(branches)
         # Republish the whole released, unfinished set: this replay may follow a lost publish.
         due = due_dispatches(branches, first, released, ctx._clock.now(), pending_grace=0.0)
+        running = {b.position: b.name for b in branches if b.status == h.RUNNING}
+        due = interrupt_at_most_once(ctx.run_id, first, running, due)
         _publish(ctx, first, due)
         raise Suspend(None)
     if settled.verdict == FAILED and settled.first_failure is not None:

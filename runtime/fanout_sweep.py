@@ -21,6 +21,7 @@ from django.utils import timezone
 from publisher import PublishError
 from runtime import conf
 from runtime.branch_dispatch import publish_branches
+from runtime.branches import interrupt_at_most_once
 from runtime.core.fanin import BranchState, due_dispatches
 from runtime.models import ACTIVE_RUN_STATES, FanoutGroup, Step, StepStatus
 
@@ -59,6 +60,8 @@ def sweep_fanouts_once(limit: int = 200) -> int:
         due = due_dispatches(
             branches, first, released, now, pending_grace=2 * settings.LEASE_SECONDS
         )
+        running = {b.position: b.name for b in branches if b.status == StepStatus.RUNNING}
+        due = interrupt_at_most_once(run_id, first, running, due)
         if not due:
             continue
         try:

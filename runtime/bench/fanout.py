@@ -28,7 +28,9 @@ def _result_backend() -> str:
     broker = str(settings.CELERY_BROKER_URL)
     if broker.startswith("redis://"):
         return broker.rsplit("/", 1)[0] + "/13"
-    raise RuntimeError("bench fanout needs CELERY_BROKER_URL=redis://... (the baseline needs results)")
+    raise RuntimeError(
+        "bench fanout needs CELERY_BROKER_URL=redis://... (the baseline needs results)"
+    )
 
 
 def run_fanout(branches: int, timeout: float) -> dict[str, Any]:
@@ -37,8 +39,10 @@ def run_fanout(branches: int, timeout: float) -> dict[str, Any]:
     from config.celery import app
 
     backend = _result_backend()
-    app.conf.result_backend = backend
-    with environment.workers(count=2, pool="threads", concurrency=16, CELERY_RESULT_BACKEND=backend):
+    app.conf.update(result_backend=backend)
+    with environment.workers(
+        count=2, pool="threads", concurrency=16, CELERY_RESULT_BACKEND=backend
+    ):
         durable = _durable(branches, timeout)
         baseline_ms = _baseline(branches, timeout)
     durable["baseline_group_ms"] = round(baseline_ms, 1)
@@ -56,6 +60,8 @@ def _durable(branches: int, timeout: float) -> dict[str, Any]:
     RunHandle(run.id).wait(timeout=timeout, poll_interval=0.005)
     wall_ms = (time.perf_counter() - began) * 1000
     run = Run.objects.get(id=run.id)
+    if run.finished_at is None or run.status != "completed":
+        raise RuntimeError(f"the fan-out run ended {run.status}: {run.error}")
     span = Step.objects.filter(run_id=run.id).aggregate(
         first=Min("started_at"), last=Max("finished_at")
     )

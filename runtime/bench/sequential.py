@@ -22,9 +22,7 @@ def _stso_ms(run_id: Any) -> list[float]:
         .values_list("started_at", "finished_at")
     )
     return [
-        (nxt[0] - cur[1]).total_seconds() * 1000
-        for cur, nxt in pairwise(rows)
-        if cur[1] and nxt[0]
+        (nxt[0] - cur[1]).total_seconds() * 1000 for cur, nxt in pairwise(rows) if cur[1] and nxt[0]
     ]
 
 

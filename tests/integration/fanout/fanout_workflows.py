@@ -92,3 +92,16 @@ def completed_once(run_id: uuid.UUID) -> Counter[uuid.UUID]:
 
 def statuses(run_id: uuid.UUID) -> Counter[str]:
     return Counter(Step.objects.filter(run_id=run_id).values_list("status", flat=True))
+
+
+@step(name="tests.fanout.charge", at_most_once=True, retry=RetryPolicy(max_attempts=1))
+def charge(n: int) -> int:
+    calls.enter(n)
+    calls.leave()
+    return n
+
+
+@workflow(name="tests.fanout.charges")
+def charges(ctx: Any, n: int) -> Any:
+    values = ctx.map(charge, range(n), return_exceptions=True)
+    return [v if isinstance(v, int) else v.error_type for v in values]

@@ -76,3 +76,21 @@ def test_fanout_child_workflows_count_as_branches(branches: Branches, enqueued: 
     assert enqueued.count(run.id) == 2
     assert execute(run.id).outcome is Outcome.COMPLETED
     assert Run.objects.get(id=run.id).result == [5, 9, 17]
+
+
+def test_fanout_interrupted_at_most_once_branch_is_failed_not_rerun(
+    fake: FakeTransport, branches: Branches
+) -> None:
+    run, _ = start_run("tests.fanout.charges", [2])
+    execute(run.id)
+    branches.delivered = len(fake.delivered)  # both messages went to a worker that dies
+    assert branch_executor.claim(run.id, 1, 1) is not None  # ... after claiming position 1
+    long_ago = timezone.now() - timedelta(seconds=60)
+    Step.objects.filter(run_id=run.id).update(wake_at=long_ago)
+    FanoutGroup.objects.filter(run_id=run.id).update(check_at=long_ago)
+
+    assert sweep_fanouts_once() == 1  # only position 2 is republished
+    branches.drain()
+    assert calls.counts == {1: 1}  # the interrupted charge (item 0) never ran again
+    assert execute(run.id).outcome is Outcome.COMPLETED
+    assert Run.objects.get(id=run.id).result == ["StepInterrupted", 1]
