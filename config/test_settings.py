@@ -13,4 +13,4 @@ os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/14")
 os.environ.setdefault("FANFOLD_LEASE_SECONDS", "2")
 os.environ.setdefault("FANFOLD_SWEEP_INTERVAL", "0.5")
 
-from config.settings import *  # noqa: E402, F403
+from config.settings import *  # noqa: F403

@@ -145,7 +145,7 @@ def _execute_once(session: ExecutionSession, claimed: Claim, clock: Clock) -> Ex
         return _aborted(session, abort.failure)
     except (KeyboardInterrupt, SystemExit):
         raise
-    except BaseException as exc:  # noqa: BLE001 - a workflow's own failure fails the run
+    except BaseException as exc:
         error = describe_exception(ctx.fatal or exc)
         try:
             _settle(session, clock, "run_failed", RunStatus.FAILED, error=error)
@@ -184,10 +184,16 @@ def _settle(
     now = clock.now()
     payload = {"result": result} if status == RunStatus.COMPLETED else {"error": error}
     patch = RunPatch(
-        status=status, result=result, error=error, finished_at=now, wake_at=None,
+        status=status,
+        result=result,
+        error=error,
+        finished_at=now,
+        wake_at=None,
         release_lease=True,
     )
-    write = HistoryWrite(session.run_id, session.guard, (EventDraft(event, now, None, payload),), run=patch)
+    write = HistoryWrite(
+        session.run_id, session.guard, (EventDraft(event, now, None, payload),), run=patch
+    )
     session.checkpoint(write, sync=True)
 
 

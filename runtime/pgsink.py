@@ -10,62 +10,18 @@ replays the batch through the portable path, which reports exactly which guard f
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
 
+import psycopg
 from django.db import connection
+from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
-from runtime.core.writes import LeaseGuard, RunPatch, SuspendGuard, UnfinishedGuard
-from runtime.models import ACTIVE_RUN_STATES, Event, Run, Step
-
-_JSON_COLUMNS = ("result", "error", "input", "payload")
-
-
-def run_update_statement(
-    run_id: uuid.UUID,
-    guard: Any,
-    events: int,
-    wakes: int,
-    patch: RunPatch | None,
-    now: datetime,
-    lease_until: datetime,
-    *,
-    json_param: Any,
-    run_param: Any,
-) -> tuple[str, list[Any]]:
-    """The guarded `UPDATE runtime_run ... RETURNING last_seq` of one run in a batch."""
-    sets = ["last_seq = last_seq + %s", "updated_at = %s"]
-    params: list[Any] = [events, now]
-    if wakes:
-        sets.append("wakeups = wakeups + %s")
-        params.append(wakes)
-    patch = patch or RunPatch()
-    for column, value in patch.columns().items():
-        sets.append(f"{column} = %s")
-        params.append(json_param(column, value) if column in _JSON_COLUMNS else value)
-    where = ["id = %s"]
-    where_params: list[Any] = [run_param]
-    if isinstance(guard, LeaseGuard | SuspendGuard):
-        where.append("lease_token = %s")
-        where_params.append(guard.token)
-        if isinstance(guard, SuspendGuard):
-            where.append("wakeups = %s")
-            where_params.append(guard.wakeups)
-    elif isinstance(guard, UnfinishedGuard):
-        where.append(f"status IN ({', '.join(['%s'] * len(ACTIVE_RUN_STATES))})")
-        where_params.extend(str(s) for s in ACTIVE_RUN_STATES)
-    if patch.release_lease:
-        sets.extend(["lease_token = NULL", "lease_expires_at = NULL"])
-    elif isinstance(guard, LeaseGuard | SuspendGuard):
-        sets.append("lease_expires_at = %s")
-        params.append(lease_until)
-    table = Run._meta.db_table
-    sql = f"UPDATE {table} SET {', '.join(sets)} WHERE {' AND '.join(where)} RETURNING last_seq"
-    return sql, params + where_params
+from runtime.models import Event, Run, Step
+from runtime.runsql import JSON_COLUMNS, run_update_statement
 
 
 def _jsonb(value: Any) -> Any:
@@ -73,37 +29,32 @@ def _jsonb(value: Any) -> Any:
 
 
 _STEP_FIELDS = list(Step._meta.concrete_fields)
+_EVENT_ROW = "(%s::uuid, %s::integer, %s::text, %s::uuid, %s::jsonb, %s::timestamptz)"
 
 
 @cache
-def _step_upsert_sql(update_fields: tuple[str, ...]) -> str:
+def _step_upsert_sql(rows: int, update_fields: tuple[str, ...]) -> str:
+    # Multi-row VALUES plans faster than unnest() of typed arrays for the small batches that
+    # dominate (one step per sequential checkpoint), and stays fine for a fan-out's thousand.
     columns = ", ".join(str(f.column) for f in _STEP_FIELDS)
-    arrays = ", ".join(
-        f"%s::{_array_type(f.db_type(connection) or 'text')}[]" for f in _STEP_FIELDS
-    )
+    row = "(" + ", ".join(["%s"] * len(_STEP_FIELDS)) + ")"
     updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in update_fields)
     return (
-        f"INSERT INTO {Step._meta.db_table} ({columns}) SELECT * FROM unnest({arrays}) "
+        f"INSERT INTO {Step._meta.db_table} ({columns}) VALUES {', '.join([row] * rows)} "
         f"ON CONFLICT (id) DO UPDATE SET {updates}"
     )
 
 
-def _array_type(db_type: str) -> str:
-    # varchar(n) arrays cast fine as text[]; serial-ish types do not occur here.
-    return "text" if db_type.startswith("varchar") else db_type
-
-
-_EVENT_SQL = (
-    f"INSERT INTO {Event._meta.db_table} (run_id, seq, type, step_id, payload, created_at) "
-    "SELECT e.run_id, r.last_seq - e.back, e.type, e.step_id, e.payload, e.created_at "
-    "FROM unnest(%s::uuid[], %s::integer[], %s::text[], %s::uuid[], %s::jsonb[], "
-    "%s::timestamptz[]) AS e(run_id, back, type, step_id, payload, created_at) "
-    f"JOIN {Run._meta.db_table} r ON r.id = e.run_id"
-)
-
-
-class GuardFailed(Exception):
-    """A guarded run UPDATE matched no row (the batch rolled back)."""
+@cache
+def _event_insert_sql(rows: int) -> str:
+    # Seqs come from the run's last_seq, already advanced by this transaction's run UPDATE.
+    return (
+        f"INSERT INTO {Event._meta.db_table} (run_id, seq, type, step_id, payload, created_at) "
+        "SELECT e.run_id, r.last_seq - e.back, e.type, e.step_id, e.payload, e.created_at "
+        f"FROM (VALUES {', '.join([_EVENT_ROW] * rows)}) "
+        "AS e(run_id, back, type, step_id, payload, created_at) "
+        f"JOIN {Run._meta.db_table} r ON r.id = e.run_id"
+    )
 
 
 def write_pipelined(
@@ -112,12 +63,11 @@ def write_pipelined(
     """Write `groups` (runtime.store._RunGroup) in one transaction, one round trip."""
     connection.ensure_connection()
     raw = connection.connection
-    step_columns: list[list[Any]] = [[] for _ in _STEP_FIELDS]
-    ev: list[list[Any]] = [[], [], [], [], [], []]
     statements: list[tuple[str, list[Any]]] = []
+    step_params: list[Any] = []
+    event_params: list[Any] = []
     for g in groups:
         sql, params = run_update_statement(
-            g.run_id,
             g.guard,
             len(g.events),
             g.wakes,
@@ -129,26 +79,39 @@ def write_pipelined(
         )
         # Zero rows from the guarded UPDATE must abort the transaction: divide by the count.
         statements.append((f"WITH u AS ({sql}) SELECT 1 / (SELECT count(*) FROM u)::int", params))
-        for row in g.steps.values():
-            values = {**_row_values(row), "run_id": g.run_id}
-            for i, f in enumerate(_STEP_FIELDS):
+        for step_row in g.steps.values():
+            values = {**_row_values(step_row), "run_id": g.run_id}
+            for f in _STEP_FIELDS:
                 value = values.get(f.attname)
-                step_columns[i].append(_jsonb(value) if f.column in _JSON_COLUMNS else value)
+                step_params.append(_jsonb(value) if f.column in JSON_COLUMNS else value)
         n = len(g.events)
         for i, draft in enumerate(g.events):
-            ev[0].append(g.run_id)
-            ev[1].append(n - 1 - i)
-            ev[2].append(str(draft.type))
-            ev[3].append(draft.step_id)
-            ev[4].append(Jsonb(draft.payload))
-            ev[5].append(draft.at)
-    with raw.pipeline(), raw.transaction(), raw.cursor() as cursor:
-        for sql, params in statements:
-            cursor.execute(sql, params)
-        if step_columns[0]:
-            cursor.execute(_step_upsert_sql(tuple(update_fields)), step_columns)
-        if ev[0]:
-            cursor.execute(_EVENT_SQL, ev)
+            event_params.extend(
+                (
+                    g.run_id,
+                    n - 1 - i,
+                    str(draft.type),
+                    draft.step_id,
+                    Jsonb(draft.payload),
+                    draft.at,
+                )
+            )
+    if step_params:
+        rows = len(step_params) // len(_STEP_FIELDS)
+        statements.append((_step_upsert_sql(rows, tuple(update_fields)), step_params))
+    if event_params:
+        statements.append((_event_insert_sql(len(event_params) // 6), event_params))
+    # Explicit BEGIN/COMMIT statements: psycopg's transaction() block adds a sync of its own.
+    try:
+        with raw.pipeline(), psycopg.Cursor(raw) as cursor:
+            cursor.execute("BEGIN")
+            for sql, params in statements:
+                cursor.execute(sql, params)
+            cursor.execute("COMMIT")
+    except psycopg.Error:
+        if raw.info.transaction_status != TransactionStatus.IDLE and not raw.closed:
+            raw.execute("ROLLBACK")
+        raise
 
 
 def _row_values(row: Any) -> dict[str, Any]:

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import psycopg
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from runtime import conf
+from runtime import conf, pgsink
 from runtime.checkpoint.batching import BatchLimits, Checkpoint
 from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.writer import CheckpointWriter
@@ -33,7 +34,8 @@ from runtime.core.writes import (
     SuspendGuard,
     UnfinishedGuard,
 )
-from runtime.models import ACTIVE_RUN_STATES, Event, Run, Step, StepStatus
+from runtime.models import Event, Run, Step, StepStatus
+from runtime.runsql import run_update_statement
 
 # input and created_at are written once, when the step is created.
 _STEP_UPDATE_FIELDS = [
@@ -116,6 +118,17 @@ class DatabaseSink:
         self._committing = False
         now = timezone.now()
         lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
+        if not reports and _pipelinable(groups):
+            try:
+                pgsink.write_pipelined(groups, now, lease_until, _STEP_UPDATE_FIELDS)
+                self.transactions += 1
+                return
+            except psycopg.Error as exc:
+                if exc.sqlstate is None:  # the connection broke: the outcome is unknown
+                    connection.close()
+                    raise
+                # The server rolled the batch back (usually a failed guard): the portable
+                # path below writes it again or names exactly what failed.
         with transaction.atomic():
             events: list[Event] = []
             steps: list[Step] = []
@@ -178,49 +191,38 @@ def _step_model(run_id: uuid.UUID, row: StepRow) -> Step:
     )
 
 
+def _pipelinable(groups: list[_RunGroup]) -> bool:
+    """Batches of plain checkpoints on PostgreSQL take the one-round-trip path."""
+    return connection.vendor == "postgresql" and all(
+        isinstance(g.guard, LeaseGuard | SuspendGuard | UnfinishedGuard)
+        and not g.cancel_open_steps
+        and not g.fanouts
+        for g in groups
+    )
+
+
 def _json_param(column: str, value: Any) -> Any:
-    return Run._meta.get_field(column).get_db_prep_value(value, connection)
+    return Run._meta.get_field(column).get_db_prep_value(value, connection)  # type: ignore[union-attr]
 
 
 def _update_run(g: _RunGroup, now: datetime, lease_until: datetime) -> int:
     """Allocate `len(g.events)` seqs, apply the patch and the guard; returns the new last_seq."""
-    table = Run._meta.db_table
-    sets = ["last_seq = last_seq + %s", "updated_at = %s"]
-    params: list[Any] = [len(g.events), now]
-    if g.wakes:
-        sets.append("wakeups = wakeups + %s")
-        params.append(g.wakes)
-    patch = g.patch or RunPatch()
-    for column, value in patch.columns().items():
-        sets.append(f"{column} = %s")
-        params.append(_json_param(column, value) if column in ("result", "error") else value)
-    where = ["id = %s"]
-    where_params: list[Any] = [g.run_id.hex if connection.vendor == "sqlite" else g.run_id]
     guard = g.guard
     if isinstance(guard, OpenStepGuard):
         # The step itself is checked after this UPDATE holds the run's row lock.
         guard = LeaseGuard(guard.token) if guard.token else UnfinishedGuard()
-    if isinstance(guard, LeaseGuard | SuspendGuard):
-        where.append("lease_token = %s")
-        where_params.append(guard.token)
-        if patch.release_lease:
-            sets.append("lease_token = NULL")
-            sets.append("lease_expires_at = NULL")
-        else:
-            sets.append("lease_expires_at = %s")
-            params.append(lease_until)
-        if isinstance(guard, SuspendGuard):
-            where.append("wakeups = %s")
-            where_params.append(guard.wakeups)
-    elif isinstance(guard, UnfinishedGuard):
-        where.append(f"status IN ({', '.join(['%s'] * len(ACTIVE_RUN_STATES))})")
-        where_params.extend(str(s) for s in ACTIVE_RUN_STATES)
-        if patch.release_lease:
-            sets.append("lease_token = NULL")
-            sets.append("lease_expires_at = NULL")
-    sql = f"UPDATE {table} SET {', '.join(sets)} WHERE {' AND '.join(where)} RETURNING last_seq"
+    sql, params = run_update_statement(
+        guard,
+        len(g.events),
+        g.wakes,
+        g.patch,
+        now,
+        lease_until,
+        json_param=_json_param,
+        run_param=g.run_id.hex if connection.vendor == "sqlite" else g.run_id,
+    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, params + where_params)
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         raise _guard_failure(g)
@@ -244,9 +246,7 @@ def _guard_failure(g: _RunGroup) -> Exception:
     if isinstance(g.guard, UnfinishedGuard):
         return RunAlreadyFinished(f"run {g.run_id} has already finished")
     if isinstance(g.guard, SuspendGuard):
-        still_ours = Run.objects.filter(
-            id=g.run_id, lease_token=g.guard.token
-        ).exists()
+        still_ours = Run.objects.filter(id=g.run_id, lease_token=g.guard.token).exists()
         if still_ours:
             return WokenUp(f"run {g.run_id} was woken while suspending")
     return LeaseLost(f"this executor no longer owns run {g.run_id}")

@@ -10,8 +10,16 @@ from celery.signals import worker_ready
 from runtime import executor, sweep
 
 
-@shared_task(name="fanfold.execute_run", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
-             autoretry_for=(Exception,), retry_backoff=True, retry_backoff_max=30, max_retries=None)
+@shared_task(
+    name="fanfold.execute_run",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    autoretry_for=(Exception,),
+    retry_backoff=True,
+    retry_backoff_max=30,
+    max_retries=None,
+)
 def execute_run(run_id: str) -> str:
     """Execute or resume one run; retried with backoff if the database fails under it."""
     return executor.execute(uuid.UUID(run_id)).outcome.value

@@ -5,34 +5,62 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runtime', '0002_step_callback_token'),
+        ("runtime", "0002_step_callback_token"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='FanoutGroup',
+            name="FanoutGroup",
             fields=[
-                ('id', models.UUIDField(editable=False, primary_key=True, serialize=False)),
-                ('first_position', models.PositiveIntegerField()),
-                ('total', models.PositiveIntegerField()),
-                ('released', models.PositiveIntegerField()),
-                ('succeeded', models.PositiveIntegerField(default=0)),
-                ('failed', models.PositiveIntegerField(default=0)),
-                ('need', models.PositiveIntegerField(blank=True, null=True)),
-                ('failure_limit', models.PositiveIntegerField()),
-                ('first_failure', models.PositiveIntegerField(blank=True, null=True)),
-                ('verdict', models.CharField(blank=True, max_length=16, null=True)),
-                ('created_at', models.DateTimeField()),
-                ('settled_at', models.DateTimeField(blank=True, null=True)),
-                ('check_at', models.DateTimeField(blank=True, null=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='fanout_groups', to='runtime.run')),
+                ("id", models.UUIDField(editable=False, primary_key=True, serialize=False)),
+                ("first_position", models.PositiveIntegerField()),
+                ("total", models.PositiveIntegerField()),
+                ("released", models.PositiveIntegerField()),
+                ("succeeded", models.PositiveIntegerField(default=0)),
+                ("failed", models.PositiveIntegerField(default=0)),
+                ("need", models.PositiveIntegerField(blank=True, null=True)),
+                ("failure_limit", models.PositiveIntegerField()),
+                ("first_failure", models.PositiveIntegerField(blank=True, null=True)),
+                ("verdict", models.CharField(blank=True, max_length=16, null=True)),
+                ("created_at", models.DateTimeField()),
+                ("settled_at", models.DateTimeField(blank=True, null=True)),
+                ("check_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="fanout_groups",
+                        to="runtime.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'first_position'],
-                'indexes': [models.Index(condition=models.Q(('verdict__isnull', True)), fields=['check_at'], name='fanout_open_check_idx')],
-                'constraints': [models.UniqueConstraint(fields=('run', 'first_position'), name='fanout_unique_position'), models.CheckConstraint(condition=models.Q(('released__lte', models.F('total'))), name='fanout_released_within_total'), models.CheckConstraint(condition=models.Q(('verdict__isnull', True), ('verdict__in', ['succeeded', 'failed']), _connector='OR'), name='fanout_verdict_valid')],
+                "ordering": ["run", "first_position"],
+                "indexes": [
+                    models.Index(
+                        condition=models.Q(("verdict__isnull", True)),
+                        fields=["check_at"],
+                        name="fanout_open_check_idx",
+                    )
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("run", "first_position"), name="fanout_unique_position"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("released__lte", models.F("total"))),
+                        name="fanout_released_within_total",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("verdict__isnull", True),
+                            ("verdict__in", ["succeeded", "failed"]),
+                            _connector="OR",
+                        ),
+                        name="fanout_verdict_valid",
+                    ),
+                ],
             },
         ),
     ]

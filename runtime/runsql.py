@@ -1,0 +1,54 @@
+"""The guarded run UPDATE every checkpoint batch starts with, shared by both sink paths."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from runtime.core.writes import LeaseGuard, RunPatch, SuspendGuard, UnfinishedGuard
+from runtime.models import ACTIVE_RUN_STATES, Run
+
+JSON_COLUMNS = ("result", "error", "input", "payload")
+
+
+def run_update_statement(
+    guard: Any,
+    events: int,
+    wakes: int,
+    patch: RunPatch | None,
+    now: datetime,
+    lease_until: datetime,
+    *,
+    json_param: Callable[[str, Any], Any],
+    run_param: Any,
+) -> tuple[str, list[Any]]:
+    """The guarded `UPDATE runtime_run ... RETURNING last_seq` of one run in a batch."""
+    sets = ["last_seq = last_seq + %s", "updated_at = %s"]
+    params: list[Any] = [events, now]
+    if wakes:
+        sets.append("wakeups = wakeups + %s")
+        params.append(wakes)
+    patch = patch or RunPatch()
+    for column, value in patch.columns().items():
+        sets.append(f"{column} = %s")
+        params.append(json_param(column, value) if column in JSON_COLUMNS else value)
+    where = ["id = %s"]
+    where_params: list[Any] = [run_param]
+    if isinstance(guard, LeaseGuard | SuspendGuard):
+        where.append("lease_token = %s")
+        where_params.append(guard.token)
+        if isinstance(guard, SuspendGuard):
+            where.append("wakeups = %s")
+            where_params.append(guard.wakeups)
+    elif isinstance(guard, UnfinishedGuard):
+        where.append(f"status IN ({', '.join(['%s'] * len(ACTIVE_RUN_STATES))})")
+        where_params.extend(str(s) for s in ACTIVE_RUN_STATES)
+    if patch.release_lease:
+        sets.extend(["lease_token = NULL", "lease_expires_at = NULL"])
+    elif isinstance(guard, LeaseGuard | SuspendGuard):
+        sets.append("lease_expires_at = %s")
+        params.append(lease_until)
+    table = Run._meta.db_table
+    sql = f"UPDATE {table} SET {', '.join(sets)} WHERE {' AND '.join(where)} RETURNING last_seq"
+    return sql, params + where_params
