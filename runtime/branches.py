@@ -12,14 +12,13 @@ the next attempt, which may claim a running step only once that lease has expire
 
 from __future__ import annotations
 
-import json
 import logging
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection
 from django.utils import timezone
 
 from publisher import PublishError
@@ -32,8 +31,8 @@ from runtime.core.fanin import BranchReceipt, Dispatch
 from runtime.core.identity import step_id
 from runtime.core.jsonvalues import checked, encoded_size
 from runtime.core.retry import DEFAULT_POLICY, GiveUp, RetryPolicy, decide
-from runtime.core.writes import BranchReport
-from runtime.models import ACTIVE_RUN_STATES, Run, RunStatus, Step, StepStatus
+from runtime.core.writes import BranchClaim, BranchReport
+from runtime.models import RunStatus
 from runtime.registry import registry
 from runtime.stepinfo import StepInfo, running
 from runtime.store import writer
@@ -67,38 +66,21 @@ def claim(
 
     A fresh claim needs the step pending at the previous attempt, or running it with an expired
     lease (its worker died); a child's next poll (`continuing`) needs it running this attempt.
-    Either way the run must be active: a cancelled run's steps never start.
+    Either way the run must be active: a cancelled run's steps never start. The claim is
+    group-committed with the other branch threads' claims and reports, and is durable when
+    this returns: the body runs at most once per attempt.
     """
-    now = timezone.now()
-    lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
-    step_table, run_table = Step._meta.db_table, Run._meta.db_table
-    states = ", ".join(["%s"] * len(ACTIVE_RUN_STATES))
-    sid: Any = step_id(run_id, position)
-    sid = sid.hex if connection.vendor == "sqlite" else sid
-    params: list[Any]
-    cond_params: list[Any]
-    if continuing:
-        sets, params = "wake_at = %s", [lease_until]
-        cond, cond_params = "status = %s AND attempt = %s", [StepStatus.RUNNING.value, attempt]
-    else:
-        sets = "status = %s, attempt = %s, started_at = %s, wake_at = %s"
-        params = [StepStatus.RUNNING.value, attempt, now, lease_until]
-        cond = "attempt = %s AND (status = %s OR (status = %s AND wake_at < %s))"
-        cond_params = [attempt - 1, StepStatus.PENDING.value, StepStatus.RUNNING.value, now]
-    sql = (
-        f"UPDATE {step_table} SET {sets} WHERE id = %s AND {cond} AND EXISTS "
-        f"(SELECT 1 FROM {run_table} r WHERE r.id = {step_table}.run_id "
-        f"AND r.status IN ({states})) "
-        "RETURNING name, kind, input, started_at"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, sid, *cond_params, *map(str, ACTIVE_RUN_STATES)])
-        row = cursor.fetchone()
-    if row is None:
+    payload = BranchClaim(run_id, step_id(run_id, position), attempt, continuing)
+    session = f"claim/{payload.step_id}/{attempt}/{threading.get_ident()}"
+    w = writer()
+    try:
+        w.write(Checkpoint(session=session, payload=payload, size=64, sync=True))
+    finally:
+        w.reset_session(session)
+    receipt = payload.receipt
+    if not receipt.won:
         return None
-    raw_input = json.loads(row[2]) if isinstance(row[2], str) else row[2]
-    started = row[3] if isinstance(row[3], datetime) else now
-    return Claimed(row[0], row[1], raw_input or {}, started)
+    return Claimed(receipt.name, receipt.kind, receipt.input, receipt.started_at or timezone.now())
 
 
 def run_branch(

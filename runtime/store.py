@@ -23,6 +23,7 @@ from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.errors import LeaseLost, RunAlreadyFinished, StepChanged
 from runtime.core.writes import (
+    BranchClaim,
     BranchReport,
     EventDraft,
     FanoutGroupRow,
@@ -94,8 +95,11 @@ class DatabaseSink:
 
     def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
         writes = [cp.payload for cp in checkpoints if isinstance(cp.payload, HistoryWrite)]
-        # Fan-out branch outcomes (runtime.fanin): counted on their group in the same transaction.
-        reports = [cp.payload for cp in checkpoints if isinstance(cp.payload, BranchReport)]
+        # Fan-out branch outcomes (runtime.fanin): counted on their group in the same transaction;
+        # branch claims (runtime.branch_claims): taken together with one conditional update.
+        reports = [
+            cp.payload for cp in checkpoints if isinstance(cp.payload, BranchReport | BranchClaim)
+        ]
         if not writes and not reports:
             return
         groups = _group(writes)
@@ -112,8 +116,10 @@ class DatabaseSink:
     def close(self) -> None:
         connection.close()
 
-    def _write(self, groups: list[_RunGroup], reports: Sequence[BranchReport] = ()) -> None:
-        from runtime.fanin import insert_groups_txn, record_reports_txn
+    def _write(
+        self, groups: list[_RunGroup], reports: Sequence[BranchReport | BranchClaim] = ()
+    ) -> None:
+        from runtime.fanin import insert_groups_txn, record_branch_writes_txn
 
         self._committing = False
         now = timezone.now()
@@ -164,7 +170,7 @@ class DatabaseSink:
             if events:
                 Event.objects.bulk_create(events)
             insert_groups_txn([(g.run_id, row) for g in groups for row in g.fanouts], now)
-            receipts = record_reports_txn(reports, now)
+            receipts = record_branch_writes_txn(reports, now)
             self._committing = True
         self._committing = False
         self.transactions += 1

@@ -236,3 +236,18 @@ class BranchReceipt:
     recorded: bool = False
     release: list[int] = field(default_factory=list)
     wake: bool = False
+
+
+@dataclass(slots=True)
+class ClaimReceipt:
+    """What the store did with a branch claim, filled in after its transaction committed.
+
+    `won` is True for exactly one claim of a step attempt: that caller runs the body. The other
+    fields describe the claimed step (its registered name, kind, recorded input, start time).
+    """
+
+    won: bool = False
+    name: str = ""
+    kind: str = ""
+    input: dict[str, Any] = field(default_factory=dict)
+    started_at: datetime | None = None

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from runtime.core.fanin import BranchReceipt
+from runtime.core.fanin import BranchReceipt, ClaimReceipt
 
 UNSET: Any = object()  # a RunPatch field that is not to change
 
@@ -159,3 +159,21 @@ class BranchReport:
     reason: str = ""
     wake_at: datetime | None = None
     receipt: BranchReceipt = field(default_factory=BranchReceipt, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BranchClaim:
+    """A worker's claim on one attempt of a fan-out branch, group-committed with other claims.
+
+    A fresh claim takes the step if it is pending at `attempt - 1`, or running it with an expired
+    lease (its worker died); a `continuing` claim (a child branch's next poll) renews the lease
+    of the step running `attempt`. Either way the run must be active. At most one claim of a
+    step attempt wins; its `receipt` is filled after commit, so the win is durable before the
+    branch body runs.
+    """
+
+    run_id: uuid.UUID
+    step_id: uuid.UUID
+    attempt: int
+    continuing: bool = False
+    receipt: ClaimReceipt = field(default_factory=ClaimReceipt, compare=False)

@@ -1,0 +1,123 @@
+"""Set-based branch writes: many claims and reports in one sink transaction, on PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+
+import pytest
+from django.utils import timezone
+from fanout_workflows import FAIL, calls
+
+from runtime.branches import claim, group_id
+from runtime.checkpoint.batching import Checkpoint
+from runtime.core.identity import step_id
+from runtime.core.writes import BranchClaim, BranchReport
+from runtime.executor import Outcome, execute
+from runtime.models import Event, FanoutGroup, Run, Step
+from runtime.services import start_run
+from runtime.store import DatabaseSink
+
+
+@pytest.fixture(autouse=True)
+def _reset(fake: object) -> Iterator[None]:
+    calls.clear()
+    FAIL.clear()
+    yield
+
+
+def _started(n: int, **options: object) -> uuid.UUID:
+    run, _ = start_run("tests.fanout.squares", [n], options)
+    assert execute(run.id).outcome is Outcome.SUSPENDED
+    return run.id
+
+
+def _write(payloads: Sequence[BranchClaim | BranchReport]) -> None:
+    DatabaseSink().write_batch(
+        [Checkpoint(f"s{i}", p, 64, sync=True) for i, p in enumerate(payloads)]
+    )
+
+
+def _report(run_id: uuid.UUID, position: int, outcome: str = "completed") -> BranchReport:
+    now = timezone.now()
+    return BranchReport(
+        run_id=run_id,
+        step_id=step_id(run_id, position),
+        position=position,
+        group_id=group_id(run_id, 1),
+        attempt=1,
+        outcome=outcome,
+        started_at=now,
+        finished_at=now,
+        result=(position - 1) ** 2 if outcome == "completed" else None,
+        error={"type": "Boom", "message": str(position)} if outcome == "failed" else None,
+        reason="fatal" if outcome == "failed" else "",
+    )
+
+
+def _seqs_are_dense(run_id: uuid.UUID) -> bool:
+    seqs = list(Event.objects.filter(run_id=run_id).order_by("seq").values_list("seq", flat=True))
+    return seqs == list(range(1, Run.objects.get(id=run_id).last_seq + 1))
+
+
+def test_fanout_duplicate_claims_in_one_batch_have_exactly_one_winner() -> None:
+    run_id = _started(3)
+    sid = step_id(run_id, 2)
+    claims = [BranchClaim(run_id, sid, 1) for _ in range(4)] + [BranchClaim(run_id, sid, 2)]
+    _write([*claims, BranchClaim(run_id, step_id(run_id, 3), 1)])
+    assert [c.receipt.won for c in claims] == [True, False, False, False, False]
+    assert claims[0].receipt.name == "tests.fanout.square"
+    assert claims[0].receipt.input == {"args": [1], "kwargs": {}}
+    assert Step.objects.get(id=sid).status == "running"
+    again = BranchClaim(run_id, sid, 1)
+    _write([again])
+    assert not again.receipt.won  # a later batch loses the conditional update
+    assert claim(run_id, 1, 1) is not None and claim(run_id, 1, 1) is None
+
+
+def test_fanout_report_batch_that_settles_the_group_wakes_the_run_once() -> None:
+    run_id = _started(5)
+    _write([BranchClaim(run_id, step_id(run_id, p), 1) for p in range(1, 6)])
+    wakeups = Run.objects.get(id=run_id).wakeups
+    reports = [_report(run_id, p) for p in range(1, 6)]
+    duplicate = _report(run_id, 3)
+    _write([*reports[:3], duplicate, *reports[3:]])
+
+    assert [r.receipt.recorded for r in reports] == [True] * 5
+    assert not duplicate.receipt.recorded
+    assert [r.receipt.wake for r in reports].count(True) == 1
+    assert Run.objects.get(id=run_id).wakeups == wakeups + 1
+    assert FanoutGroup.objects.get(run_id=run_id).verdict == "succeeded"
+    assert _seqs_are_dense(run_id)
+    assert execute(run_id).outcome is Outcome.COMPLETED
+    assert Run.objects.get(id=run_id).result == [0, 1, 4, 9, 16]
+
+
+def test_fanout_report_batch_counts_failures_in_event_order_and_ignores_stale_reports() -> None:
+    run_id = _started(4)
+    _write([BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 3, 4)])
+    stale = _report(run_id, 2)  # never claimed: its step is not running
+    reports = [_report(run_id, 4, "failed"), stale, _report(run_id, 3, "failed")]
+    _write(reports)
+    assert not stale.receipt.recorded
+    assert [r.receipt.wake for r in reports] == [False, False, True]
+    group = FanoutGroup.objects.get(run_id=run_id)
+    assert (group.verdict, group.failed, group.first_failure) == ("failed", 2, 4)
+    # The settle cancelled the branches still open; a late report of one changes nothing.
+    late = _report(run_id, 1)
+    _write([late])
+    assert not late.receipt.recorded
+    assert Step.objects.get(id=step_id(run_id, 1)).status == "cancelled"
+    assert _seqs_are_dense(run_id)
+
+
+def test_fanout_report_batch_releases_one_slot_per_finished_branch() -> None:
+    run_id = _started(6, max_concurrency=2)
+    _write([BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 2)])
+    reports = [_report(run_id, 1), _report(run_id, 2)]
+    _write(reports)
+    assert [r.receipt.release for r in reports] == [[], [3, 4]]
+    assert FanoutGroup.objects.get(run_id=run_id).released == 4
+    assert (
+        Step.objects.filter(run_id=run_id, position__in=[3, 4], wake_at__isnull=False).count() == 2
+    )
