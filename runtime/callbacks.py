@@ -169,7 +169,7 @@ class Callback:
             session.writer.reset_session(session.key)
             ctx._recorded[self._position] = _reload(ctx.run_id, self._position)
             return False
-        ctx._recorded[self._position] = _recorded(row)
+        ctx._recorded[self._position] = h.RecordedStep.of(row)
         return True
 
 
@@ -230,7 +230,7 @@ def create_callback(
     ]
     # Synchronous: the token is handed out right after this returns, so it must be durable.
     ctx._write(events, row, sync=True)
-    ctx._recorded[position] = _recorded(row)
+    ctx._recorded[position] = h.RecordedStep.of(row)
     return Callback(ctx, position, name, token, terms)
 
 
@@ -296,26 +296,11 @@ def _identity(recorded: h.RecordedStep, name: str) -> h.StepAction:
     return h.ReturnRecorded(None)
 
 
-def _recorded(row: StepRow) -> h.RecordedStep:
-    return h.RecordedStep(
-        row.position,
-        row.name,
-        row.kind,
-        row.status,
-        row.attempt,
-        row.result,
-        row.error,
-        row.wake_at,
-        row.started_at,
-        row.callback_token,
-    )
-
-
 def _reload(run_id: uuid.UUID, position: int) -> h.RecordedStep:
     from runtime.models import Step
 
     step = Step.objects.get(run_id=run_id, position=position)
-    return _recorded(_row(step))
+    return h.RecordedStep.of(_row(step))
 
 
 def _open_step(token: str) -> Any:

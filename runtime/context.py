@@ -416,17 +416,7 @@ class DurableContext:
         self._session.checkpoint(
             HistoryWrite(self.run_id, self._session.guard, tuple(events), (row,)), sync=sync
         )
-        self._recorded[row.position] = h.RecordedStep(
-            row.position,
-            row.name,
-            row.kind,
-            row.status,
-            row.attempt,
-            row.result,
-            row.error,
-            row.wake_at,
-            row.started_at,
-        )
+        self._recorded[row.position] = h.RecordedStep.of(row)
 
 
 def _value_action(recorded: h.RecordedStep, name: str) -> h.StepAction:

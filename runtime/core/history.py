@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from runtime.core.errors import NonDeterminismError
+from runtime.core.writes import StepRow
 
 PENDING, RUNNING, COMPLETED, FAILED, CANCELLED = (
     "pending",
@@ -36,6 +37,22 @@ class RecordedStep:
     wake_at: datetime | None = None
     started_at: datetime | None = None
     callback_token: str | None = None
+
+    @classmethod
+    def of(cls, row: StepRow) -> RecordedStep:
+        """The local view of a step row just written, so replay state follows our writes."""
+        return cls(
+            row.position,
+            row.name,
+            row.kind,
+            row.status,
+            row.attempt,
+            row.result,
+            row.error,
+            row.wake_at,
+            row.started_at,
+            row.callback_token,
+        )
 
 
 @dataclass(frozen=True, slots=True)
