@@ -169,9 +169,9 @@ class Step(models.Model):
     # Retry delay or sleep end for pending steps; callback deadline for callbacks.
     wake_at = models.DateTimeField(null=True, blank=True)
     # The credential a callback's result is posted with (runtime.callbacks); null otherwise.
-    callback_token = models.CharField(
-        max_length=64, null=True, blank=True, unique=True, editable=False
-    )
+    # Unique through a partial constraint: no index entry (and no LIKE index) for the many
+    # ordinary steps that have no token.
+    callback_token = models.CharField(max_length=64, null=True, blank=True, editable=False)
 
     objects = StepQuerySet.as_manager()
 
@@ -179,6 +179,11 @@ class Step(models.Model):
         ordering = ["run", "position"]
         constraints = [
             models.UniqueConstraint(fields=["run", "position"], name="step_unique_position"),
+            models.UniqueConstraint(
+                fields=["callback_token"],
+                condition=Q(callback_token__isnull=False),
+                name="step_unique_callback_token",
+            ),
             models.CheckConstraint(
                 condition=Q(status__in=[s.value for s in StepStatus]), name="step_status_valid"
             ),

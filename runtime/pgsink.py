@@ -58,7 +58,7 @@ def _event_insert_sql(rows: int) -> str:
 
 
 def write_pipelined(
-    groups: Sequence[Any], now: datetime, lease_until: datetime, update_fields: Sequence[str]
+    groups: Sequence[Any], now: datetime, update_fields: Sequence[str]
 ) -> None:
     """Write `groups` (runtime.store._RunGroup) in one transaction, one round trip."""
     connection.ensure_connection()
@@ -73,7 +73,6 @@ def write_pipelined(
             g.wakes,
             g.patch,
             now,
-            lease_until,
             json_param=lambda _c, v: _jsonb(v),
             run_param=g.run_id,
         )

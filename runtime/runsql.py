@@ -18,7 +18,6 @@ def run_update_statement(
     wakes: int,
     patch: RunPatch | None,
     now: datetime,
-    lease_until: datetime,
     *,
     json_param: Callable[[str, Any], Any],
     run_param: Any,
@@ -46,9 +45,8 @@ def run_update_statement(
         where_params.extend(str(s) for s in ACTIVE_RUN_STATES)
     if patch.release_lease:
         sets.extend(["lease_token = NULL", "lease_expires_at = NULL"])
-    elif isinstance(guard, LeaseGuard | SuspendGuard):
-        sets.append("lease_expires_at = %s")
-        params.append(lease_until)
+    # The lease is extended by the heartbeat thread, not here: lease_expires_at is indexed, and
+    # touching it would turn every checkpoint's cheap HOT update of the run row into a full one.
     table = Run._meta.db_table
     sql = f"UPDATE {table} SET {', '.join(sets)} WHERE {' AND '.join(where)} RETURNING last_seq"
     return sql, params + where_params

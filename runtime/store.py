@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -123,10 +123,9 @@ class DatabaseSink:
 
         self._committing = False
         now = timezone.now()
-        lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
         if not reports and _pipelinable(groups):
             try:
-                pgsink.write_pipelined(groups, now, lease_until, _STEP_UPDATE_FIELDS)
+                pgsink.write_pipelined(groups, now, _STEP_UPDATE_FIELDS)
                 self.transactions += 1
                 return
             except psycopg.Error as exc:
@@ -139,7 +138,7 @@ class DatabaseSink:
             events: list[Event] = []
             steps: list[Step] = []
             for g in groups:
-                last_seq = _update_run(g, now, lease_until)
+                last_seq = _update_run(g, now)
                 if isinstance(g.guard, OpenStepGuard):
                     _check_step_open(g.guard)
                 seq = last_seq - len(g.events)
@@ -211,7 +210,7 @@ def _json_param(column: str, value: Any) -> Any:
     return Run._meta.get_field(column).get_db_prep_value(value, connection)  # type: ignore[union-attr]
 
 
-def _update_run(g: _RunGroup, now: datetime, lease_until: datetime) -> int:
+def _update_run(g: _RunGroup, now: datetime) -> int:
     """Allocate `len(g.events)` seqs, apply the patch and the guard; returns the new last_seq."""
     guard = g.guard
     if isinstance(guard, OpenStepGuard):
@@ -223,7 +222,6 @@ def _update_run(g: _RunGroup, now: datetime, lease_until: datetime) -> int:
         g.wakes,
         g.patch,
         now,
-        lease_until,
         json_param=_json_param,
         run_param=g.run_id.hex if connection.vendor == "sqlite" else g.run_id,
     )

@@ -12,8 +12,14 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="step",
             name="callback_token",
-            field=models.CharField(
-                blank=True, editable=False, max_length=64, null=True, unique=True
+            field=models.CharField(blank=True, editable=False, max_length=64, null=True),
+        ),
+        migrations.AddConstraint(
+            model_name="step",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("callback_token__isnull", False)),
+                fields=("callback_token",),
+                name="step_unique_callback_token",
             ),
         ),
     ]
