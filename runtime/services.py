@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from contextlib import suppress
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -12,6 +13,7 @@ from runtime import conf
 from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.core.errors import FanfoldError, RunAlreadyFinished
+from runtime.core.identity import child_run_key_prefix
 from runtime.core.jsonvalues import checked
 from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, UnfinishedGuard
 from runtime.executor import bind_arguments
@@ -111,6 +113,7 @@ def cancel_run(run_id: uuid.UUID | str, reason: str = "cancelled") -> Run:
 
     No new step starts after this commits: the executor's next checkpoint finds its lease gone.
     Sleeping or waiting runs stop at once; a running step may finish, but its result is unused.
+    Child runs started by the run's fan-outs are cancelled with it.
     """
     run = get_run_row(run_id)
     now = timezone.now()
@@ -131,5 +134,13 @@ def cancel_run(run_id: uuid.UUID | str, reason: str = "cancelled") -> Run:
         raise
     finally:
         w.reset_session(session)
+    _cancel_children(run.id)
     run.refresh_from_db()
     return run
+
+
+def _cancel_children(run_id: uuid.UUID) -> None:
+    children = Run.objects.active().filter(idempotency_key__startswith=child_run_key_prefix(run_id))
+    for child_id in children.values_list("id", flat=True):
+        with suppress(RunAlreadyFinished):  # a child that finished meanwhile needs no stop
+            cancel_run(child_id, reason=f"parent run {run_id} was cancelled")

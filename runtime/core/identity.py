@@ -21,3 +21,12 @@ def deterministic_uuid(run_id: uuid.UUID, counter: int) -> uuid.UUID:
     """`ctx.uuid4()`: random-looking, version 4 shaped, identical on replay."""
     raw = uuid.uuid5(_STEP_NAMESPACE, f"{run_id}:uuid:{counter}").bytes
     return uuid.UUID(bytes=raw, version=4)
+
+
+def child_run_key(run_id: uuid.UUID, position: int) -> str:
+    """The idempotency key of the child run a fan-out branch starts: one child per branch."""
+    return f"{child_run_key_prefix(run_id)}{position}"
+
+
+def child_run_key_prefix(run_id: uuid.UUID) -> str:
+    return f"ff-child:{run_id}:"

@@ -94,3 +94,21 @@ def test_fanout_interrupted_at_most_once_branch_is_failed_not_rerun(
     assert calls.counts == {1: 1}  # the interrupted charge (item 0) never ran again
     assert execute(run.id).outcome is Outcome.COMPLETED
     assert Run.objects.get(id=run.id).result == ["StepInterrupted", 1]
+
+
+def test_fanout_cancelling_the_parent_cancels_its_child_runs(branches: Branches) -> None:
+    run, _ = start_run("tests.fanout.parent", [])
+    execute(run.id)
+    branches.drain()  # starts the two child runs, which nobody executes yet
+    children = Run.objects.filter(idempotency_key__startswith=f"ff-child:{run.id}:")
+    assert children.count() == 2
+    finished = children.first()
+    assert finished is not None
+    assert execute(finished.id).outcome is Outcome.COMPLETED
+
+    cancel_run(run.id)
+
+    statuses = {c.id: c.status for c in children}
+    assert statuses.pop(finished.id) == "completed"  # a finished child keeps its outcome
+    assert list(statuses.values()) == ["cancelled"]
+    assert Run.objects.get(id=run.id).status == "cancelled"
