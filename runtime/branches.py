@@ -1,8 +1,9 @@
 """The branch executor: what `fanfold.run_branch` does with one attempt of one fan-out branch.
 
-claim (an atomic conditional update: pending -> running for exactly this attempt, only while
-the run is active) -> body -> a `BranchReport` through the checkpoint writer, counted on the
-group row in the same transaction -> after commit, the receipt's actions: publish the branches
+claim (a `BranchClaim` through the checkpoint writer: a conditional update, pending -> running
+for exactly this attempt, only while the run is active, set-based with the other claims of its
+batch) -> body -> a `BranchReport` through the checkpoint writer, counted on the group row in
+the same transaction -> after commit, the receipt's actions: publish the branches
 the completion released, enqueue the workflow if this completion settled the fan-out.
 
 A duplicate delivery loses the claim and does nothing. A worker that dies mid-body stops

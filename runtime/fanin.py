@@ -1,14 +1,15 @@
 """Fan-in, database side: a batch of branch reports counted on their groups in one go.
 
 `record_branch_writes_txn` runs inside `DatabaseSink`'s batch transaction (it assumes one) and
-is set-based per batch, whatever its size: per run one `UPDATE` that takes the run's row lock
-(the order every writer of a run follows); one conditional `UPDATE ... FROM (VALUES ...)` of all
-reported steps (a step no longer running the reported attempt is not touched: the report is
-stale); per group one `UPDATE ... RETURNING` adding the batch's finished branches to its
-counters; per run one `UPDATE ... RETURNING last_seq` allocating the event seqs; one insert of
-all events. Then the pure decision of runtime.core.fanin per group: the batch that decides the
-group settles it, cancels its unfinished branches and bumps `Run.wakeups` once. The batch's
-claims (runtime.branch_claims) follow. Nothing here reads the event log.
+is set-based per batch, whatever its size. Round one: per run an `UPDATE` that takes the run's
+row lock (the order every writer of a run follows), one conditional `UPDATE ... FROM (VALUES
+...)` of all reported steps (a step no longer running the reported attempt is not touched: the
+report is stale), per group one `UPDATE ... RETURNING` adding the batch's finished branches to
+its counters. Then the pure decision of runtime.core.fanin per group, as if the reports had
+come one by one: the report that decides the group settles it, cancels its unfinished branches
+(and any report after it) and bumps `Run.wakeups` once. Round two: the group corrections, per
+run the event seqs, one insert of all events, and the batch's claims (runtime.branch_claims).
+On PostgreSQL each round is one pipeline. Nothing here reads the event log.
 """
 
 from __future__ import annotations
@@ -19,12 +20,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection
-
 from runtime import conf
-from runtime.branch_claims import claim_branches_txn
-from runtime.branch_sql import as_uuid, cast, chunks, column_value, values_cte
-from runtime.core.fanin import CANCELLED_ERROR, BranchReceipt, FanInRule, GroupCounts, after_finish
+from runtime.branch_claims import ClaimBatch
+from runtime.branch_sql import (
+    Statement,
+    as_uuid,
+    cast,
+    chunks,
+    execute,
+    json_param,
+    time_param,
+    uuid_param,
+    values_cte,
+)
+from runtime.core.fanin import CANCELLED_ERROR, BranchReceipt, FanInRule, GroupCounts, after_batch
 from runtime.core.writes import BranchClaim, BranchReport, EventDraft, FanoutGroupRow
 from runtime.models import ACTIVE_RUN_STATES, Event, FanoutGroup, Run, Step, StepStatus
 
@@ -38,6 +47,8 @@ _OUTCOME_EVENT = {
     "failed": "step_failed",
     "retrying": "step_retrying",
 }
+_ACTIVE = [str(s) for s in ACTIVE_RUN_STATES]
+_Key = tuple[uuid.UUID, int]
 
 
 @dataclass
@@ -58,16 +69,6 @@ class Receipts:
             target.wake = value.wake
 
         self.pending.append(fill)
-
-
-@dataclass
-class _Tally:
-    """One group's finished branches in this batch, in event-log order."""
-
-    succeeded: int = 0
-    failed: int = 0
-    first_failure: int | None = None
-    last: BranchReceipt | None = None  # the receipt that carries the group's actions
 
 
 def insert_groups_txn(rows: Sequence[tuple[uuid.UUID, FanoutGroupRow]], now: datetime) -> None:
@@ -97,113 +98,299 @@ def insert_groups_txn(rows: Sequence[tuple[uuid.UUID, FanoutGroupRow]], now: dat
 def record_branch_writes_txn(
     writes: Sequence[BranchReport | BranchClaim], now: datetime
 ) -> Receipts:
-    """Record a batch's branch reports, then its claims (inside the caller's transaction)."""
+    """Record a batch's branch reports, then take its claims (inside the caller's transaction)."""
     receipts = Receipts()
+    claims = ClaimBatch([w for w in writes if isinstance(w, BranchClaim)], now)
     reports = [w for w in writes if isinstance(w, BranchReport)]
     if reports:
-        _record_reports(reports, now, receipts)
-    claims = [w for w in writes if isinstance(w, BranchClaim)]
-    if claims:
-        receipts.pending.extend(claim_branches_txn(claims, now))
+        results = _record_reports(reports, now, receipts, claims.statements)
+    else:
+        results = execute(claims.statements)
+    receipts.pending.extend(claims.receipts(results))
     return receipts
 
 
-def _record_reports(reports: list[BranchReport], now: datetime, receipts: Receipts) -> None:
-    run_ids = sorted({r.run_id for r in reports})  # one lock order for every writer
-    active = {run_id for run_id in run_ids if _lock_run(run_id, now)}
-    # The run finished or was cancelled: its reports are stale. So is a duplicate report.
-    live: dict[tuple[uuid.UUID, int], BranchReport] = {}
+@dataclass
+class _Group:
+    """One group's reports written in this batch (batch order) and its optimistic counts."""
+
+    run_id: uuid.UUID
+    reports: list[BranchReport] = field(default_factory=list)
+    succeeded: int = 0
+    failed: int = 0
+
+
+def _record_reports(
+    reports: list[BranchReport], now: datetime, receipts: Receipts, then: list[Statement]
+) -> list[list[tuple[Any, ...]]]:
+    """Record `reports`; runs `then` in the second round and returns their rows."""
+    run_ids = sorted({r.run_id for r in reports}, key=str)  # one lock order for every writer
+    live: dict[_Key, BranchReport] = {}
     for r in reports:
-        if r.run_id in active:
-            live.setdefault((r.step_id, r.attempt), r)
-    recorded = _update_steps(list(live.values()))
+        live.setdefault((r.step_id, r.attempt), r)  # a duplicate in the batch is stale
+    groups: dict[uuid.UUID, _Group] = {}
+    for r in live.values():  # counted optimistically; corrected below if some were stale
+        g = groups.setdefault(r.group_id, _Group(r.run_id))
+        g.succeeded += r.outcome == "completed"
+        g.failed += r.outcome == "failed"
+    counted = [gid for gid, g in groups.items() if g.succeeded or g.failed]
+    steps = _step_statements(list(live.values()))
+    first = execute(
+        [_lock_statement(run_id, now) for run_id in run_ids]
+        + steps
+        + [_count_statement(gid, groups[gid]) for gid in counted]
+    )
+    locks, written_rows, counts = (
+        first[: len(run_ids)],
+        first[len(run_ids) : len(run_ids) + len(steps)],
+        first[len(run_ids) + len(steps) :],
+    )
+    active = {run_id for run_id, rows in zip(run_ids, locks, strict=True) if rows}
+    written = {(as_uuid(sid), int(attempt)) for rows in written_rows for sid, attempt in rows}
+    for g in groups.values():
+        g.reports = []
+    for r in reports:
+        if live[(r.step_id, r.attempt)] is r and (r.step_id, r.attempt) in written:
+            groups[r.group_id].reports.append(r)
+    values: dict[int, BranchReceipt] = {}
+    second: list[Statement] = []
+    woken: set[uuid.UUID] = set()
+    returned = dict(zip(counted, counts, strict=True))
+    for gid, g in groups.items():
+        for r in g.reports:
+            values[id(r)] = BranchReceipt(recorded=True)
+        if _decide(gid, g, returned.get(gid), now, values, second):
+            woken.add(g.run_id)
     drafts: dict[uuid.UUID, list[EventDraft]] = {run_id: [] for run_id in active}
-    tallies: dict[uuid.UUID, _Tally] = {}
     for r in reports:
-        if live.get((r.step_id, r.attempt)) is not r or (r.step_id, r.attempt) not in recorded:
-            receipts.report(r, BranchReceipt())
-            continue
-        value = BranchReceipt(recorded=True)
+        value = values.get(id(r), BranchReceipt())
         receipts.report(r, value)
-        drafts[r.run_id] += [
-            EventDraft("step_started", r.started_at, r.step_id, {"attempt": r.attempt}),
-            EventDraft(_OUTCOME_EVENT[r.outcome], r.finished_at, r.step_id, _payload(r)),
-        ]
-        if r.outcome == "retrying":
-            continue
-        tally = tallies.setdefault(r.group_id, _Tally())
-        if r.outcome == "completed":
-            tally.succeeded += 1
-        else:
-            tally.failed += 1
-            if tally.first_failure is None:
-                tally.first_failure = r.position
-        tally.last = value
-    group_runs = {r.group_id: r.run_id for r in reports}
-    woken = {group_runs[g] for g, tally in tallies.items() if _count(group_runs[g], g, tally, now)}
-    events: list[Event] = []
+        if value.recorded:
+            drafts[r.run_id] += [
+                EventDraft("step_started", r.started_at, r.step_id, {"attempt": r.attempt}),
+                EventDraft(_OUTCOME_EVENT[r.outcome], r.finished_at, r.step_id, _payload(r)),
+            ]
+    events: list[tuple[Any, ...]] = []
     for run_id, run_drafts in drafts.items():
-        if not run_drafts and run_id not in woken:
-            continue
-        seq = _allocate_seqs(run_id, len(run_drafts), run_id in woken, now) - len(run_drafts)
-        for draft in run_drafts:
-            seq += 1
+        if run_drafts or run_id in woken:
+            second.append(_seq_statement(run_id, len(run_drafts), run_id in woken, now))
+        for back, draft in enumerate(reversed(run_drafts)):
             events.append(
-                Event(
-                    run_id=run_id,
-                    seq=seq,
-                    type=draft.type,
-                    step_id=draft.step_id,
-                    payload=draft.payload,
-                    created_at=draft.at,
+                (
+                    uuid_param(run_id),
+                    back,
+                    draft.type,
+                    uuid_param(draft.step_id),
+                    json_param(draft.payload),
+                    time_param(draft.at),
                 )
             )
-    if events:
-        Event.objects.bulk_create(events)
+    second += _event_statements(events)
+    results = execute(second + then)
+    return results[len(second) :]
 
 
-def _lock_run(run_id: uuid.UUID, now: datetime) -> bool:
-    """Take the run's row lock; False if the run is no longer active."""
-    table = Run._meta.db_table
-    states = ", ".join(["%s"] * len(ACTIVE_RUN_STATES))
-    sql = f"UPDATE {table} SET updated_at = %s WHERE id = %s AND status IN ({states}) RETURNING id"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [now, column_value(Run, "id", run_id), *map(str, ACTIVE_RUN_STATES)])
-        return cursor.fetchone() is not None
+def _decide(
+    group_id: uuid.UUID,
+    g: _Group,
+    row: list[tuple[Any, ...]] | None,
+    now: datetime,
+    values: dict[int, BranchReceipt],
+    second: list[Statement],
+) -> bool:
+    """The group's decision after its written reports; True if this batch settled it.
+
+    Appends the writes it needs to `second`. The reports after the deciding one are cancelled
+    and stale, like those arriving after a settle; the group's actions go to one receipt: the
+    deciding report's, else its last finished one.
+    """
+    finals = [r for r in g.reports if r.outcome != "retrying"]
+    table = FanoutGroup._meta.db_table
+    if row is None:  # nothing was counted: only retries (or nothing) were written
+        return False
+    if not row:  # already settled: whatever was written came too late
+        for r in g.reports:
+            values[id(r)] = BranchReceipt()
+        if g.reports:
+            second.append(_cancel_statement(g.run_id, None, [r.step_id for r in g.reports], now))
+        return False
+    total, released, succeeded, failed, need, failure_limit, first = _ints(row[0])
+    rule = FanInRule(total, need, failure_limit)
+    before = GroupCounts(total, released, succeeded - g.succeeded, failed - g.failed)
+    step = after_batch(rule, before, [r.outcome for r in g.reports])
+    late = g.reports[step.accepted :]
+    for r in late:
+        values[id(r)] = BranchReceipt()
+    sets: list[str] = []
+    params: list[Any] = []
+    if (step.counts.succeeded, step.counts.failed) != (succeeded, failed):
+        sets += ["succeeded = %s", "failed = %s"]
+        params += [step.counts.succeeded, step.counts.failed]
+    failures = [r.position for r in g.reports[: step.accepted] if r.outcome == "failed"]
+    if failures:  # the first failed branch in event-log order
+        sets.append("first_failure = COALESCE(first_failure, %s)")
+        params.append(failures[0])
+    if step.verdict is not None:
+        sets += ["verdict = %s", "settled_at = %s"]
+        params += [step.verdict, time_param(now)]
+        span = (first, first + total)
+        second.append(_cancel_statement(g.run_id, span, [r.step_id for r in late], now))
+        values[id(g.reports[step.accepted - 1])].wake = True
+    elif step.release:
+        sets.append("released = %s")
+        params.append(step.release.stop)
+        # A released branch's wake_at is its dispatch time: the sweep republishes it if its
+        # message never arrives.
+        second.append(
+            (
+                f"UPDATE {Step._meta.db_table} SET wake_at = %s WHERE run_id = %s "
+                "AND position >= %s AND position < %s AND status = %s",
+                [
+                    time_param(now),
+                    uuid_param(g.run_id),
+                    first + step.release.start,
+                    first + step.release.stop,
+                    StepStatus.PENDING.value,
+                ],
+            )
+        )
+        values[id(finals[-1])].release = [first + index for index in step.release]
+    if sets:
+        second.append(
+            (
+                f"UPDATE {table} SET {', '.join(sets)} WHERE id = {cast('%s', 'uuid')}",
+                [*params, uuid_param(group_id)],
+            )
+        )
+    return step.verdict is not None
 
 
-def _update_steps(reports: list[BranchReport]) -> set[tuple[uuid.UUID, int]]:
-    """Write every report whose step still runs its attempt; returns those (step, attempt)."""
+def _ints(row: tuple[Any, ...]) -> tuple[int, int, int, int, int | None, int, int]:
+    total, released, succeeded, failed, need, failure_limit, first = row
+    if None in (total, released, succeeded, failed, failure_limit, first):
+        raise RuntimeError("a fan-out group has a NULL counter")
+    return (
+        int(total),
+        int(released),
+        int(succeeded),
+        int(failed),
+        None if need is None else int(need),
+        int(failure_limit),
+        int(first),
+    )
+
+
+def _lock_statement(run_id: uuid.UUID, now: datetime) -> Statement:
+    """Take the run's row lock; no row if the run is no longer active (its reports are stale)."""
+    states = ", ".join(["%s"] * len(_ACTIVE))
+    return (
+        f"UPDATE {Run._meta.db_table} SET updated_at = %s "
+        f"WHERE id = {cast('%s', 'uuid')} AND status IN ({states}) RETURNING id",
+        [time_param(now), uuid_param(run_id), *_ACTIVE],
+    )
+
+
+def _step_statements(reports: list[BranchReport]) -> list[Statement]:
+    """Write every report whose step still runs its attempt (in an active run)."""
     if not reports:
-        return set()
+        return []
     columns = ["v_id", "v_attempt", "v_status", "v_result", "v_error", "v_finished", "v_wake"]
     rows = [
         (
-            column_value(Step, "id", r.step_id),
+            uuid_param(r.step_id),
             r.attempt,
             _OUTCOME_STATUS[r.outcome].value,
-            column_value(Step, "result", r.result if r.outcome == "completed" else None),
-            column_value(Step, "error", r.error),
-            column_value(Step, "finished_at", r.finished_at if r.outcome != "retrying" else None),
-            column_value(Step, "wake_at", r.wake_at if r.outcome == "retrying" else None),
+            json_param(r.result if r.outcome == "completed" else None),
+            json_param(r.error),
+            time_param(r.finished_at if r.outcome != "retrying" else None),
+            time_param(r.wake_at if r.outcome == "retrying" else None),
         )
         for r in sorted(reports, key=lambda r: r.step_id.hex)  # one lock order for every writer
     ]
-    recorded: set[tuple[uuid.UUID, int]] = set()
+    step_table, run_table = Step._meta.db_table, Run._meta.db_table
+    states = ", ".join(["%s"] * len(_ACTIVE))
+    statements: list[Statement] = []
     for part in chunks(rows, len(columns)):
         cte, params = values_cte("v", columns, part)
         sql = (
-            f"{cte}UPDATE {Step._meta.db_table} SET status = v_status, "
+            f"{cte}UPDATE {step_table} SET status = v_status, "
             f"result = {cast('v_result', 'jsonb')}, error = {cast('v_error', 'jsonb')}, "
             f"finished_at = {cast('v_finished', 'timestamptz')}, "
             f"wake_at = {cast('v_wake', 'timestamptz')} "
             f"FROM v WHERE id = {cast('v_id', 'uuid')} AND attempt = {cast('v_attempt', 'integer')}"
-            " AND status = %s RETURNING id, attempt"
+            f" AND status = %s AND EXISTS (SELECT 1 FROM {run_table} r "
+            f"WHERE r.id = {step_table}.run_id AND r.status IN ({states})) RETURNING id, attempt"
         )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [*params, StepStatus.RUNNING.value])
-            recorded.update((as_uuid(sid), int(attempt)) for sid, attempt in cursor.fetchall())
-    return recorded
+        statements.append((sql, [*params, StepStatus.RUNNING.value, *_ACTIVE]))
+    return statements
+
+
+def _count_statement(group_id: uuid.UUID, g: _Group) -> Statement:
+    return (
+        f"UPDATE {FanoutGroup._meta.db_table} SET succeeded = succeeded + %s, "
+        f"failed = failed + %s WHERE id = {cast('%s', 'uuid')} AND verdict IS NULL "
+        "RETURNING total, released, succeeded, failed, need, failure_limit, first_position",
+        [g.succeeded, g.failed, uuid_param(group_id)],
+    )
+
+
+def _cancel_statement(
+    run_id: uuid.UUID, span: tuple[int, int] | None, late: list[uuid.UUID], now: datetime
+) -> Statement:
+    """Cancel the unfinished branches in `span` (a settle) and the `late` reports' steps."""
+    conditions: list[str] = []
+    params: list[Any] = []
+    if span is not None:
+        conditions.append("(position >= %s AND position < %s AND status IN (%s, %s))")
+        params += [*span, StepStatus.PENDING.value, StepStatus.RUNNING.value]
+    if late:
+        ids = ", ".join([cast("%s", "uuid")] * len(late))
+        conditions.append(f"id IN ({ids})")
+        params += [uuid_param(sid) for sid in late]
+    return (
+        f"UPDATE {Step._meta.db_table} SET status = %s, result = NULL, "
+        f"error = {cast('%s', 'jsonb')}, finished_at = %s, wake_at = NULL "
+        f"WHERE run_id = {cast('%s', 'uuid')} AND ({' OR '.join(conditions)})",
+        [
+            StepStatus.CANCELLED.value,
+            json_param(CANCELLED_ERROR),
+            time_param(now),
+            uuid_param(run_id),
+            *params,
+        ],
+    )
+
+
+def _seq_statement(run_id: uuid.UUID, count: int, wake: bool, now: datetime) -> Statement:
+    """Take `count` event seqs under the run's row lock; a wake also makes the run due now."""
+    sets = ["last_seq = last_seq + %s"]
+    params: list[Any] = [count]
+    if wake:
+        # wake_at = now: if the enqueue after commit is lost, the recovery sweep runs it.
+        sets += ["wakeups = wakeups + 1", "wake_at = %s"]
+        params.append(time_param(now))
+    return (
+        f"UPDATE {Run._meta.db_table} SET {', '.join(sets)} WHERE id = {cast('%s', 'uuid')}",
+        [*params, uuid_param(run_id)],
+    )
+
+
+def _event_statements(rows: list[tuple[Any, ...]]) -> list[Statement]:
+    """Insert (run, back, type, step, payload, at) rows; seq = the run's new last_seq - back."""
+    statements: list[Statement] = []
+    columns = ["e_run", "e_back", "e_type", "e_step", "e_payload", "e_at"]
+    for part in chunks(rows, len(columns)):
+        cte, params = values_cte("e", columns, part)
+        sql = (
+            f"{cte}INSERT INTO {Event._meta.db_table} "
+            "(run_id, seq, type, step_id, payload, created_at) "
+            f"SELECT r.id, r.last_seq - {cast('e_back', 'integer')}, e_type, "
+            f"{cast('e_step', 'uuid')}, {cast('e_payload', 'jsonb')}, "
+            f"{cast('e_at', 'timestamptz')} "
+            f"FROM e JOIN {Run._meta.db_table} r ON r.id = {cast('e_run', 'uuid')}"
+        )
+        statements.append((sql, params))
+    return statements
 
 
 def _payload(report: BranchReport) -> dict[str, Any]:
@@ -218,71 +405,3 @@ def _payload(report: BranchReport) -> dict[str, Any]:
         payload["delay"] = max((report.wake_at - report.finished_at).total_seconds(), 0.0)
         payload["wake_at"] = report.wake_at.isoformat()
     return payload
-
-
-def _count(run_id: uuid.UUID, group_id: uuid.UUID, tally: _Tally, now: datetime) -> bool:
-    """Count a batch's finished branches on their group; settle it or move its window.
-
-    Returns whether this batch settled the group (the run must wake). The group's actions go
-    to one receipt: its last report in the batch.
-    """
-    sql = (
-        f"UPDATE {FanoutGroup._meta.db_table} SET succeeded = succeeded + %s, "
-        "failed = failed + %s, first_failure = COALESCE(first_failure, %s) "
-        "WHERE id = %s AND verdict IS NULL "
-        "RETURNING total, released, succeeded, failed, need, failure_limit, first_position"
-    )
-    params = [tally.succeeded, tally.failed, tally.first_failure]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, column_value(FanoutGroup, "id", group_id)])
-        row = cursor.fetchone()
-    if row is None:
-        return False  # already settled; its unfinished branches were cancelled with it
-    total, released, succeeded, failed, need, failure_limit, first = (
-        int(v) if v is not None else None for v in row
-    )
-    if total is None or released is None or first is None or failure_limit is None:
-        raise RuntimeError(f"fan-out group {group_id} has a NULL counter")
-    rule = FanInRule(total, need, failure_limit)
-    counts = GroupCounts(total, released, succeeded or 0, failed or 0)
-    step = after_finish(rule, counts, tally.succeeded + tally.failed)
-    group = FanoutGroup.objects.filter(id=group_id)
-    receipt = tally.last or BranchReceipt()
-    if step.verdict is not None:
-        group.update(verdict=step.verdict, settled_at=now)
-        Step.objects.filter(
-            run_id=run_id,
-            position__gte=first,
-            position__lt=first + total,
-            status__in=[StepStatus.PENDING, StepStatus.RUNNING],
-        ).update(status=StepStatus.CANCELLED, finished_at=now, error=CANCELLED_ERROR, wake_at=None)
-        receipt.wake = True
-        return True
-    if step.release:
-        group.update(released=step.release.stop)
-        positions = [first + index for index in step.release]
-        # A released branch's wake_at is its dispatch time: the sweep republishes it if its
-        # message never arrives.
-        Step.objects.filter(
-            run_id=run_id, position__in=positions, status=StepStatus.PENDING
-        ).update(wake_at=now)
-        receipt.release = positions
-    return False
-
-
-def _allocate_seqs(run_id: uuid.UUID, count: int, wake: bool, now: datetime) -> int:
-    """Take `count` event seqs under the run's row lock; a wake also makes the run due now."""
-    table = Run._meta.db_table
-    sets = ["last_seq = last_seq + %s"]
-    params: list[Any] = [count]
-    if wake:
-        # wake_at = now: if the enqueue after commit is lost, the recovery sweep runs it.
-        sets += ["wakeups = wakeups + 1", "wake_at = %s"]
-        params.append(now)
-    sql = f"UPDATE {table} SET {', '.join(sets)} WHERE id = %s RETURNING last_seq"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, column_value(Run, "id", run_id)])
-        row = cursor.fetchone()
-    if row is None:
-        raise RuntimeError(f"run {run_id} vanished while its branch reports were recorded")
-    return int(row[0])

@@ -115,6 +115,43 @@ def after_finish(rule: FanInRule, counts: GroupCounts, finished: int) -> FanInSt
     return FanInStep(None, range(counts.released, released))
 
 
+@dataclass(frozen=True, slots=True)
+class BatchStep:
+    """What one batch of recorded reports of a group does to it, as if applied one by one.
+
+    The first `accepted` reports stand. Once a report decides the group, those after it came
+    too late: like a report arriving after the settle, they are cancelled, not counted.
+    """
+
+    accepted: int
+    verdict: str | None
+    release: range  # branch indexes to publish after commit
+    counts: GroupCounts  # after the accepted reports
+
+
+def after_batch(rule: FanInRule, before: GroupCounts, outcomes: Sequence[str]) -> BatchStep:
+    """Decide the group after reports with these outcomes, in event-log order.
+
+    `before` holds the counters without this batch. "retrying" outcomes do not count; each
+    finished branch frees one slot of the concurrency window unless the group is decided.
+    """
+    succeeded, failed, finished = before.succeeded, before.failed, 0
+    for index, outcome in enumerate(outcomes):
+        if outcome == "retrying":
+            continue
+        finished += 1
+        if outcome == "completed":
+            succeeded += 1
+        else:
+            failed += 1
+        verdict = rule.verdict(succeeded, failed)
+        if verdict is not None:
+            counts = GroupCounts(before.total, before.released, succeeded, failed)
+            return BatchStep(index + 1, verdict, range(0), counts)
+    counts = GroupCounts(before.total, before.released, succeeded, failed)
+    return BatchStep(len(outcomes), None, after_finish(rule, counts, finished).release, counts)
+
+
 def initial_release(total: int, max_concurrency: int | None) -> int:
     """How many branches leave when the fan-out starts."""
     if max_concurrency is None:

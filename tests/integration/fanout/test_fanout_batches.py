@@ -93,22 +93,38 @@ def test_fanout_report_batch_that_settles_the_group_wakes_the_run_once() -> None
     assert Run.objects.get(id=run_id).result == [0, 1, 4, 9, 16]
 
 
-def test_fanout_report_batch_counts_failures_in_event_order_and_ignores_stale_reports() -> None:
+def test_fanout_report_batch_after_the_deciding_report_is_cancelled_like_a_late_one() -> None:
     run_id = _started(4)
     _write([BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 3, 4)])
     stale = _report(run_id, 2)  # never claimed: its step is not running
     reports = [_report(run_id, 4, "failed"), stale, _report(run_id, 3, "failed")]
     _write(reports)
-    assert not stale.receipt.recorded
-    assert [r.receipt.wake for r in reports] == [False, False, True]
+    assert [r.receipt.recorded for r in reports] == [True, False, False]
+    assert [r.receipt.wake for r in reports] == [True, False, False]
     group = FanoutGroup.objects.get(run_id=run_id)
-    assert (group.verdict, group.failed, group.first_failure) == ("failed", 2, 4)
-    # The settle cancelled the branches still open; a late report of one changes nothing.
+    assert (group.verdict, group.failed, group.first_failure) == ("failed", 1, 4)
+    # The settle cancelled the branches still open and the one that failed after the decision.
     late = _report(run_id, 1)
     _write([late])
     assert not late.receipt.recorded
-    assert Step.objects.get(id=step_id(run_id, 1)).status == "cancelled"
+    cancelled = Step.objects.filter(run_id=run_id, status="cancelled", result__isnull=True)
+    assert sorted(cancelled.values_list("position", flat=True)) == [1, 2, 3]
+    assert Event.objects.filter(run_id=run_id, type="step_failed").count() == 1
     assert _seqs_are_dense(run_id)
+    assert execute(run_id).outcome is Outcome.FAILED
+
+
+def test_fanout_report_batch_with_min_successful_counts_only_up_to_the_decision() -> None:
+    run_id = _started(5, min_successful=2)
+    _write([BranchClaim(run_id, step_id(run_id, p), 1) for p in range(1, 6)])
+    reports = [_report(run_id, p) for p in (2, 5, 1, 3)]
+    _write(reports)
+    assert [r.receipt.recorded for r in reports] == [True, True, False, False]
+    assert [r.receipt.wake for r in reports] == [False, True, False, False]
+    group = FanoutGroup.objects.get(run_id=run_id)
+    assert (group.verdict, group.succeeded, group.failed) == ("succeeded", 2, 0)
+    assert execute(run_id).outcome is Outcome.COMPLETED
+    assert Run.objects.get(id=run_id).result == [{"failed": 1}, 1, {"failed": 3}, {"failed": 4}, 16]
 
 
 def test_fanout_report_batch_releases_one_slot_per_finished_branch() -> None:

@@ -16,6 +16,7 @@ from runtime.core.fanin import (
     Failure,
     FanInRule,
     GroupCounts,
+    after_batch,
     after_finish,
     initial_release,
     settle,
@@ -88,3 +89,38 @@ def test_fanin_settles_exactly_once_in_any_completion_order(
         assert settled.first_failure.position == first_failure
     else:
         assert verdicts[0] == SUCCEEDED
+
+
+@given(
+    scenario=scenarios(),
+    before=st.tuples(st.integers(0, 30), st.integers(0, 30)),
+    kinds=st.lists(st.sampled_from(["completed", "failed", "retrying"]), max_size=40),
+)
+def test_fanin_after_batch_equals_reports_applied_one_by_one(
+    scenario: tuple[FanInRule, int | None, list[bool]],
+    before: tuple[int, int],
+    kinds: list[str],
+) -> None:
+    rule, window, _ = scenario
+    total = rule.total
+    succeeded, failed = min(before[0], total), min(before[1], total - min(before[0], total))
+    if rule.verdict(succeeded, failed) is not None:
+        return  # a settled group takes no reports
+    released = initial_release(total, window)
+    start = GroupCounts(total, released, succeeded, failed)
+    batch = after_batch(rule, start, kinds)
+
+    accepted, verdict, window_end = 0, None, released
+    for kind in kinds:
+        accepted += 1
+        if kind == "retrying":
+            continue
+        succeeded, failed = succeeded + (kind == "completed"), failed + (kind == "failed")
+        step = after_finish(rule, GroupCounts(total, window_end, succeeded, failed), 1)
+        if step.verdict is not None:
+            verdict = step.verdict
+            break
+        window_end = max(window_end, step.release.stop) if step.release else window_end
+    assert (batch.accepted, batch.verdict) == (accepted, verdict)
+    assert (batch.counts.succeeded, batch.counts.failed) == (succeeded, failed)
+    assert batch.release == (range(0) if verdict else range(released, window_end))
