@@ -89,7 +89,13 @@ class CeleryTransport:
     def _publish(self, producer: Producer, message: Message) -> None:
         amqp = self.app.amqp
         task_message = amqp.create_task_message(
-            message.idempotency_key, message.task, message.args, message.kwargs
+            message.idempotency_key,
+            message.task,
+            message.args,
+            message.kwargs,
+            # The message's own flag overrides the task's on the worker: carry the task's, so
+            # a task declared ignore_result=True does not store a result per message.
+            ignore_result=self._ignores_result(message.task),
         )
         protocol_headers = task_message.headers
         clashes = sorted(set(message.headers) & set(protocol_headers))
@@ -104,6 +110,12 @@ class CeleryTransport:
             retry=False,
             **self._route(message),
         )
+
+    def _ignores_result(self, task_name: str) -> bool:
+        task = self.app.tasks.get(task_name)
+        if task is not None and task.ignore_result is not None:
+            return bool(task.ignore_result)
+        return bool(self.app.conf.task_ignore_result)
 
     def _route(self, message: Message) -> dict[str, Any]:
         """Publish options: the message's routing, completed by the app's task router."""

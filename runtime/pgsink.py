@@ -29,6 +29,7 @@ def _jsonb(value: Any) -> Any:
 
 
 _STEP_FIELDS = list(Step._meta.concrete_fields)
+_ROWS_PER_STATEMENT = 1000
 _EVENT_ROW = "(%s::uuid, %s::integer, %s::text, %s::uuid, %s::jsonb, %s::timestamptz)"
 
 
@@ -57,9 +58,7 @@ def _event_insert_sql(rows: int) -> str:
     )
 
 
-def write_pipelined(
-    groups: Sequence[Any], now: datetime, update_fields: Sequence[str]
-) -> None:
+def write_pipelined(groups: Sequence[Any], now: datetime, update_fields: Sequence[str]) -> None:
     """Write `groups` (runtime.store._RunGroup) in one transaction, one round trip."""
     connection.ensure_connection()
     raw = connection.connection
@@ -95,11 +94,11 @@ def write_pipelined(
                     draft.at,
                 )
             )
-    if step_params:
-        rows = len(step_params) // len(_STEP_FIELDS)
-        statements.append((_step_upsert_sql(rows, tuple(update_fields)), step_params))
-    if event_params:
-        statements.append((_event_insert_sql(len(event_params) // 6), event_params))
+    width = len(_STEP_FIELDS)
+    for chunk in _chunks(step_params, width):
+        statements.append((_step_upsert_sql(len(chunk) // width, tuple(update_fields)), chunk))
+    for chunk in _chunks(event_params, 6):
+        statements.append((_event_insert_sql(len(chunk) // 6), chunk))
     # Explicit BEGIN/COMMIT statements: psycopg's transaction() block adds a sync of its own.
     try:
         with raw.pipeline(), psycopg.Cursor(raw) as cursor:
@@ -111,6 +110,12 @@ def write_pipelined(
         if raw.info.transaction_status != TransactionStatus.IDLE and not raw.closed:
             raw.execute("ROLLBACK")
         raise
+
+
+def _chunks(params: list[Any], width: int, rows: int = _ROWS_PER_STATEMENT) -> list[list[Any]]:
+    """Split flat row parameters so no statement passes PostgreSQL's 65,535-parameter limit."""
+    step = width * rows
+    return [params[i : i + step] for i in range(0, len(params), step)]
 
 
 def _row_values(row: Any) -> dict[str, Any]:

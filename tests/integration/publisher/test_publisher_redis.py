@@ -120,3 +120,20 @@ def test_celery_transport_routes_priorities_to_their_own_lists(
         "u1",
         "u2",
     ]
+
+
+def test_celery_transport_carries_the_tasks_ignore_result_flag(
+    app: Celery, redis_client: redis.Redis
+) -> None:
+    @app.task(name="tests.quiet", ignore_result=True)
+    def quiet() -> None: ...
+
+    messages = [
+        Message("tests.quiet", "quiet-1", routing=Routing(QUEUE)),
+        Message("tests.work", "work-1", routing=Routing(QUEUE)),
+    ]
+
+    publish_messages(messages, CeleryTransport(app))
+
+    flags = {m["headers"]["id"]: m["headers"]["ignore_result"] for m in queued(redis_client)}
+    assert flags == {"quiet-1": True, "work-1": bool(app.conf.task_ignore_result)}

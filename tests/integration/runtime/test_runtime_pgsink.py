@@ -1,0 +1,86 @@
+"""The one-round-trip PostgreSQL sink path: same rows as the portable path, guards, big batches."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+from run_records import events, run_row
+
+import runtime.store
+from runtime import pgsink
+from runtime.checkpoint.batching import Checkpoint
+from runtime.checkpoint.errors import CheckpointFailed
+from runtime.core.errors import LeaseLost
+from runtime.core.identity import step_id
+from runtime.core.writes import EventDraft, HistoryWrite, LeaseGuard, StepRow
+from runtime.models import Run, Step
+from runtime.services import start_run
+
+
+@pytest.fixture
+def leased_run() -> Run:
+    run, _ = start_run("examples.noop_loop", [1])
+    Run.objects.filter(id=run.id).update(lease_token="mine", lease_expires_at=timezone.now())
+    return run
+
+
+def many_steps(run: Run, count: int, at: datetime) -> HistoryWrite:
+    rows, drafts = [], []
+    for position in range(1, count + 1):
+        sid = step_id(run.id, position)
+        rows.append(
+            StepRow(
+                sid,
+                position,
+                "bulk",
+                "step",
+                "completed",
+                1,
+                at,
+                input={"i": position},
+                result=position,
+                started_at=at,
+                finished_at=at,
+            )
+        )
+        drafts.append(EventDraft("step_completed", at, sid, {"result": position}))
+    return HistoryWrite(run.id, LeaseGuard("mine"), tuple(drafts), tuple(rows))
+
+
+def test_pgsink_batches_over_the_parameter_limit_are_split(
+    leased_run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if connection.vendor != "postgresql":
+        pytest.fail("this test needs PostgreSQL")
+    used: list[Any] = []
+    real = pgsink.write_pipelined
+    monkeypatch.setattr(pgsink, "write_pipelined", lambda *a, **k: used.append(1) or real(*a, **k))
+    count = 5000  # 5000 step rows x 15 columns is more than 65,535 parameters
+
+    runtime.store.writer().write(
+        Checkpoint(session="bulk", payload=many_steps(leased_run, count, timezone.now()), sync=True)
+    )
+
+    assert used == [1]  # the pipelined path took it, and did not fall back
+    assert Step.objects.filter(run_id=leased_run.id).count() == count
+    seqs = [e.seq for e in events(leased_run.id)]
+    assert seqs == list(range(1, count + 2))  # run_created, then one event per step
+    assert run_row(leased_run.id).last_seq == count + 1
+
+
+def test_pgsink_failed_guard_rolls_back_and_names_the_loss(leased_run: Run) -> None:
+    Run.objects.filter(id=leased_run.id).update(lease_token="someone-else")
+
+    with pytest.raises(CheckpointFailed) as info:
+        runtime.store.writer().write(
+            Checkpoint(session="lost", payload=many_steps(leased_run, 3, timezone.now()), sync=True)
+        )
+
+    assert isinstance(info.value.__cause__, LeaseLost)
+    assert Step.objects.filter(run_id=leased_run.id).count() == 0
+    assert [e.type for e in events(leased_run.id)] == ["run_created"]
+    runtime.store.writer().reset_session("lost")
