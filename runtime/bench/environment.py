@@ -6,21 +6,17 @@ benchmark starts `celery -A config worker` processes of its own and stops them a
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from pathlib import Path
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import connection
 
 from runtime import embedded
+from runtime.workerprocess import ROOT, WorkerProcess
 
-ROOT = Path(__file__).resolve().parents[2]
+LOGS = ROOT / "var"
 
 
 def describe() -> dict[str, str]:
@@ -60,70 +56,14 @@ def workers(
         embedded.ensure_worker()
         yield
         return
-    log_dir = ROOT / "var"
-    log_dir.mkdir(exist_ok=True)
-    procs: list[subprocess.Popen[bytes]] = []
+    workers = [
+        WorkerProcess(f"bench{i}", pool=pool, concurrency=concurrency, env=extra_env, log_dir=LOGS)
+        for i in range(count)
+    ]
     try:
-        for i in range(count):
-            log = (log_dir / f"bench-worker-{i}.log").open("wb")
-            procs.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "config",
-                        "worker",
-                        "-P",
-                        pool,
-                        "-c",
-                        str(concurrency),
-                        "-n",
-                        f"bench{i}@%h",
-                        "-Q",
-                        settings.CELERY_TASK_DEFAULT_QUEUE,
-                        "--without-mingle",
-                        "--without-gossip",
-                        "--without-heartbeat",
-                        "-l",
-                        "INFO",
-                    ],
-                    cwd=ROOT,
-                    env={**os.environ, "DATABASE_URL": _database_url(), **extra_env},
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            )
-        for i, proc in enumerate(procs):
-            _wait_ready(proc, log_dir / f"bench-worker-{i}.log")
+        for worker in workers:
+            worker.wait_ready()
         yield
     finally:
-        for proc in procs:
-            with suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _database_url() -> str:
-    db = settings.DATABASES["default"]
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{db['NAME']}"
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-
-
-def _wait_ready(proc: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"benchmark worker exited early; see {log}")
-        if b"ready." in log.read_bytes():
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"benchmark worker not ready after {timeout}s; see {log}")
+        for worker in workers:
+            worker.stop()

@@ -20,23 +20,6 @@ from runtime.core.clock import FakeClock
 Enqueued = list[tuple[uuid.UUID, float | None]]
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _close_checkpoint_writer(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
-    yield
-    from django.db import connection
-
-    from runtime.store import writer
-
-    writer().close()
-    # Background threads (the lease heartbeat) keep their own connections open, which would
-    # make dropping the test database fail; they are idle by now.
-    with django_db_blocker.unblock(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
-
-
 @pytest.fixture(autouse=True)
 def _fresh_state(transactional_db: Any) -> Iterator[None]:
     cache.clear()  # throttling counts

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
-from django.db import connection
 from fanout_harness import Branches, Enqueued, Later
 
 import runtime.branch_dispatch
@@ -74,17 +72,3 @@ def branches(fake: FakeTransport, later: Later) -> Branches:
 @pytest.fixture
 def run_now() -> Callable[[uuid.UUID], Execution]:
     return execute
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _close_stray_connections(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
-    """Writer and worker threads keep connections open; the test database can only be
-    dropped once they are gone."""
-    yield
-    if connection.vendor != "postgresql":
-        return
-    with django_db_blocker.unblock(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )

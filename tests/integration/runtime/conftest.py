@@ -117,17 +117,3 @@ def fanfold_settings(settings: Any) -> Iterator[Callable[..., None]]:
 
     yield override
     conf.reset()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _close_stray_connections(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
-    """Heartbeat and writer threads keep connections open; the test database can only be
-    dropped once they are gone."""
-    yield
-    if connection.vendor != "postgresql":
-        return
-    with django_db_blocker.unblock(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )

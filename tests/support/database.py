@@ -1,0 +1,28 @@
+"""Letting go of the test database at the end of a session.
+
+The checkpoint writer, lease heartbeats and branch leases hold connections of their own on
+background threads; the test database can only be dropped once those are gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _release_test_database(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    yield
+    from runtime.store import writer
+
+    writer().close()
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
