@@ -36,7 +36,7 @@ from runtime.core.errors import (
 )
 from runtime.core.identity import step_id
 from runtime.core.jsonvalues import checked
-from runtime.core.writes import EventDraft, HistoryWrite, OpenStepGuard, StepRow
+from runtime.core.writes import EventDraft, HistoryWrite, OpenStepGuard, RunPatch, StepRow
 from runtime.session import Abort
 
 if TYPE_CHECKING:
@@ -279,7 +279,11 @@ def post_callback(
         record, size = checked(_error_record(error), f"callback {step.name!r} error", limit)
         row = replace(current, status=h.FAILED, error=record, finished_at=now, wake_at=None)
         events = (EventDraft("callback_received", now, step.id, {"error": record}),)
-    write = HistoryWrite(step.run_id, OpenStepGuard(step.id), events, (row,), wake=not heartbeat)
+    # A result makes the run due now: if the enqueue below is lost, the sweep still finds it.
+    due = None if heartbeat else RunPatch(wake_at=now)
+    write = HistoryWrite(
+        step.run_id, OpenStepGuard(step.id), events, (row,), run=due, wake=not heartbeat
+    )
     _commit(write, step.name, 512 + 2 * size)
     if not heartbeat:
         from runtime import dispatch

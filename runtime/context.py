@@ -43,7 +43,8 @@ class Suspend(BaseException):
 
 
 class StepInterrupted(FanfoldError):
-    """An at-most-once attempt began and never reported; it is not run again."""
+    """An attempt began and never reported (its worker died). At-most-once steps never run
+    such an attempt again; any step whose interrupted attempt was its last fails with this."""
 
     code = "step_interrupted"
 
@@ -131,6 +132,7 @@ class DurableContext:
                 step_name,
                 self._clock.now(),
                 at_most_once=at_most_once,
+                max_attempts=policy.max_attempts,
             )
         )
         if isinstance(action, h.ReturnRecorded):
@@ -142,9 +144,9 @@ class DurableContext:
         what = f"step {step_name!r}"
         step_input, _ = self._checked({"args": list(args), "kwargs": kwargs}, f"{what} input")
         if isinstance(action, h.Interrupted):
+            kind = "at-most-once " if at_most_once else ""
             interrupted = StepInterrupted(
-                f"attempt {action.attempt} of at-most-once {what} was interrupted; "
-                "it is not run again"
+                f"attempt {action.attempt} of {kind}{what} was interrupted; it is not run again"
             )
             return self._after_failure(
                 position, step_name, step_input, action.attempt, interrupted, policy

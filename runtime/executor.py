@@ -11,6 +11,7 @@ import inspect
 import logging
 import secrets
 import uuid
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -204,6 +205,9 @@ def _suspend(
     guard = SuspendGuard(session.token, claimed.wakeups)
     cp = HistoryWrite(session.run_id, guard, run=patch)
     try:
+        # What led here (a retry's bookkeeping, a timer) commits under the lease first, so a
+        # suspend that loses the race with a wake-up does not take it down with it.
+        session.barrier()
         session.checkpoint(cp, sync=True)
     except Abort as abort:
         if isinstance(abort.failure.__cause__, WokenUp):
@@ -223,7 +227,13 @@ def _aborted(session: ExecutionSession, failure: CheckpointFailed) -> Execution:
     if isinstance(failure.__cause__, LeaseLost):
         log.info("run %s: lease lost (%s); stopping", session.run_id, failure.__cause__)
         return Execution(Outcome.LOST)
-    raise failure  # a database failure: the Celery task retries and replay resumes the run
+    # A database failure: give the lease back so the Celery task's retry can claim the run at
+    # once (instead of after the lease expires), then let the task retry.
+    with suppress(Exception):
+        Run.objects.filter(id=session.run_id, lease_token=session.token).update(
+            lease_token=None, lease_expires_at=None
+        )
+    raise failure
 
 
 def bind_arguments(workflow: Any, args: list[Any], kwargs: dict[str, Any]) -> None:

@@ -36,6 +36,13 @@ class ExecutionSession:
     def guard(self) -> Guard:
         return LeaseGuard(self.token)
 
+    def barrier(self) -> None:
+        """Wait until everything this session queued is committed (raises Abort if not)."""
+        try:
+            self.writer.barrier(self.key)
+        except CheckpointFailed as failure:
+            raise Abort(failure) from failure
+
     def checkpoint(self, write: HistoryWrite, *, sync: bool) -> None:
         """Queue (async) or commit (sync) one history write of this session."""
         size = 256 * (len(write.events) + len(write.steps))

@@ -7,6 +7,7 @@ the run, one upsert for all step rows, one insert for all events.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from django.utils import timezone
 
 from runtime import conf, pgsink
 from runtime.checkpoint.batching import BatchLimits, Checkpoint
+from runtime.checkpoint.errors import OutcomeUnknown
 from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.errors import LeaseLost, RunAlreadyFinished, StepChanged
@@ -52,6 +54,9 @@ _STEP_UPDATE_FIELDS = [
 ]
 
 
+_IDLE_CHECK = 10.0  # seconds without a batch after which the connection is tested first
+
+
 class WokenUp(LeaseLost):
     """A suspend lost the race with a wake-up: the executor must replay instead of sleeping."""
 
@@ -70,10 +75,12 @@ class _RunGroup:
     fanouts: list[FanoutGroupRow] = field(default_factory=list)
 
 
-def _group(writes: Sequence[HistoryWrite]) -> list[_RunGroup]:
-    groups: dict[tuple[uuid.UUID, Any], _RunGroup] = {}
-    for w in writes:
-        g = groups.setdefault((w.run_id, w.guard), _RunGroup(w.run_id, w.guard))
+def _group(writes: Sequence[tuple[str, HistoryWrite]]) -> list[_RunGroup]:
+    """Merge each session's writes per run and guard; different sessions never merge, so each
+    keeps its own guard check (two callback posts to one token must not pass as one)."""
+    groups: dict[tuple[str, uuid.UUID, Any], _RunGroup] = {}
+    for session, w in writes:
+        g = groups.setdefault((session, w.run_id, w.guard), _RunGroup(w.run_id, w.guard))
         g.events.extend(w.events)
         for row in w.steps:
             g.steps.pop(row.id, None)  # the latest state wins and keeps FIFO placement
@@ -92,9 +99,12 @@ class DatabaseSink:
     def __init__(self) -> None:
         self.transactions = 0
         self._committing = False
+        self._last_used = 0.0
 
     def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
-        writes = [cp.payload for cp in checkpoints if isinstance(cp.payload, HistoryWrite)]
+        writes = [
+            (cp.session, cp.payload) for cp in checkpoints if isinstance(cp.payload, HistoryWrite)
+        ]
         # Fan-out branch outcomes (runtime.fanin): counted on their group in the same transaction;
         # branch claims (runtime.branch_claims): taken together with one conditional update.
         reports = [
@@ -103,15 +113,28 @@ class DatabaseSink:
         if not writes and not reports:
             return
         groups = _group(writes)
+        self._drop_dead_connection()
         try:
             self._write(groups, reports)
-        except (InterfaceError, OperationalError):
+        except (InterfaceError, OperationalError) as exc:
             # Only a failure before COMMIT is retried: the transaction is rolled back for sure.
             # A failure during COMMIT leaves the outcome unknown, and replay settles it.
             if self._committing:
-                raise
+                connection.close()
+                raise OutcomeUnknown(f"the batch's COMMIT failed: {exc}") from exc
             connection.close()  # a connection that died between batches: reconnect once
             self._write(groups, reports)
+        finally:
+            self._last_used = time.monotonic()
+
+    def _drop_dead_connection(self) -> None:
+        # After a quiet spell the server may have dropped the connection (restart, failover,
+        # idle timeout). Finding out before the batch keeps a dead socket from being mistaken
+        # for a COMMIT of unknown outcome.
+        if connection.connection is None or time.monotonic() - self._last_used < _IDLE_CHECK:
+            return
+        if not connection.is_usable():
+            connection.close()
 
     def close(self) -> None:
         connection.close()
@@ -129,9 +152,9 @@ class DatabaseSink:
                 self.transactions += 1
                 return
             except psycopg.Error as exc:
-                if exc.sqlstate is None:  # the connection broke: the outcome is unknown
+                if exc.sqlstate is None:  # the connection broke mid-pipeline, COMMIT included
                     connection.close()
-                    raise
+                    raise OutcomeUnknown(f"the pipelined batch was cut off: {exc}") from exc
                 # The server rolled the batch back (usually a failed guard): the portable
                 # path below writes it again or names exactly what failed.
         with transaction.atomic():
@@ -155,16 +178,18 @@ class DatabaseSink:
                         )
                     )
                 steps.extend(_step_model(g.run_id, row) for row in g.steps.values())
-                if g.cancel_open_steps:
-                    Step.objects.filter(run_id=g.run_id).unfinished().update(
-                        status=StepStatus.CANCELLED, finished_at=now
-                    )
             if steps:
                 Step.objects.bulk_create(
                     steps,
                     update_conflicts=True,
                     unique_fields=["id"],
                     update_fields=_STEP_UPDATE_FIELDS,
+                )
+            # After the upserts: a step row written earlier in this batch is cancelled too.
+            cancelled = [g.run_id for g in groups if g.cancel_open_steps]
+            if cancelled:
+                Step.objects.filter(run_id__in=cancelled).unfinished().update(
+                    status=StepStatus.CANCELLED, finished_at=now
                 )
             if events:
                 Event.objects.bulk_create(events)
@@ -198,7 +223,10 @@ def _step_model(run_id: uuid.UUID, row: StepRow) -> Step:
 
 def _pipelinable(groups: list[_RunGroup]) -> bool:
     """Batches of plain checkpoints on PostgreSQL take the one-round-trip path."""
-    return connection.vendor == "postgresql" and all(
+    runs = [g.run_id for g in groups]
+    if connection.vendor != "postgresql" or len(set(runs)) != len(runs):
+        return False  # event seqs come from the run's final last_seq: one group per run
+    return all(
         isinstance(g.guard, LeaseGuard | SuspendGuard | UnfinishedGuard)
         and not g.cancel_open_steps
         and not g.fanouts

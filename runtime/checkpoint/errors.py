@@ -31,6 +31,13 @@ class CheckpointFailed(FanfoldError):
         return exc
 
 
+class OutcomeUnknown(FanfoldError):
+    """A sink could not tell whether its transaction committed (the connection broke during
+    COMMIT). The writer must not write any part of that batch again: replay settles it."""
+
+    code = "checkpoint_outcome_unknown"
+
+
 class WriterClosed(FanfoldError, RuntimeError):
     """The checkpoint writer was closed (or its thread died) and accepts no more work."""
 

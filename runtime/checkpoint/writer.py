@@ -27,7 +27,7 @@ from runtime.checkpoint.batching import (
     EnvelopeKind,
     Waiter,
 )
-from runtime.checkpoint.errors import CheckpointFailed, WriterClosed
+from runtime.checkpoint.errors import CheckpointFailed, OutcomeUnknown, WriterClosed
 from runtime.checkpoint.sessions import SessionFailures
 from runtime.checkpoint.sink import Sink, WriterStats
 
@@ -207,8 +207,10 @@ class CheckpointWriter:
             by_session: dict[str, list[Envelope]] = {}
             for envelope in writes:
                 by_session.setdefault(envelope.session, []).append(envelope)
-            if len(by_session) == 1:
-                self._fail_session(writes[0].session, writes, exc)
+            if len(by_session) == 1 or isinstance(exc, OutcomeUnknown):
+                # One session, or a batch that may have committed: fail it whole, never rewrite.
+                for session, part in by_session.items():
+                    self._fail_session(session, part, exc)
                 return
             # The failed transaction rolled back, so each session's part can be retried
             # alone: only the runs whose own write fails get poisoned.

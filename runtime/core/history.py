@@ -110,9 +110,18 @@ def check_identity(recorded: RecordedStep, name: str, kind: str) -> None:
 
 
 def next_step_action(
-    recorded: RecordedStep | None, name: str, now: datetime, *, at_most_once: bool
+    recorded: RecordedStep | None,
+    name: str,
+    now: datetime,
+    *,
+    at_most_once: bool,
+    max_attempts: int | None = None,
 ) -> StepAction:
-    """What `ctx.step` does at a position, given the recorded step there (if any)."""
+    """What `ctx.step` does at a position, given the recorded step there (if any).
+
+    An attempt that began and never reported counts against `max_attempts`, so a step that
+    kills its worker every time ends up failed instead of crashing workers forever.
+    """
     if recorded is None:
         return RunAttempt(attempt=1, fresh=True)
     check_identity(recorded, name, "step")
@@ -125,7 +134,7 @@ def next_step_action(
             return WaitUntil(recorded.wake_at)
         return RunAttempt(attempt=recorded.attempt + 1, fresh=recorded.attempt == 0)
     # RUNNING: an attempt began and never reported (the worker died or lost its lease).
-    if at_most_once:
+    if at_most_once or (max_attempts is not None and recorded.attempt >= max_attempts):
         return Interrupted(recorded.attempt)
     return RunAttempt(attempt=recorded.attempt + 1, fresh=False)
 

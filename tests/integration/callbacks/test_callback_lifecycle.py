@@ -211,3 +211,16 @@ def test_callback_cancelled_run_rejects_posts(clock: FakeClock) -> None:
     with pytest.raises(RunAlreadyFinished):
         post_callback(token_of(run_id), result=1)
     assert run_once(run_id, clock).outcome is Outcome.SKIPPED
+
+
+def test_callback_result_makes_the_run_due_for_the_sweep(clock: FakeClock, enqueued: list) -> None:
+    run_id = start("tests.callbacks.approval", "o-9")
+    run_once(run_id, clock)
+    enqueued.clear()
+
+    post_callback(token_of(run_id), result={"approved": False})
+
+    # Even if the enqueue after commit is lost, the sweep finds a due, unleased run.
+    row = run_row(run_id)
+    assert row.lease_token is None
+    assert row.wake_at is not None

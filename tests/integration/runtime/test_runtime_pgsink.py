@@ -84,3 +84,15 @@ def test_pgsink_failed_guard_rolls_back_and_names_the_loss(leased_run: Run) -> N
     assert Step.objects.filter(run_id=leased_run.id).count() == 0
     assert [e.type for e in events(leased_run.id)] == ["run_created"]
     runtime.store.writer().reset_session("lost")
+
+
+def test_store_groups_never_merge_two_sessions() -> None:
+    import uuid
+
+    from runtime.core.writes import OpenStepGuard
+    from runtime.store import _group
+
+    run_id, step = uuid.uuid4(), uuid.uuid4()
+    write = HistoryWrite(run_id, OpenStepGuard(step))
+    groups = _group([("post-1", write), ("post-2", write), ("post-1", write)])
+    assert len(groups) == 2  # each post keeps its own guard check

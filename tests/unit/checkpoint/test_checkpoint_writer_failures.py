@@ -14,6 +14,7 @@ from runtime.checkpoint import (
     CheckpointWriter,
     MemorySink,
 )
+from runtime.checkpoint.errors import OutcomeUnknown
 
 
 class SinkDown(Exception):
@@ -154,3 +155,22 @@ def test_checkpoint_failed_pickles_with_session() -> None:
     copy = pickle.loads(pickle.dumps(exc))
 
     assert (copy.session, str(copy), copy.code) == ("run/1", str(exc), "checkpoint_failed")
+
+
+def test_writer_never_rewrites_a_batch_whose_outcome_is_unknown(gate: threading.Event) -> None:
+    queue = CountingQueue()
+    sink = MemorySink(gate=gate)
+    sink.fail_session("one", OutcomeUnknown("COMMIT was cut off"))
+    writer = CheckpointWriter(sink, queue_factory=lambda: queue)
+    warmup, _ = write_in_thread(writer, Checkpoint("warmup", 0))
+    sink.entered.wait(10)  # the sink is busy: the next two queue up into one batch
+    calls = {s: write_in_thread(writer, Checkpoint(s, s)) for s in ["one", "two"]}
+    queue.wait_for_puts(3)
+
+    gate.set()
+    for thread in [warmup, *(thread for thread, _ in calls.values())]:
+        thread.join(10)
+
+    assert sink.attempts == 2  # the warm-up, then the batch once: not split and rewritten
+    assert all(isinstance(outcome[0], CheckpointFailed) for _, outcome in calls.values())
+    assert [str(c.payload) for c in sink.checkpoints] == ["0"]

@@ -189,3 +189,18 @@ def test_history_sleep_action_rejects_a_step_recorded_at_its_position() -> None:
     recorded = h.RecordedStep(2, "charge", "step", h.COMPLETED, 1, result=5)
     with pytest.raises(NonDeterminismError, match="step 'charge'"):
         h.next_sleep_action(recorded, "sleep", NOW)
+
+
+def test_history_interrupted_last_attempt_of_at_least_once_step_is_not_run_again() -> None:
+    from datetime import UTC, datetime
+
+    from runtime.core import history as hist
+
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    crashed = hist.RecordedStep(1, "s", "step", hist.RUNNING, attempt=3)
+    assert hist.next_step_action(
+        crashed, "s", now, at_most_once=False, max_attempts=3
+    ) == hist.Interrupted(3)
+    assert hist.next_step_action(
+        crashed, "s", now, at_most_once=False, max_attempts=4
+    ) == hist.RunAttempt(attempt=4, fresh=False)
