@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,13 +28,13 @@ from runtime import conf
 from runtime.branch_dispatch import publish_branches, publish_later
 from runtime.branch_leases import leases
 from runtime.checkpoint.batching import Checkpoint
-from runtime.core.errors import FanfoldError, FatalError, describe_exception
+from runtime.core.errors import FanfoldError, FatalError, RunAlreadyFinished, describe_exception
 from runtime.core.fanin import BranchReceipt, Dispatch
-from runtime.core.identity import step_id
+from runtime.core.identity import child_run_key, step_id
 from runtime.core.jsonvalues import checked, encoded_size
 from runtime.core.retry import DEFAULT_POLICY, GiveUp, RetryPolicy, decide
 from runtime.core.writes import BranchClaim, BranchReport
-from runtime.models import RunStatus
+from runtime.models import Run, RunStatus
 from runtime.registry import registry
 from runtime.stepinfo import StepInfo, running
 from runtime.store import writer
@@ -246,11 +247,11 @@ def _drive_child(
     The child is started with a derived idempotency key, so a redelivery or a takeover finds
     the same child. Until it finishes, the branch polls it with growing delays.
     """
-    from runtime.services import start_run
+    from runtime.services import cancel_run, start_run
 
     try:
         child, _ = start_run(
-            claimed.name, args, kwargs, idempotency_key=f"ff-child:{run_id}:{position}"
+            claimed.name, args, kwargs, idempotency_key=child_run_key(run_id, position)
         )
     except FanfoldError as exc:  # unknown workflow, bad arguments: the branch fails for good
         error = describe_exception(exc)
@@ -266,6 +267,10 @@ def _drive_child(
         )
         _after_commit(run_id, group_first, report)
         return "failed"
+    if Run.objects.finished().filter(id=run_id).exists():
+        # The parent was cancelled while this child was being started: stop the child too.
+        with suppress(RunAlreadyFinished):
+            cancel_run(child.id, reason=f"parent run {run_id} was cancelled")
     child.refresh_from_db(fields=["status", "result", "error"])
     if child.status == RunStatus.COMPLETED:
         report = _report(

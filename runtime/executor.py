@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from runtime import conf, heartbeat
@@ -146,6 +146,11 @@ def _execute_once(session: ExecutionSession, claimed: Claim, clock: Clock) -> Ex
         return _aborted(session, abort.failure)
     except (KeyboardInterrupt, SystemExit):
         raise
+    except (OperationalError, InterfaceError) as exc:
+        # The database failed under the runtime itself (a read while replaying, a fan-out's
+        # bookkeeping): that is no verdict on the workflow. Retry the task instead.
+        failure = CheckpointFailed.caused_by(session.key, exc)
+        return _aborted(session, failure)
     except BaseException as exc:
         error = describe_exception(ctx.fatal or exc)
         try:
