@@ -146,15 +146,15 @@ class DatabaseSink:
 
         self._committing = False
         now = timezone.now()
-        if not reports and _pipelinable(groups):
+        if not reports and _one_statement(groups):
             try:
-                pgsink.write_pipelined(groups, now, _STEP_UPDATE_FIELDS)
-                self.transactions += 1
-                return
+                if pgsink.write_one_statement(groups, now, _STEP_UPDATE_FIELDS):
+                    self.transactions += 1
+                    return
             except psycopg.Error as exc:
-                if exc.sqlstate is None:  # the connection broke mid-pipeline, COMMIT included
+                if exc.sqlstate is None:  # the connection broke mid-statement: maybe committed
                     connection.close()
-                    raise OutcomeUnknown(f"the pipelined batch was cut off: {exc}") from exc
+                    raise OutcomeUnknown(f"the batch statement was cut off: {exc}") from exc
                 # The server rolled the batch back (usually a failed guard): the portable
                 # path below writes it again or names exactly what failed.
         with transaction.atomic():
@@ -221,8 +221,8 @@ def _step_model(run_id: uuid.UUID, row: StepRow) -> Step:
     )
 
 
-def _pipelinable(groups: list[_RunGroup]) -> bool:
-    """Batches of plain checkpoints on PostgreSQL take the one-round-trip path."""
+def _one_statement(groups: list[_RunGroup]) -> bool:
+    """Batches of plain checkpoints on PostgreSQL take the one-statement path (runtime.pgsink)."""
     runs = [g.run_id for g in groups]
     if connection.vendor != "postgresql" or len(set(runs)) != len(runs):
         return False  # event seqs come from the run's final last_seq: one group per run

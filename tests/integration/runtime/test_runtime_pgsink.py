@@ -1,9 +1,8 @@
-"""The one-round-trip PostgreSQL sink path: same rows as the portable path, guards, big batches."""
+"""The one-statement PostgreSQL sink path: same rows as the portable path, guards, big batches."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 import pytest
 from django.db import connection
@@ -51,21 +50,23 @@ def many_steps(run: Run, count: int, at: datetime) -> HistoryWrite:
     return HistoryWrite(run.id, LeaseGuard("mine"), tuple(drafts), tuple(rows))
 
 
-def test_pgsink_batches_over_the_parameter_limit_are_split(
+def test_pgsink_batches_over_the_parameter_limit_take_the_portable_path(
     leased_run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if connection.vendor != "postgresql":
         pytest.fail("this test needs PostgreSQL")
-    used: list[Any] = []
-    real = pgsink.write_pipelined
-    monkeypatch.setattr(pgsink, "write_pipelined", lambda *a, **k: used.append(1) or real(*a, **k))
+    used: list[bool] = []
+    real = pgsink.write_one_statement
+    monkeypatch.setattr(
+        pgsink, "write_one_statement", lambda *a, **k: used.append(real(*a, **k)) or used[-1]
+    )
     count = 5000  # 5000 step rows x 15 columns is more than 65,535 parameters
 
     runtime.store.writer().write(
         Checkpoint(session="bulk", payload=many_steps(leased_run, count, timezone.now()), sync=True)
     )
 
-    assert used == [1]  # the pipelined path took it, and did not fall back
+    assert used == [False]  # too big for one statement: the portable path wrote it
     assert Step.objects.filter(run_id=leased_run.id).count() == count
     seqs = [e.seq for e in events(leased_run.id)]
     assert seqs == list(range(1, count + 2))  # run_created, then one event per step
@@ -96,3 +97,29 @@ def test_store_groups_never_merge_two_sessions() -> None:
     write = HistoryWrite(run_id, OpenStepGuard(step))
     groups = _group([("post-1", write), ("post-2", write), ("post-1", write)])
     assert len(groups) == 2  # each post keeps its own guard check
+
+
+def test_pgsink_one_statement_writes_what_the_portable_path_writes(leased_run: Run) -> None:
+    at = timezone.now()
+    sql, params = pgsink.batch_statement(
+        runtime.store._group([("s", many_steps(leased_run, 3, at))]),
+        at,
+        runtime.store._STEP_UPDATE_FIELDS,
+    )
+    assert sql.count("INSERT INTO") == 2 and len(params) < pgsink.MAX_PARAMETERS
+
+    runtime.store.writer().write(
+        Checkpoint(session="small", payload=many_steps(leased_run, 3, at), sync=True)
+    )
+
+    rows = Step.objects.filter(run_id=leased_run.id).order_by("position")
+    assert [(r.position, r.status, r.result, r.input) for r in rows] == [
+        (1, "completed", 1, {"i": 1}),
+        (2, "completed", 2, {"i": 2}),
+        (3, "completed", 3, {"i": 3}),
+    ]
+    assert [(e.seq, e.type, e.payload) for e in events(leased_run.id)][1:] == [
+        (2, "step_completed", {"result": 1}),
+        (3, "step_completed", {"result": 2}),
+        (4, "step_completed", {"result": 3}),
+    ]
