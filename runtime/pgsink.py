@@ -1,13 +1,13 @@
-"""The PostgreSQL fast path of the checkpoint sink: a whole batch in ONE statement.
+"""The PostgreSQL fast path of the checkpoint sink: one round trip per batch.
 
 The portable sink (runtime.store) spends five round trips on a batch (BEGIN, the run UPDATE,
-the step upsert, the event insert, COMMIT). Here the batch is a single statement run in
-autocommit, which PostgreSQL applies atomically: per run a guarded `UPDATE ... RETURNING
-last_seq` in a data-modifying CTE, the step upserts, and the event inserts whose seqs are
-computed from that CTE's new `last_seq`. A guard that matched no row divides by zero, which
-fails the statement and so writes nothing; the caller then writes the batch again through
-the portable path, which reports exactly which guard failed. Same shape, same SQL text, so
-psycopg prepares the statement after a few batches and PostgreSQL stops planning it.
+the step upsert, the event insert, COMMIT). Here each run's part of a batch is ONE statement:
+a guarded `UPDATE ... RETURNING last_seq` in a data-modifying CTE, the step upserts, and the
+event inserts whose seqs are computed from that CTE's new `last_seq`. A guard that matched no
+row divides by zero, which fails the statement (and the batch) so nothing is written; the
+caller then writes the batch again through the portable path, which reports exactly which
+guard failed. Statements of the same shape have the same text, so psycopg prepares them and
+PostgreSQL stops planning them.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 from django.db import connection
+from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from runtime.models import Event, Step
@@ -49,69 +50,76 @@ def _step_values_sql(rows: int) -> str:
 _EVENT_ROW = "(%s::integer, %s::text, %s::uuid, %s::jsonb, %s::timestamptz)"
 
 
-def batch_statement(
-    groups: Sequence[Any], now: datetime, update_fields: Sequence[str]
-) -> tuple[str, list[Any]]:
-    """The one statement writing `groups` (runtime.store._RunGroup), and its parameters."""
-    ctes: list[str] = []
-    params: list[Any] = []
-    checks: list[str] = []
-    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in update_fields)
-    columns = ", ".join(str(f.column) for f in _STEP_FIELDS)
-    for k, g in enumerate(groups):
-        sql, run_params = run_update_statement(
-            g.guard,
-            len(g.events),
-            g.wakes,
-            g.patch,
-            now,
-            json_param=lambda _c, v: _jsonb(v),
-            run_param=g.run_id,
+def group_statement(g: Any, now: datetime, update_fields: Sequence[str]) -> tuple[str, list[Any]]:
+    """The one statement writing one run's part of a batch (a runtime.store._RunGroup)."""
+    sql, params = run_update_statement(
+        g.guard,
+        len(g.events),
+        g.wakes,
+        g.patch,
+        now,
+        json_param=lambda _c, v: _jsonb(v),
+        run_param=g.run_id,
+    )
+    ctes = [f"u AS ({sql})"]
+    if g.steps:
+        columns = ", ".join(str(f.column) for f in _STEP_FIELDS)
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in update_fields)
+        ctes.append(
+            f"s AS (INSERT INTO {Step._meta.db_table} ({columns}) "
+            f"VALUES {_step_values_sql(len(g.steps))} ON CONFLICT (id) DO UPDATE SET {updates})"
         )
-        ctes.append(f"u{k} AS ({sql})")
-        params.extend(run_params)
-        checks.append(f"1 / (SELECT count(*) FROM u{k})::int")
-        if g.steps:
-            ctes.append(
-                f"s{k} AS (INSERT INTO {Step._meta.db_table} ({columns}) "
-                f"VALUES {_step_values_sql(len(g.steps))} ON CONFLICT (id) DO UPDATE SET {updates})"
+        for step_row in g.steps.values():
+            values = {**_row_values(step_row), "run_id": g.run_id}
+            for f in _STEP_FIELDS:
+                value = values.get(f.attname)
+                params.append(_jsonb(value) if f.column in JSON_COLUMNS else value)
+    if g.events:
+        rows = ", ".join([_EVENT_ROW] * len(g.events))
+        ctes.append(
+            f"e AS (INSERT INTO {Event._meta.db_table} "
+            "(run_id, seq, type, step_id, payload, created_at) "
+            "SELECT %s::uuid, u.last_seq - v.back, v.type, v.step_id, v.payload, v.created_at "
+            f"FROM u, (VALUES {rows}) AS v(back, type, step_id, payload, created_at))"
+        )
+        params.append(g.run_id)
+        n = len(g.events)
+        for i, draft in enumerate(g.events):
+            params.extend(
+                (n - 1 - i, str(draft.type), draft.step_id, Jsonb(draft.payload), draft.at)
             )
-            for step_row in g.steps.values():
-                values = {**_row_values(step_row), "run_id": g.run_id}
-                for f in _STEP_FIELDS:
-                    value = values.get(f.attname)
-                    params.append(_jsonb(value) if f.column in JSON_COLUMNS else value)
-        if g.events:
-            rows = ", ".join([_EVENT_ROW] * len(g.events))
-            ctes.append(
-                f"e{k} AS (INSERT INTO {Event._meta.db_table} "
-                "(run_id, seq, type, step_id, payload, created_at) "
-                f"SELECT %s::uuid, u{k}.last_seq - v.back, v.type, v.step_id, v.payload, "
-                f"v.created_at FROM u{k}, (VALUES {rows}) "
-                "AS v(back, type, step_id, payload, created_at))"
-            )
-            params.append(g.run_id)
-            n = len(g.events)
-            for i, draft in enumerate(g.events):
-                params.extend(
-                    (n - 1 - i, str(draft.type), draft.step_id, Jsonb(draft.payload), draft.at)
-                )
-    # Zero rows from a guarded UPDATE must fail the statement: divide by the count.
-    sql = f"WITH {', '.join(ctes)} SELECT {' + '.join(checks)}"
-    return sql, params
+    # Zero rows from the guarded UPDATE must fail the statement: divide by the count.
+    return f"WITH {', '.join(ctes)} SELECT 1 / (SELECT count(*) FROM u)::int", params
 
 
-def write_one_statement(groups: Sequence[Any], now: datetime, update_fields: Sequence[str]) -> bool:
-    """Write `groups` in one atomic statement; False when the batch is too big for one."""
-    sql, params = batch_statement(groups, now, update_fields)
-    if len(params) > MAX_PARAMETERS:
+def write_groups(groups: Sequence[Any], now: datetime, update_fields: Sequence[str]) -> bool:
+    """Write a batch atomically in one round trip; False when a run's part is too big.
+
+    One run: its statement alone, in autocommit. Several runs (group commit): their
+    statements between BEGIN and COMMIT in one pipeline. Each run's statement has the same
+    text as every other run's of the same shape, so all of them are prepared.
+    """
+    statements = [group_statement(g, now, update_fields) for g in groups]
+    if any(len(params) > MAX_PARAMETERS for _, params in statements):
         return False
     connection.ensure_connection()
     raw = connection.connection
     if not raw.autocommit:
         raise RuntimeError("the one-statement path needs an autocommit connection")
-    with psycopg.Cursor(raw) as cursor:
-        cursor.execute(sql, params)
+    if len(statements) == 1:
+        with psycopg.Cursor(raw) as cursor:
+            cursor.execute(*statements[0])
+        return True
+    try:
+        with raw.pipeline(), psycopg.Cursor(raw) as cursor:
+            cursor.execute("BEGIN")
+            for sql, params in statements:
+                cursor.execute(sql, params)
+            cursor.execute("COMMIT")
+    except psycopg.Error:
+        if raw.info.transaction_status != TransactionStatus.IDLE and not raw.closed:
+            raw.execute("ROLLBACK")
+        raise
     return True
 
 

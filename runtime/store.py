@@ -148,13 +148,13 @@ class DatabaseSink:
         now = timezone.now()
         if not reports and _one_statement(groups):
             try:
-                if pgsink.write_one_statement(groups, now, _STEP_UPDATE_FIELDS):
+                if pgsink.write_groups(groups, now, _STEP_UPDATE_FIELDS):
                     self.transactions += 1
                     return
             except psycopg.Error as exc:
                 if exc.sqlstate is None:  # the connection broke mid-statement: maybe committed
                     connection.close()
-                    raise OutcomeUnknown(f"the batch statement was cut off: {exc}") from exc
+                    raise OutcomeUnknown(f"the batch was cut off: {exc}") from exc
                 # The server rolled the batch back (usually a failed guard): the portable
                 # path below writes it again or names exactly what failed.
         with transaction.atomic():

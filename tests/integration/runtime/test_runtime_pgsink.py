@@ -56,9 +56,9 @@ def test_pgsink_batches_over_the_parameter_limit_take_the_portable_path(
     if connection.vendor != "postgresql":
         pytest.fail("this test needs PostgreSQL")
     used: list[bool] = []
-    real = pgsink.write_one_statement
+    real = pgsink.write_groups
     monkeypatch.setattr(
-        pgsink, "write_one_statement", lambda *a, **k: used.append(real(*a, **k)) or used[-1]
+        pgsink, "write_groups", lambda *a, **k: used.append(real(*a, **k)) or used[-1]
     )
     count = 5000  # 5000 step rows x 15 columns is more than 65,535 parameters
 
@@ -101,11 +101,8 @@ def test_store_groups_never_merge_two_sessions() -> None:
 
 def test_pgsink_one_statement_writes_what_the_portable_path_writes(leased_run: Run) -> None:
     at = timezone.now()
-    sql, params = pgsink.batch_statement(
-        runtime.store._group([("s", many_steps(leased_run, 3, at))]),
-        at,
-        runtime.store._STEP_UPDATE_FIELDS,
-    )
+    (group,) = runtime.store._group([("s", many_steps(leased_run, 3, at))])
+    sql, params = pgsink.group_statement(group, at, runtime.store._STEP_UPDATE_FIELDS)
     assert sql.count("INSERT INTO") == 2 and len(params) < pgsink.MAX_PARAMETERS
 
     runtime.store.writer().write(
