@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 
 from runtime import executor, sweep
 
@@ -34,6 +34,15 @@ def sweep_runs() -> int:
 @worker_ready.connect
 def _start_sweeper(**_: object) -> None:
     sweep.start_sweeper()
+
+
+@worker_process_shutdown.connect
+@worker_shutdown.connect
+def _drain_checkpoints(**_: object) -> None:
+    """A warm shutdown writes what is still queued (prefork children and threads pools)."""
+    from runtime.store import writer
+
+    writer().close()
 
 
 @shared_task(
