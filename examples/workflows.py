@@ -76,3 +76,15 @@ def noop_branch(i: int) -> int:
 def fanout_noop(ctx: Any, n: int, max_concurrency: int | None = None) -> int:
     """`ctx.map` over `n` no-op branches; returns how many came back."""
     return len(ctx.map(noop_branch, range(n), max_concurrency=max_concurrency))
+
+
+@step(name="examples.square")
+def square(n: int) -> int:
+    return n * n
+
+
+@workflow(name="examples.sum_of_squares")
+def sum_of_squares(ctx: Any, count: int = 20) -> int:
+    """A fan-out: `count` branches on any worker, results back in order, then one more step."""
+    squares = ctx.map(square, range(1, count + 1), max_concurrency=8)
+    return ctx.step(add, 0, sum(squares))

@@ -17,6 +17,7 @@ DEMOS: list[tuple[str, list[Any], str, int]] = [
     ("examples.sequential_sum", [200], "a sequential loop of 200 durable steps", 200),
     ("examples.flaky", ["sku-42", 2], "a step that fails twice, then succeeds", 1),
     ("examples.nap", [1.0], "a durable sleep of one second between two steps", 3),
+    ("examples.sum_of_squares", [20], "a fan-out of 20 branches, 8 at a time, then a step", 21),
 ]
 
 
