@@ -18,12 +18,12 @@ from rest_framework.views import set_rollback
 from runtime.callbacks import CallbackAlreadyCompleted, CallbackNotFound
 from runtime.core.errors import (
     FanfoldError,
+    InvalidArguments,
     PayloadError,
     PayloadTooLarge,
     RunAlreadyFinished,
     WorkflowNotFound,
 )
-from runtime.executor import InvalidArguments
 from runtime.services import RunNotFound
 
 # Most specific first: PayloadTooLarge is a PayloadError.

@@ -7,7 +7,6 @@ the same run at once: only the holder of the lease writes, and every write is fe
 from __future__ import annotations
 
 import enum
-import inspect
 import logging
 import secrets
 import uuid
@@ -25,9 +24,7 @@ from runtime.context import DurableContext, Suspend
 from runtime.core import history as h
 from runtime.core.clock import Clock, SystemClock
 from runtime.core.errors import (
-    FanfoldError,
     LeaseLost,
-    NonDeterminismError,
     describe_exception,
 )
 from runtime.core.jsonvalues import checked
@@ -239,18 +236,3 @@ def _aborted(session: ExecutionSession, failure: CheckpointFailed) -> Execution:
             lease_token=None, lease_expires_at=None
         )
     raise failure
-
-
-def bind_arguments(workflow: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
-    """Raise InvalidArguments if `args`/`kwargs` do not fit the workflow's parameters."""
-    try:
-        inspect.signature(workflow.fn).bind(None, *args, **kwargs)
-    except TypeError as exc:
-        raise InvalidArguments(f"arguments do not fit workflow {workflow.name!r}: {exc}") from None
-
-
-class InvalidArguments(FanfoldError):
-    code = "invalid_arguments"
-
-
-__all__ = ["Execution", "InvalidArguments", "NonDeterminismError", "Outcome", "execute"]

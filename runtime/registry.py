@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from runtime.core.errors import RegistrationError, WorkflowNotFound
+from runtime.core.errors import InvalidArguments, RegistrationError, WorkflowNotFound
 from runtime.core.retry import RetryPolicy
 
 P = ParamSpec("P")
@@ -69,6 +70,13 @@ class WorkflowFunction(Generic[R]):
     def s(self, *args: Any, **kwargs: Any) -> Signature:
         """A child-workflow signature for `ctx.all`."""
         return Signature(self.name, "child", args, kwargs)
+
+    def check_arguments(self, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """Raise InvalidArguments if these would not bind to the workflow's parameters."""
+        try:
+            inspect.signature(self.fn).bind(None, *args, **kwargs)
+        except TypeError as exc:
+            raise InvalidArguments(f"arguments do not fit workflow {self.name!r}: {exc}") from None
 
     def __repr__(self) -> str:
         return f"<workflow {self.name}>"

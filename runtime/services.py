@@ -16,7 +16,6 @@ from runtime.core.errors import FanfoldError, RunAlreadyFinished
 from runtime.core.identity import child_run_key_prefix
 from runtime.core.jsonvalues import checked
 from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, UnfinishedGuard
-from runtime.executor import bind_arguments
 from runtime.models import Event, EventType, Run, RunStatus
 from runtime.registry import WorkflowFunction, registry
 from runtime.store import writer
@@ -52,7 +51,7 @@ def start_run(
         f"workflow {wf.name!r} input",
         conf.get().MAX_PAYLOAD_BYTES,
     )
-    bind_arguments(wf, run_input["args"], run_input["kwargs"])
+    wf.check_arguments(run_input["args"], run_input["kwargs"])
     if idempotency_key:
         existing = Run.objects.filter(idempotency_key=idempotency_key).first()
         if existing is not None:

@@ -66,6 +66,12 @@ class WorkflowNotFound(FanfoldError):
     code = "unknown_workflow"
 
 
+class InvalidArguments(FanfoldError):
+    """Arguments that do not fit the workflow's parameters."""
+
+    code = "invalid_arguments"
+
+
 class RegistrationError(FanfoldError):
     code = "registration_error"
 

@@ -10,8 +10,8 @@ import pytest
 from run_records import BodyCalls, event_types, payloads, run_row, step_at, steps
 
 from runtime import PayloadError, start, step, workflow
-from runtime.core.errors import PayloadTooLarge, WorkflowNotFound
-from runtime.executor import Execution, InvalidArguments, Outcome
+from runtime.core.errors import InvalidArguments, PayloadTooLarge, WorkflowNotFound
+from runtime.executor import Execution, Outcome
 from runtime.models import Event, Run
 from runtime.services import start_run
 

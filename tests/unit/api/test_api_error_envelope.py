@@ -11,13 +11,13 @@ from api.exceptions import RequestTooLarge
 from runtime.callbacks import CallbackAlreadyCompleted, CallbackNotFound
 from runtime.core.errors import (
     FanfoldError,
+    InvalidArguments,
     LeaseLost,
     PayloadError,
     PayloadTooLarge,
     RunAlreadyFinished,
     WorkflowNotFound,
 )
-from runtime.executor import InvalidArguments
 from runtime.services import RunNotFound
 
 
