@@ -8,25 +8,18 @@ worker processes.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
-import redis
-
 from runtime import step, workflow
+from tests.support.services import broker_redis
 
 MODULE = __name__
 BODIES = "tests:fanout:bodies"
 
-_client: redis.Redis | None = None
 
-
-def client() -> redis.Redis:
-    global _client
-    if _client is None:
-        _client = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
-    return _client
+def client() -> Any:
+    return broker_redis()
 
 
 @step(name="tests.fanout_acc.mark")

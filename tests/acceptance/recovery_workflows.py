@@ -7,27 +7,20 @@ flushes, so the test can count them across worker processes.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
-import redis
-
 from runtime import RetryPolicy, current_step, step, workflow
+from tests.support.services import broker_redis
 
 MODULE = __name__
 BODIES = "tests:recovery:bodies"  # one entry per body execution of `tick`
 CHARGES = "tests:recovery:charges"  # one entry (the attempt) per body execution of `charge`
 RELEASE = "tests:recovery:release"  # never pushed: attempt 1 of `charge` blocks until killed
 
-_client: redis.Redis | None = None
 
-
-def client() -> redis.Redis:
-    global _client
-    if _client is None:
-        _client = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
-    return _client
+def client() -> Any:
+    return broker_redis()
 
 
 @step(name="tests.recovery.tick")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Any
 
 import pytest
 
@@ -27,3 +28,16 @@ def require(address: tuple[str, int], name: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{message}, and CI=true requires it", pytrace=False)
     pytest.skip(message)
+
+
+_broker_client: object | None = None
+
+
+def broker_redis() -> Any:
+    """A Redis client on the test broker's database, shared within a process (workers too)."""
+    global _broker_client
+    if _broker_client is None:
+        import redis
+
+        _broker_client = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
+    return _broker_client
