@@ -38,3 +38,16 @@ def test_identity_deterministic_uuid_is_version_4_and_repeatable() -> None:
     assert deterministic_uuid(RUN_A, 1) == first
     assert len({deterministic_uuid(RUN_A, n) for n in range(1, 200)}) == 199
     assert deterministic_uuid(RUN_B, 1) != first
+
+
+def test_identity_step_ids_of_a_run_share_a_prefix_and_sort_by_position() -> None:
+    ids = [step_id(RUN_A, p) for p in (1, 2, 300, 70_000)]
+    assert len({i.bytes[:12] for i in ids}) == 1  # neighbours in the primary-key index
+    assert ids == sorted(ids)
+
+
+def test_identity_step_id_rejects_positions_out_of_range() -> None:
+    import pytest
+
+    with pytest.raises(ValueError):
+        step_id(RUN_A, 2**32)
