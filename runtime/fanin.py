@@ -71,11 +71,16 @@ class Receipts:
         self.pending.append(fill)
 
 
+def first_check_at(now: datetime) -> datetime:
+    """When the fan-out sweep first looks at a new group: one lease from its start."""
+    return now + timedelta(seconds=conf.get().LEASE_SECONDS)
+
+
 def insert_groups_txn(rows: Sequence[tuple[uuid.UUID, FanoutGroupRow]], now: datetime) -> None:
     """Insert new fan-out groups; a replayed insert of the same group does nothing."""
     if not rows:
         return
-    check_at = now + timedelta(seconds=conf.get().LEASE_SECONDS)
+    check_at = first_check_at(now)
     FanoutGroup.objects.bulk_create(
         [
             FanoutGroup(

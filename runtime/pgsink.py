@@ -22,7 +22,7 @@ from django.db import connection
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
-from runtime.models import Event, Step
+from runtime.models import Event, FanoutGroup, Step
 from runtime.runsql import JSON_COLUMNS, run_update_statement
 
 
@@ -92,7 +92,28 @@ def group_statement(g: Any, now: datetime, update_fields: Sequence[str]) -> tupl
     return f"WITH {', '.join(ctes)} SELECT 1 / (SELECT count(*) FROM u)::int", params
 
 
-def write_groups(groups: Sequence[Any], now: datetime, update_fields: Sequence[str]) -> bool:
+def fanout_groups_statement(g: Any, check_at: datetime) -> tuple[str, list[Any]]:
+    """Insert a run's new fan-out groups; a replayed insert of the same group does nothing."""
+    row = (
+        "(%s::uuid, %s::uuid, %s, %s, %s, 0, 0, %s::integer, %s, %s::timestamptz, %s::timestamptz)"
+    )
+    params: list[Any] = []
+    for f in g.fanouts:
+        params.extend(
+            (f.id, g.run_id, f.first_position, f.total, f.released, f.need, f.failure_limit,
+             f.created_at, check_at)
+        )  # fmt: skip
+    sql = (
+        f"INSERT INTO {FanoutGroup._meta.db_table} (id, run_id, first_position, total, "
+        "released, succeeded, failed, need, failure_limit, created_at, check_at) "
+        f"VALUES {', '.join([row] * len(g.fanouts))} ON CONFLICT (id) DO NOTHING"
+    )
+    return sql, params
+
+
+def write_groups(
+    groups: Sequence[Any], now: datetime, update_fields: Sequence[str], check_at: datetime
+) -> bool:
     """Write a batch atomically in one round trip; False when a run's part is too big.
 
     One run: its statement alone, in autocommit. Several runs (group commit): their
@@ -100,6 +121,7 @@ def write_groups(groups: Sequence[Any], now: datetime, update_fields: Sequence[s
     text as every other run's of the same shape, so all of them are prepared.
     """
     statements = [group_statement(g, now, update_fields) for g in groups]
+    statements += [fanout_groups_statement(g, check_at) for g in groups if g.fanouts]
     if any(len(params) > MAX_PARAMETERS for _, params in statements):
         return False
     connection.ensure_connection()

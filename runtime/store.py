@@ -142,13 +142,14 @@ class DatabaseSink:
     def _write(
         self, groups: list[_RunGroup], reports: Sequence[BranchReport | BranchClaim] = ()
     ) -> None:
-        from runtime.fanin import insert_groups_txn, record_branch_writes_txn
+        from runtime.fanin import first_check_at, insert_groups_txn, record_branch_writes_txn
 
         self._committing = False
         now = timezone.now()
         if not reports and _one_statement(groups):
             try:
-                if pgsink.write_groups(groups, now, _STEP_UPDATE_FIELDS):
+                check_at = first_check_at(now)
+                if pgsink.write_groups(groups, now, _STEP_UPDATE_FIELDS, check_at):
                     self.transactions += 1
                     return
             except psycopg.Error as exc:
@@ -227,9 +228,7 @@ def _one_statement(groups: list[_RunGroup]) -> bool:
     if connection.vendor != "postgresql" or len(set(runs)) != len(runs):
         return False  # event seqs come from the run's final last_seq: one group per run
     return all(
-        isinstance(g.guard, LeaseGuard | SuspendGuard | UnfinishedGuard)
-        and not g.cancel_open_steps
-        and not g.fanouts
+        isinstance(g.guard, LeaseGuard | SuspendGuard | UnfinishedGuard) and not g.cancel_open_steps
         for g in groups
     )
 
