@@ -106,13 +106,15 @@ def run_branch(
                 raise FatalError(f"no step is registered as {claimed.name!r} in this worker")
             with running(StepInfo(run_id, position, claimed.name, attempt)):
                 raw = fn.fn(*args, **kwargs)
-            result, _ = checked(raw, f"step {claimed.name!r} result", conf.get().MAX_PAYLOAD_BYTES)
+            result, size = checked(
+                raw, f"step {claimed.name!r} result", conf.get().MAX_PAYLOAD_BYTES
+            )
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # every failure of user code is recorded
             return _report_failure(run_id, position, attempt, group_first, claimed, exc, policy)
         report = _report(
-            run_id, position, attempt, group_first, claimed, "completed", result=result
+            run_id, position, attempt, group_first, claimed, "completed", result=result, size=size
         )
     finally:
         leases.release(sid)
@@ -127,8 +129,10 @@ def _report(
     group_first: int,
     claimed: Claimed,
     outcome: str,
+    size: int | None = None,
     **values: Any,
 ) -> BranchReport:
+    """Commit one attempt's outcome (`size`: its result's JSON bytes, if already measured)."""
     report = BranchReport(
         run_id=run_id,
         step_id=step_id(run_id, position),
@@ -141,12 +145,28 @@ def _report(
         **values,
     )
     session = f"branch/{report.step_id}/{attempt}"
-    size = 256 + (encoded_size(report.result) if report.result is not None else 0)
+    if size is None:
+        size = encoded_size(report.result) if report.result is not None else 0
     w = writer()
     try:
-        w.write(Checkpoint(session=session, payload=report, size=size, sync=True))
+        w.write(Checkpoint(session=session, payload=report, size=256 + size, sync=True))
     finally:
         w.reset_session(session)
+    return report
+
+
+def _finish(
+    run_id: uuid.UUID,
+    position: int,
+    attempt: int,
+    group_first: int,
+    claimed: Claimed,
+    outcome: str,
+    **values: Any,
+) -> BranchReport:
+    """Commit a final outcome, then carry out its receipt (release, resume)."""
+    report = _report(run_id, position, attempt, group_first, claimed, outcome, **values)
+    _after_commit(run_id, group_first, report)
     return report
 
 
@@ -162,17 +182,10 @@ def _report_failure(
     error = describe_exception(exc)
     decision = decide(policy, attempt, exc)
     if isinstance(decision, GiveUp):
-        report = _report(
-            run_id,
-            position,
-            attempt,
-            group_first,
-            claimed,
-            "failed",
-            error=error,
+        report = _finish(
+            run_id, position, attempt, group_first, claimed, "failed", error=error,
             reason=decision.reason,
-        )
-        _after_commit(run_id, group_first, report)
+        )  # fmt: skip
         return "failed" if report.receipt.recorded else "stale"
     wake_at = timezone.now() + timedelta(seconds=decision.delay)
     report = _report(
@@ -255,17 +268,10 @@ def _drive_child(
         )
     except FanfoldError as exc:  # unknown workflow, bad arguments: the branch fails for good
         error = describe_exception(exc)
-        report = _report(
-            run_id,
-            position,
-            attempt,
-            group_first,
-            claimed,
-            "failed",
-            error=error,
+        _finish(
+            run_id, position, attempt, group_first, claimed, "failed", error=error,
             reason="child not started",
-        )
-        _after_commit(run_id, group_first, report)
+        )  # fmt: skip
         return "failed"
     if Run.objects.finished().filter(id=run_id).exists():
         # The parent was cancelled while this child was being started: stop the child too.
@@ -273,7 +279,7 @@ def _drive_child(
             cancel_run(child.id, reason=f"parent run {run_id} was cancelled")
     child.refresh_from_db(fields=["status", "result", "error"])
     if child.status == RunStatus.COMPLETED:
-        report = _report(
+        report = _finish(
             run_id, position, attempt, group_first, claimed, "completed", result=child.result
         )
     elif child.status in (RunStatus.FAILED, RunStatus.CANCELLED):
@@ -287,20 +293,13 @@ def _drive_child(
             f"{cause.get('type')}: {cause.get('message')}",
             "child_run": str(child.id),
         }
-        report = _report(
-            run_id,
-            position,
-            attempt,
-            group_first,
-            claimed,
-            "failed",
-            error=error,
+        report = _finish(
+            run_id, position, attempt, group_first, claimed, "failed", error=error,
             reason=f"child {child.status}",
-        )
+        )  # fmt: skip
     else:
         publish_later(
             run_id, group_first, position, attempt, min(0.05 * 2**poll, CHILD_POLL_MAX), poll + 1
         )
         return "polling"
-    _after_commit(run_id, group_first, report)
     return "completed" if report.outcome == "completed" else "failed"

@@ -142,7 +142,9 @@ class DurableContext:
         if isinstance(action, h.WaitUntil):
             raise Suspend(action.wake_at)
         what = f"step {step_name!r}"
-        step_input, _ = self._checked({"args": list(args), "kwargs": kwargs}, f"{what} input")
+        step_input, input_bytes = self._checked(
+            {"args": list(args), "kwargs": kwargs}, f"{what} input"
+        )
         if isinstance(action, h.Interrupted):
             kind = "at-most-once " if at_most_once else ""
             interrupted = StepInterrupted(
@@ -154,7 +156,15 @@ class DurableContext:
         if not isinstance(action, h.RunAttempt):
             raise TypeError(f"unexpected replay action {action!r} for a step")
         return self._run_attempt(
-            position, step_name, body, args, kwargs, step_input, action, policy, at_most_once
+            position,
+            step_name,
+            body,
+            args,
+            kwargs,
+            (step_input, input_bytes),
+            action,
+            policy,
+            at_most_once,
         )
 
     def _run_attempt(
@@ -164,11 +174,12 @@ class DurableContext:
         body: Callable[..., Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        step_input: Any,
+        checked_input: tuple[Any, int],
         action: h.RunAttempt,
         policy: RetryPolicy,
         at_most_once: bool,
     ) -> Any:
+        step_input, input_bytes = checked_input
         sid = step_id(self.run_id, position)
         started = self._clock.now()
         events: list[EventDraft] = []
@@ -188,11 +199,11 @@ class DurableContext:
         )
         # An at-most-once start must be durable before the body runs; an at-least-once start
         # is queued and usually commits together with the completion.
-        self._write(events, started_row, sync=at_most_once)
+        self._write(events, started_row, sync=at_most_once, payload_bytes=input_bytes)
         try:
             with running(StepInfo(self.run_id, position, name, action.attempt)):
                 raw = body(*args, **kwargs)
-            result, _ = self._checked(raw, f"step {name!r} result")
+            result, result_bytes = self._checked(raw, f"step {name!r} result")
         except (Suspend, KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
@@ -214,7 +225,7 @@ class DurableContext:
         completed = EventDraft(
             "step_completed", finished, sid, {"attempt": action.attempt, "result": result}
         )
-        self._write([completed], done, sync=True)
+        self._write([completed], done, sync=True, payload_bytes=input_bytes + result_bytes)
         return result
 
     def _after_failure(
@@ -414,9 +425,13 @@ class DurableContext:
         self._write(events, row, sync=False)
         return value
 
-    def _write(self, events: list[EventDraft], row: StepRow, *, sync: bool) -> None:
+    def _write(
+        self, events: list[EventDraft], row: StepRow, *, sync: bool, payload_bytes: int = 0
+    ) -> None:
         self._session.checkpoint(
-            HistoryWrite(self.run_id, self._session.guard, tuple(events), (row,)), sync=sync
+            HistoryWrite(self.run_id, self._session.guard, tuple(events), (row,)),
+            sync=sync,
+            payload_bytes=payload_bytes,
         )
         self._recorded[row.position] = h.RecordedStep.of(row)
 

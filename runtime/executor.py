@@ -134,8 +134,8 @@ def _execute_once(session: ExecutionSession, claimed: Claim, clock: Clock) -> Ex
         result = _invoke(ctx, claimed)
         if ctx.fatal is not None:
             raise ctx.fatal
-        result, _ = checked(result, "workflow result", conf.get().MAX_PAYLOAD_BYTES)
-        _settle(session, clock, "run_completed", RunStatus.COMPLETED, result=result)
+        result, size = checked(result, "workflow result", conf.get().MAX_PAYLOAD_BYTES)
+        _settle(session, clock, "run_completed", RunStatus.COMPLETED, result=result, size=size)
         return Execution(Outcome.COMPLETED)
     except Suspend as suspend:
         return _suspend(session, claimed, suspend.wake_at, clock)
@@ -183,6 +183,7 @@ def _settle(
     *,
     result: Any = None,
     error: dict[str, Any] | None = None,
+    size: int = 0,
 ) -> None:
     now = clock.now()
     payload = {"result": result} if status == RunStatus.COMPLETED else {"error": error}
@@ -197,7 +198,7 @@ def _settle(
     write = HistoryWrite(
         session.run_id, session.guard, (EventDraft(event, now, None, payload),), run=patch
     )
-    session.checkpoint(write, sync=True)
+    session.checkpoint(write, sync=True, payload_bytes=size)
 
 
 def _suspend(

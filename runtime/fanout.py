@@ -106,10 +106,14 @@ def _start(
     first = positions[0]
     rows: list[StepRow] = []
     events: list[EventDraft] = []
+    input_bytes = 0
     for index, (sig, position) in enumerate(zip(signatures, positions, strict=True)):
         sid = step_id(ctx.run_id, position)
         what = f"{'child workflow' if sig.kind == 'child' else 'step'} {sig.name!r} input"
-        branch_input, _ = ctx._checked({"args": list(sig.args), "kwargs": dict(sig.kwargs)}, what)
+        branch_input, size = ctx._checked(
+            {"args": list(sig.args), "kwargs": dict(sig.kwargs)}, what
+        )
+        input_bytes += size
         # A released branch's wake_at is when it was dispatched (the sweep's lost-message clock).
         rows.append(
             StepRow(
@@ -138,11 +142,9 @@ def _start(
     write = HistoryWrite(
         ctx.run_id, ctx._session.guard, tuple(events), tuple(rows), fanouts=(group,)
     )
-    ctx._session.checkpoint(write, sync=True)
+    ctx._session.checkpoint(write, sync=True, payload_bytes=input_bytes)
     for row in rows:
-        ctx._recorded[row.position] = h.RecordedStep(
-            row.position, row.name, row.kind, row.status, row.attempt, wake_at=row.wake_at
-        )
+        ctx._recorded[row.position] = h.RecordedStep.of(row)
     _publish(ctx, first, [Dispatch(p, 1) for p in positions[:window]])
     raise Suspend(None)
 

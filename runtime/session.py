@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.checkpoint.writer import CheckpointWriter
-from runtime.core.jsonvalues import encoded_size
 from runtime.core.writes import Guard, HistoryWrite, LeaseGuard
 
 
@@ -43,11 +42,13 @@ class ExecutionSession:
         except CheckpointFailed as failure:
             raise Abort(failure) from failure
 
-    def checkpoint(self, write: HistoryWrite, *, sync: bool) -> None:
-        """Queue (async) or commit (sync) one history write of this session."""
-        size = 256 * (len(write.events) + len(write.steps))
-        for row in write.steps:
-            size += encoded_size(row.result) if row.result is not None else 0
+    def checkpoint(self, write: HistoryWrite, *, sync: bool, payload_bytes: int = 0) -> None:
+        """Queue (async) or commit (sync) one history write of this session.
+
+        `payload_bytes` is the JSON size of the values it records, as measured when they were
+        checked; they stand twice in the batch (the row and its event), hence the factor.
+        """
+        size = 256 * (len(write.events) + len(write.steps)) + 2 * payload_bytes
         cp = Checkpoint(session=self.key, payload=write, size=size, sync=sync)
         try:
             if sync:
