@@ -38,11 +38,3 @@ def marks(ctx: Any, n: int, pause: float = 0.0) -> dict[str, Any]:
         "sum": sum(values),
         "ordered": values == [2 * i for i in range(n)],
     }
-
-
-def wait_until(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
-        time.sleep(0.05)

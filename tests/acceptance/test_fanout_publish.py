@@ -8,13 +8,11 @@ and resume the workflow.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-from django.db import connection
 
 import runtime.branch_dispatch
 import runtime.dispatch
@@ -38,11 +36,6 @@ WORKER_ENV = {"FANFOLD_WORKFLOW_MODULES": flows.MODULE}
 
 @pytest.fixture(autouse=True)
 def in_process(redis_broker: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    if connection.vendor != "postgresql":
-        message = "worker tests need PostgreSQL: export DATABASE_URL (scripts/test does)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
     monkeypatch.setattr(runtime.fanout_sweep, "start_fanout_sweeper", lambda: None)
     with fresh_process_writer(monkeypatch):
         counters.reset()

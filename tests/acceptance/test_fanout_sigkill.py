@@ -7,16 +7,15 @@ republishes those whose message is overdue.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from runtime import start
 from runtime.models import Event, Run, Step
 from tests.acceptance import fanout_flows as flows
+from tests.support.services import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,19 +24,10 @@ WORKER_ENV = {"FANFOLD_WORKFLOW_MODULES": flows.MODULE}
 N = 500
 
 
-@pytest.fixture(autouse=True)
-def _postgres_only(redis_broker: Any) -> None:
-    if connection.vendor != "postgresql":
-        message = "worker tests need PostgreSQL: export DATABASE_URL (scripts/test does)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-
-
 def test_fanout_sigkill_mid_fanout_completes_every_step_once(redis_broker: Any) -> None:
     with running_worker("fanout-doomed", "threads", 4, **WORKER_ENV) as doomed:
         handle = start(flows.marks, N, 0.01)
-        flows.wait_until(lambda: redis_broker.llen(flows.BODIES) >= 100, 60, "branches to run")
+        wait_until(lambda: redis_broker.llen(flows.BODIES) >= 100, 60, "branches to run")
         doomed.kill()
     ran_before_kill = redis_broker.llen(flows.BODIES)
     assert ran_before_kill < N

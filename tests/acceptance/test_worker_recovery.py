@@ -6,40 +6,20 @@ recovery sweep; the killed worker's message stays unacked in Redis for the whole
 
 from __future__ import annotations
 
-import os
-import time
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from runtime import start
 from runtime.models import Event, Step
 from tests.acceptance import recovery_workflows as flows
+from tests.support.services import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 WORKER_ENV = {"FANFOLD_WORKFLOW_MODULES": flows.MODULE}
-
-
-@pytest.fixture(autouse=True)
-def _postgres_only(redis_broker: Any) -> None:
-    if connection.vendor != "postgresql":
-        message = "worker tests need PostgreSQL: export DATABASE_URL (scripts/test does)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
-        time.sleep(0.05)
 
 
 def assert_dense_events(run_id: Any) -> list[str]:

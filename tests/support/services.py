@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -41,3 +43,12 @@ def broker_redis() -> Any:
 
         _broker_client = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
     return _broker_client
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll `predicate` until it holds; TimeoutError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
+        time.sleep(0.05)
