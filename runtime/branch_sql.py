@@ -18,6 +18,8 @@ from typing import Any
 import psycopg
 from django.db import connection
 
+from runtime.pgconn import raw_connection
+
 MAX_PARAMS = 30_000  # below SQLite's default variable limit (32766) and PostgreSQL's (65535)
 
 Statement = tuple[str, list[Any]]
@@ -85,8 +87,7 @@ def execute(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
                 cursor.execute(sql, params)
                 results.append(list(cursor.fetchall()) if cursor.description else [])
         return results
-    connection.ensure_connection()
-    raw = connection.connection
+    raw = raw_connection()
     with connection.wrap_database_errors:
         cursors = []
         try:
@@ -94,7 +95,7 @@ def execute(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
                 for sql, params in statements:
                     pg_cursor = psycopg.Cursor(raw)
                     cursors.append(pg_cursor)
-                    pg_cursor.execute(sql, params)
+                    pg_cursor.execute(sql, params, prepare=True)
             return [list(c.fetchall()) if c.description else [] for c in cursors]
         finally:
             for c in cursors:

@@ -6,8 +6,8 @@ a guarded `UPDATE ... RETURNING last_seq` in a data-modifying CTE, the step upse
 event inserts whose seqs are computed from that CTE's new `last_seq`. A guard that matched no
 row divides by zero, which fails the statement (and the batch) so nothing is written; the
 caller then writes the batch again through the portable path, which reports exactly which
-guard failed. Statements of the same shape have the same text, so psycopg prepares them and
-PostgreSQL stops planning them.
+guard failed. Statements of the same shape have the same text and are prepared (see
+runtime.pgconn), so PostgreSQL parses and plans each shape once per connection.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from runtime.models import Event, FanoutGroup, Step
+from runtime.pgconn import raw_connection
 from runtime.runsql import JSON_COLUMNS, run_update_statement
 
 
@@ -124,19 +125,18 @@ def write_groups(
     statements += [fanout_groups_statement(g, check_at) for g in groups if g.fanouts]
     if any(len(params) > MAX_PARAMETERS for _, params in statements):
         return False
-    connection.ensure_connection()
-    raw = connection.connection
+    raw = raw_connection()
     if not raw.autocommit:
         raise RuntimeError("the one-statement path needs an autocommit connection")
     if len(statements) == 1:
         with psycopg.Cursor(raw) as cursor:
-            cursor.execute(*statements[0])
+            cursor.execute(*statements[0], prepare=True)
         return True
     try:
         with raw.pipeline(), psycopg.Cursor(raw) as cursor:
             cursor.execute("BEGIN")
             for sql, params in statements:
-                cursor.execute(sql, params)
+                cursor.execute(sql, params, prepare=True)
             cursor.execute("COMMIT")
     except psycopg.Error:
         if raw.info.transaction_status != TransactionStatus.IDLE and not raw.closed:
