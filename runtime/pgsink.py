@@ -22,6 +22,7 @@ from django.db import connection
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
+from runtime import pgbatch
 from runtime.models import Event, FanoutGroup, Step
 from runtime.pgconn import raw_connection
 from runtime.runsql import JSON_COLUMNS, run_update_statement
@@ -117,11 +118,16 @@ def write_groups(
 ) -> bool:
     """Write a batch atomically in one round trip; False when a run's part is too big.
 
-    One run: its statement alone, in autocommit. Several runs (group commit): their
-    statements between BEGIN and COMMIT in one pipeline. Each run's statement has the same
-    text as every other run's of the same shape, so all of them are prepared.
+    One run: its statement alone, in autocommit. Several runs (group commit): the plain
+    parts of two or more runs share one statement (runtime.pgbatch), every other part has its
+    own, all between BEGIN and COMMIT in one pipeline. All of them are prepared.
     """
-    statements = [group_statement(g, now, update_fields) for g in groups]
+    plain = [g for g in groups if pgbatch.is_plain(g)] if len(groups) > 1 else []
+    if len(plain) < 2:
+        plain = []
+    statements = [pgbatch.runs_statement(plain, now, update_fields)] if plain else []
+    combined = {id(g) for g in plain}
+    statements += [group_statement(g, now, update_fields) for g in groups if id(g) not in combined]
     statements += [fanout_groups_statement(g, check_at) for g in groups if g.fanouts]
     if any(len(params) > MAX_PARAMETERS for _, params in statements):
         return False

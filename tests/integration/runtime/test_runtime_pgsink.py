@@ -10,7 +10,7 @@ from django.utils import timezone
 from run_records import events, run_row
 
 import runtime.store
-from runtime import pgsink
+from runtime import pgbatch, pgsink
 from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.core.errors import LeaseLost
@@ -120,3 +120,63 @@ def test_pgsink_one_statement_writes_what_the_portable_path_writes(leased_run: R
         (3, "step_completed", {"result": 2}),
         (4, "step_completed", {"result": 3}),
     ]
+
+
+@pytest.fixture
+def two_leased_runs(leased_run: Run) -> tuple[Run, Run]:
+    other, _ = start_run("examples.noop_loop", [2])
+    Run.objects.filter(id=other.id).update(lease_token="mine", lease_expires_at=timezone.now())
+    return leased_run, other
+
+
+def test_pgbatch_several_runs_share_one_statement(
+    two_leased_runs: tuple[Run, Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if connection.vendor != "postgresql":
+        pytest.fail("this test needs PostgreSQL")
+    combined: list[int] = []
+    real = pgbatch.runs_statement
+    monkeypatch.setattr(
+        pgbatch,
+        "runs_statement",
+        lambda groups, *a: combined.append(len(groups)) or real(groups, *a),
+    )
+    first, second = two_leased_runs
+    at = timezone.now()
+
+    runtime.store.DatabaseSink().write_batch(
+        [
+            Checkpoint(session="a", payload=many_steps(first, 2, at), sync=True),
+            Checkpoint(session="b", payload=many_steps(second, 3, at), sync=True),
+        ]
+    )
+
+    assert combined == [2]
+    for run, count in ((first, 2), (second, 3)):
+        rows = Step.objects.filter(run_id=run.id).order_by("position")
+        assert [(r.position, r.status, r.result, r.input, r.error) for r in rows] == [
+            (p, "completed", p, {"i": p}, None) for p in range(1, count + 1)
+        ]
+        assert [(e.seq, e.type, e.payload) for e in events(run.id)][1:] == [
+            (p + 1, "step_completed", {"result": p}) for p in range(1, count + 1)
+        ]
+        assert run_row(run.id).last_seq == count + 1
+
+
+def test_pgbatch_a_lost_lease_fails_only_its_own_run(two_leased_runs: tuple[Run, Run]) -> None:
+    first, second = two_leased_runs
+    Run.objects.filter(id=first.id).update(lease_token="someone-else")
+    at = timezone.now()
+    sink = runtime.store.DatabaseSink()
+    batch = [
+        Checkpoint(session="a", payload=many_steps(first, 2, at), sync=True),
+        Checkpoint(session="b", payload=many_steps(second, 2, at), sync=True),
+    ]
+
+    with pytest.raises(LeaseLost):
+        sink.write_batch(batch)  # the combined statement fails; the portable path names why
+    assert Step.objects.filter(run_id__in=[first.id, second.id]).count() == 0
+
+    sink.write_batch(batch[1:])  # the writer then retries each session alone
+    assert Step.objects.filter(run_id=second.id).count() == 2
+    assert [e.type for e in events(first.id)] == ["run_created"]

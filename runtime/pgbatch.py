@@ -1,0 +1,116 @@
+"""Many runs' plain checkpoints in ONE PostgreSQL statement, their rows sent as JSON.
+
+When a group commit holds steps of several runs (many workflows in one worker), writing each
+run's part as its own statement costs a round trip of work per run in the writer thread, and
+that thread competes for the GIL with every workflow thread. Here the runs, step rows and
+events of all the plain parts go as three JSON documents (one C-speed `json` encode each);
+`jsonb_to_recordset` turns them back into rows on the server. One statement text serves
+every batch size, so it is prepared once per connection.
+
+A plain part is one that only appends: a lease guard, no run patch, no wake-ups, no cancel.
+Every other part keeps its own statement (runtime.pgsink).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from runtime.core.writes import LeaseGuard
+from runtime.models import Event, Run, Step
+
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+# (column, JSON-to-SQL type) of a step row, in the order the recordset declares them.
+_STEP_COLUMNS = (
+    ("id", "uuid"),
+    ("run_id", "uuid"),
+    ("position", "integer"),
+    ("name", "text"),
+    ("kind", "text"),
+    ("status", "text"),
+    ("attempt", "integer"),
+    ("input", "jsonb"),
+    ("result", "jsonb"),
+    ("error", "jsonb"),
+    ("created_at", "timestamptz"),
+    ("started_at", "timestamptz"),
+    ("finished_at", "timestamptz"),
+    ("wake_at", "timestamptz"),
+    ("callback_token", "text"),
+)
+_STEP_ATTRS = tuple(name for name, _ in _STEP_COLUMNS if name != "run_id")
+
+
+def is_plain(g: Any) -> bool:
+    """Whether a run's part of a batch (a runtime.store._RunGroup) only appends history."""
+    return (
+        isinstance(g.guard, LeaseGuard)
+        and g.patch is None
+        and not g.wakes
+        and not g.cancel_open_steps
+    )
+
+
+@cache
+def runs_sql(update_fields: tuple[str, ...]) -> str:
+    step_cols = ", ".join(name for name, _ in _STEP_COLUMNS)
+    step_types = ", ".join(f"{name} {kind}" for name, kind in _STEP_COLUMNS)
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in update_fields)
+    return (
+        "WITH v AS (SELECT * FROM jsonb_to_recordset(%s::jsonb) AS v(id uuid, token text, n int)), "
+        f"u AS (UPDATE {Run._meta.db_table} r SET last_seq = r.last_seq + v.n, updated_at = %s "
+        "FROM v WHERE r.id = v.id AND r.lease_token = v.token RETURNING r.id, r.last_seq), "
+        f"s AS (INSERT INTO {Step._meta.db_table} ({step_cols}) SELECT {step_cols} "
+        f"FROM jsonb_to_recordset(%s::jsonb) AS x({step_types}) "
+        f"ON CONFLICT (id) DO UPDATE SET {updates}), "
+        f"e AS (INSERT INTO {Event._meta.db_table} "
+        "(run_id, seq, type, step_id, payload, created_at) "
+        "SELECT x.run_id, u.last_seq - x.back, x.type, x.step_id, x.payload, x.created_at "
+        "FROM jsonb_to_recordset(%s::jsonb) AS x(run_id uuid, back int, type text, step_id uuid, "
+        "payload jsonb, created_at timestamptz) JOIN u ON u.id = x.run_id) "
+        # Fewer runs updated than sent means a lost lease: divide by zero, write nothing.
+        "SELECT 1 / ((SELECT count(*) FROM u) = %s)::int"
+    )
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
+
+
+def runs_statement(
+    groups: Sequence[Any], now: datetime, update_fields: Sequence[str]
+) -> tuple[str, list[Any]]:
+    """The one statement writing the plain parts of several distinct runs."""
+    runs: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    for g in groups:
+        run_id = str(g.run_id)
+        runs.append({"id": run_id, "token": g.guard.token, "n": len(g.events)})
+        for row in g.steps.values():
+            step = {name: _json_value(getattr(row, name)) for name in _STEP_ATTRS}
+            step["run_id"] = run_id
+            steps.append(step)
+        n = len(g.events)
+        for i, draft in enumerate(g.events):
+            events.append(
+                {
+                    "run_id": run_id,
+                    "back": n - 1 - i,
+                    "type": str(draft.type),
+                    "step_id": None if draft.step_id is None else str(draft.step_id),
+                    "payload": draft.payload,
+                    "created_at": draft.at.isoformat(),
+                }
+            )
+    params = [_encode(runs), now, _encode(steps), _encode(events), len(runs)]
+    return runs_sql(tuple(update_fields)), params
