@@ -11,10 +11,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from celery import Celery
-from kombu import Producer
+from celery.app.routes import MapRoute
+from celery.utils.nodenames import anon_nodename
+from celery.utils.saferepr import saferepr
+from kombu import Producer, Queue
+from kombu.common import Broadcast
 
 from publisher.errors import describe, is_retryable
-from publisher.messages import IDEMPOTENCY_HEADER, Message, Outcome
+from publisher.messages import IDEMPOTENCY_HEADER, Message, Outcome, Routing
 
 # kombu's batch limit counts broker commands, not messages: a message costs one LPUSH, plus a
 # PEXPIRE per priority step on queues with an expiry. Leave room for a whole batch so that it
@@ -40,7 +44,7 @@ class CeleryTransport:
     def send(self, message: Message) -> Outcome:
         """Publish one message; raises if the broker request failed."""
         with self.app.producer_pool.acquire(block=True) as producer:
-            self._publish(producer, message)
+            _Publishing(self.app, producer).publish(message)
         return Outcome.sent(message.idempotency_key)
 
     def send_batch(self, messages: Sequence[Message]) -> list[Outcome]:
@@ -53,13 +57,14 @@ class CeleryTransport:
         outcomes: list[Outcome] = []
         broken: Outcome | None = None
         with self.app.producer_pool.acquire(block=True) as producer:
+            publishing = _Publishing(self.app, producer)
             for start in range(0, len(messages), self.batch_size):
                 chunk = messages[start : start + self.batch_size]
                 if broken is not None:
                     outcomes.extend([broken] * len(chunk))
                     continue
                 try:
-                    outcomes.extend(self._publish_batch(producer, chunk))
+                    outcomes.extend(publishing.publish_batch(chunk))
                 except Exception as exc:
                     if start == 0:
                         raise
@@ -67,14 +72,36 @@ class CeleryTransport:
                     outcomes.extend([broken] * len(chunk))
         return outcomes
 
-    def _publish_batch(self, producer: Producer, messages: Sequence[Message]) -> list[Outcome]:
+
+class _Publishing:
+    """One producer's publishing of one call's messages.
+
+    What is the same for every message of a call (the origin, the repr depth, a task's
+    ignore_result, the route of a task and routing, the queue declaration) is looked up once:
+    per message, Celery would read its configuration view and declare the queue again, which
+    cost more than building and sending the message itself.
+    """
+
+    def __init__(self, app: Celery, producer: Producer) -> None:
+        self.app = app
+        self.producer = producer
+        self.origin = anon_nodename()
+        self.repr_levels = app.conf.task_repr_maxlevels
+        self._ignore_result: dict[str, bool] = {}
+        self._routes: dict[tuple[str, Routing], dict[str, Any]] = {}
+        # `task_routes` maps route by task name only; a router function may look at the
+        # arguments, so with one of those every message is routed on its own.
+        routes = getattr(app.amqp.router, "routes", None)  # untyped in celery-types
+        self._routes_by_name = routes is not None and all(isinstance(r, MapRoute) for r in routes)
+
+    def publish_batch(self, messages: Sequence[Message]) -> list[Outcome]:
         outcomes: list[Outcome] = []
         # celery-types' kombu stubs predate kombu 5.7, which added Producer.batch().
-        batch = producer.batch(max_size=len(messages) * _COMMANDS_PER_MESSAGE)  # type: ignore[attr-defined]
+        batch = self.producer.batch(max_size=len(messages) * _COMMANDS_PER_MESSAGE)  # type: ignore[attr-defined]
         with batch:
             for message in messages:
                 try:
-                    self._publish(producer, message)
+                    self.publish(message)
                 except Exception as exc:
                     # A transient error means the connection or batch is unusable: leaving
                     # the block by raising discards what was buffered, so the whole request
@@ -86,7 +113,7 @@ class CeleryTransport:
                     outcomes.append(Outcome.sent(message.idempotency_key))
         return outcomes
 
-    def _publish(self, producer: Producer, message: Message) -> None:
+    def publish(self, message: Message) -> None:
         amqp = self.app.amqp
         task_message = amqp.create_task_message(
             message.idempotency_key,
@@ -96,6 +123,11 @@ class CeleryTransport:
             # The message's own flag overrides the task's on the worker: carry the task's, so
             # a task declared ignore_result=True does not store a result per message.
             ignore_result=self._ignores_result(message.task),
+            origin=self.origin,
+            argsrepr=saferepr(message.args, amqp.argsrepr_maxsize, maxlevels=self.repr_levels),
+            kwargsrepr=saferepr(
+                message.kwargs, amqp.kwargsrepr_maxsize, maxlevels=self.repr_levels
+            ),
         )
         protocol_headers = task_message.headers
         clashes = sorted(set(message.headers) & set(protocol_headers))
@@ -103,7 +135,7 @@ class CeleryTransport:
             raise ValueError(f"headers {clashes} are reserved by the Celery task protocol")
         headers = {**message.headers, IDEMPOTENCY_HEADER: message.idempotency_key}
         amqp.send_task_message(
-            producer,
+            self.producer,
             message.task,
             task_message,
             headers=headers,
@@ -112,13 +144,36 @@ class CeleryTransport:
         )
 
     def _ignores_result(self, task_name: str) -> bool:
-        task = self.app.tasks.get(task_name)
-        if task is not None and task.ignore_result is not None:
-            return bool(task.ignore_result)
-        return bool(self.app.conf.task_ignore_result)
+        known = self._ignore_result.get(task_name)
+        if known is None:
+            task = self.app.tasks.get(task_name)
+            if task is not None and task.ignore_result is not None:
+                known = bool(task.ignore_result)
+            else:
+                known = bool(self.app.conf.task_ignore_result)
+            self._ignore_result[task_name] = known
+        return known
 
     def _route(self, message: Message) -> dict[str, Any]:
-        """Publish options: the message's routing, completed by the app's task router."""
+        """Publish options: the message's routing, completed by the app's task router.
+
+        With name-only routes they are computed once per task and routing, and the queue is
+        declared on the first message of a route and not again.
+        """
+        if not self._routes_by_name:
+            return self._compute_route(message)
+        key = (message.task, message.routing)
+        options = self._routes.get(key)
+        if options is None:
+            options = self._compute_route(message)
+            queue = options.get("queue")
+            if isinstance(queue, Queue) and not isinstance(queue, Broadcast):
+                self.producer.maybe_declare(queue)
+                options["declare"] = []  # declared just now: not again per message
+            self._routes[key] = options
+        return dict(options)
+
+    def _compute_route(self, message: Message) -> dict[str, Any]:
         routing = message.routing
         requested: dict[str, Any] = {}
         if routing.queue is not None:

@@ -1,4 +1,4 @@
-"""Many runs' plain checkpoints in ONE PostgreSQL statement, their rows sent as JSON.
+"""Many runs' plain checkpoints (or one with many rows) in ONE statement, rows sent as JSON.
 
 When a group commit holds steps of several runs (many workflows in one worker), writing each
 run's part as its own statement costs a round trip of work per run in the writer thread, and
@@ -54,6 +54,18 @@ def is_plain(g: Any) -> bool:
         and not g.wakes
         and not g.cancel_open_steps
     )
+
+
+# From this many rows one run's part is cheaper to send as JSON than as a VALUES list of
+# parameters (which psycopg adapts one by one, and whose statement text differs per size).
+MANY_ROWS = 32
+
+
+def worth_combining(plain: Sequence[Any]) -> bool:
+    """Whether these plain parts should go as one JSON statement."""
+    if len(plain) > 1:
+        return True
+    return bool(plain) and len(plain[0].events) + len(plain[0].steps) >= MANY_ROWS
 
 
 @cache

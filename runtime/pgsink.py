@@ -118,12 +118,13 @@ def write_groups(
 ) -> bool:
     """Write a batch atomically in one round trip; False when a run's part is too big.
 
-    One run: its statement alone, in autocommit. Several runs (group commit): the plain
-    parts of two or more runs share one statement (runtime.pgbatch), every other part has its
-    own, all between BEGIN and COMMIT in one pipeline. All of them are prepared.
+    The plain parts of several runs, or one plain part with many rows (a fan-out's start),
+    go as one statement with JSON rows (runtime.pgbatch); every other part has its own
+    statement. One statement runs alone in autocommit; several run between BEGIN and COMMIT
+    in one pipeline. All of them are prepared.
     """
-    plain = [g for g in groups if pgbatch.is_plain(g)] if len(groups) > 1 else []
-    if len(plain) < 2:
+    plain = [g for g in groups if pgbatch.is_plain(g)]
+    if not pgbatch.worth_combining(plain):
         plain = []
     statements = [pgbatch.runs_statement(plain, now, update_fields)] if plain else []
     combined = {id(g) for g in plain}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
@@ -15,7 +16,7 @@ from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.core.errors import LeaseLost
 from runtime.core.identity import step_id
-from runtime.core.writes import EventDraft, HistoryWrite, LeaseGuard, StepRow
+from runtime.core.writes import EventDraft, HistoryWrite, LeaseGuard, RunPatch, StepRow
 from runtime.models import Run, Step
 from runtime.services import start_run
 
@@ -50,8 +51,9 @@ def many_steps(run: Run, count: int, at: datetime) -> HistoryWrite:
     return HistoryWrite(run.id, LeaseGuard("mine"), tuple(drafts), tuple(rows))
 
 
-def test_pgsink_batches_over_the_parameter_limit_take_the_portable_path(
-    leased_run: Run, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("patched", [False, True], ids=["plain", "patched"])
+def test_pgsink_big_parts_go_as_json_or_take_the_portable_path(
+    leased_run: Run, monkeypatch: pytest.MonkeyPatch, patched: bool
 ) -> None:
     if connection.vendor != "postgresql":
         pytest.fail("this test needs PostgreSQL")
@@ -61,12 +63,15 @@ def test_pgsink_batches_over_the_parameter_limit_take_the_portable_path(
         pgsink, "write_groups", lambda *a, **k: used.append(real(*a, **k)) or used[-1]
     )
     count = 5000  # 5000 step rows x 15 columns is more than 65,535 parameters
+    at = timezone.now()
+    write = many_steps(leased_run, count, at)
+    if patched:  # not plain: as parameters it is too big for one statement
+        write = replace(write, run=RunPatch(started_at=at))
 
-    runtime.store.writer().write(
-        Checkpoint(session="bulk", payload=many_steps(leased_run, count, timezone.now()), sync=True)
-    )
+    runtime.store.writer().write(Checkpoint(session="bulk", payload=write, sync=True))
 
-    assert used == [False]  # too big for one statement: the portable path wrote it
+    # A plain part goes as one JSON statement; a patched one through the portable path.
+    assert used == [not patched]
     assert Step.objects.filter(run_id=leased_run.id).count() == count
     seqs = [e.seq for e in events(leased_run.id)]
     assert seqs == list(range(1, count + 2))  # run_created, then one event per step

@@ -89,3 +89,30 @@ def test_celery_transport_fails_bad_messages_alone(app: Celery, queue: str) -> N
 def test_celery_transport_rejects_a_batch_size_below_one(app: Celery) -> None:
     with pytest.raises(ValueError, match="batch_size"):
         CeleryTransport(app, batch_size=0)
+
+
+def test_celery_transport_routes_by_task_name_from_task_routes(app: Celery, queue: str) -> None:
+    app.conf.task_routes = {"tests.routed": {"queue": queue}}
+    messages = [Message("tests.routed", f"r-{i}", args=[i]) for i in range(7)]
+
+    publish_messages(messages, CeleryTransport(app, batch_size=3))
+
+    received = drain(app, queue, 7)
+    assert [m.headers["id"] for m in received] == [f"r-{i}" for i in range(7)]
+    assert {m.headers["origin"] for m in received} == {received[0].headers["origin"]}
+    assert received[4].headers["argsrepr"] == "[4]"
+
+
+def test_celery_transport_asks_a_router_function_for_every_message(app: Celery) -> None:
+    even, odd = f"even-{uuid.uuid4().hex}", f"odd-{uuid.uuid4().hex}"
+
+    def by_parity(name: str, args: Any, kwargs: Any, options: Any, **_: Any) -> dict[str, str]:
+        return {"queue": even if args[0] % 2 == 0 else odd}
+
+    app.conf.task_routes = (by_parity,)
+    messages = [Message("tests.parity", f"p-{i}", args=[i]) for i in range(6)]
+
+    publish_messages(messages, CeleryTransport(app))
+
+    assert [m.payload[0][0] for m in drain(app, even, 3)] == [0, 2, 4]
+    assert [m.payload[0][0] for m in drain(app, odd, 3)] == [1, 3, 5]
