@@ -178,19 +178,21 @@ def _report_failure(
     claimed: Claimed,
     exc: BaseException,
     policy: RetryPolicy,
+    lease_expired_by: datetime | None = None,
 ) -> str:
     error = describe_exception(exc)
     decision = decide(policy, attempt, exc)
     if isinstance(decision, GiveUp):
         report = _finish(
             run_id, position, attempt, group_first, claimed, "failed", error=error,
-            reason=decision.reason,
+            reason=decision.reason, lease_expired_by=lease_expired_by,
         )  # fmt: skip
         return "failed" if report.receipt.recorded else "stale"
     wake_at = timezone.now() + timedelta(seconds=decision.delay)
     report = _report(
-        run_id, position, attempt, group_first, claimed, "retrying", error=error, wake_at=wake_at
-    )
+        run_id, position, attempt, group_first, claimed, "retrying", error=error, wake_at=wake_at,
+        lease_expired_by=lease_expired_by,
+    )  # fmt: skip
     if report.receipt.recorded:
         publish_later(run_id, group_first, position, attempt + 1, decision.delay)
     return "retrying" if report.receipt.recorded else "stale"
@@ -218,9 +220,12 @@ def interrupt_at_most_once(
             f"attempt {attempt} of at-most-once step {fn.name!r} was interrupted; "
             "it is not run again"
         )
-        claimed = Claimed(fn.name, "step", {}, timezone.now())
+        now = timezone.now()
+        claimed = Claimed(fn.name, "step", {}, now)
         policy = fn.retry or DEFAULT_POLICY
-        _report_failure(run_id, d.position, attempt, group_first, claimed, exc, policy)
+        _report_failure(
+            run_id, d.position, attempt, group_first, claimed, exc, policy, lease_expired_by=now
+        )
     return remaining
 
 

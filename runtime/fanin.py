@@ -299,7 +299,9 @@ def _step_statements(reports: list[BranchReport]) -> list[Statement]:
     """Write every report whose step still runs its attempt (in an active run)."""
     if not reports:
         return []
-    columns = ["v_id", "v_attempt", "v_status", "v_result", "v_error", "v_finished", "v_wake"]
+    columns = [
+        "v_id", "v_attempt", "v_status", "v_result", "v_error", "v_finished", "v_wake", "v_expired"
+    ]  # fmt: skip
     rows = [
         (
             uuid_param(r.step_id),
@@ -309,6 +311,7 @@ def _step_statements(reports: list[BranchReport]) -> list[Statement]:
             json_param(r.error),
             time_param(r.finished_at if r.outcome != "retrying" else None),
             time_param(r.wake_at if r.outcome == "retrying" else None),
+            time_param(r.lease_expired_by),
         )
         for r in sorted(reports, key=lambda r: r.step_id.hex)  # one lock order for every writer
     ]
@@ -323,7 +326,9 @@ def _step_statements(reports: list[BranchReport]) -> list[Statement]:
             f"finished_at = {cast('v_finished', 'timestamptz')}, "
             f"wake_at = {cast('v_wake', 'timestamptz')} "
             f"FROM v WHERE id = {cast('v_id', 'uuid')} AND attempt = {cast('v_attempt', 'integer')}"
-            f" AND status = %s AND EXISTS (SELECT 1 FROM {run_table} r "
+            f" AND status = %s AND ({cast('v_expired', 'timestamptz')} IS NULL"
+            f" OR wake_at < {cast('v_expired', 'timestamptz')})"
+            f" AND EXISTS (SELECT 1 FROM {run_table} r "
             f"WHERE r.id = {step_table}.run_id AND r.status IN ({states})) RETURNING id, attempt"
         )
         statements.append((sql, [*params, StepStatus.RUNNING.value, *_ACTIVE]))

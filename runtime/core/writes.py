@@ -158,6 +158,9 @@ class BranchReport:
     error: dict[str, Any] | None = None
     reason: str = ""
     wake_at: datetime | None = None
+    # Set by the sweep when it declares an attempt interrupted: record the report only if the
+    # step's lease had still expired by then (its worker may have renewed it meanwhile).
+    lease_expired_by: datetime | None = None
     receipt: BranchReceipt = field(default_factory=BranchReceipt, compare=False)
 
 

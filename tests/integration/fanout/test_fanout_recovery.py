@@ -12,10 +12,12 @@ from fanout_workflows import FAIL, calls, completed_once
 
 from publisher.fake import FakeTransport
 from runtime import branches as branch_executor
+from runtime.branches import interrupt_at_most_once
+from runtime.core.fanin import Dispatch
 from runtime.core.identity import dispatch_key, step_id
 from runtime.executor import Outcome, execute
 from runtime.fanout_sweep import sweep_fanouts_once
-from runtime.models import FanoutGroup, Run, Step
+from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import cancel_run, start_run
 
 
@@ -94,6 +96,28 @@ def test_fanout_interrupted_at_most_once_branch_is_failed_not_rerun(
     assert calls.counts == {1: 1}  # the interrupted charge (item 0) never ran again
     assert execute(run.id).outcome is Outcome.COMPLETED
     assert Run.objects.get(id=run.id).result == ["StepInterrupted", 1]
+
+
+def test_fanout_at_most_once_branch_whose_lease_was_renewed_is_not_interrupted(
+    fake: FakeTransport, branches: Branches
+) -> None:
+    run, _ = start_run("tests.fanout.charges", [2])
+    execute(run.id)
+    assert branch_executor.claim(run.id, 1, 1) is not None
+    long_ago = timezone.now() - timedelta(seconds=60)
+    Step.objects.filter(run_id=run.id, position=1).update(wake_at=long_ago)
+    seen_running = {1: "tests.fanout.charge"}  # what a sweep saw: running, lease expired
+    # ... and then the worker, alive after all, renewed its lease before the sweep wrote.
+    Step.objects.filter(run_id=run.id, position=1).update(
+        wake_at=timezone.now() + timedelta(seconds=30)
+    )
+
+    left = interrupt_at_most_once(run.id, 1, seen_running, [Dispatch(1, 2)])
+
+    assert left == []  # not handed back for a takeover either
+    step = Step.objects.get(run_id=run.id, position=1)
+    assert (step.status, step.attempt, step.error) == ("running", 1, None)
+    assert not Event.objects.filter(run_id=run.id, type="step_failed").exists()
 
 
 def test_fanout_cancelling_the_parent_cancels_its_child_runs(branches: Branches) -> None:
