@@ -18,6 +18,7 @@ from django.db.models import Max, Min
 from publisher.metrics import counters
 from runtime import embedded, executor
 from runtime.bench import environment
+from runtime.bench.stats import median
 from runtime.bench.tasks import bench_noop
 from runtime.handles import RunHandle
 from runtime.models import Run, Step
@@ -35,24 +36,37 @@ def _result_backend() -> str:
     )
 
 
-def run_fanout(branches: int, timeout: float) -> dict[str, Any]:
+def run_fanout(branches: int, timeout: float, repeat: int = 1) -> dict[str, Any]:
+    """`repeat` pairs of (durable fan-out, Celery group), alternating; medians are reported."""
     if embedded.is_embedded():
         raise RuntimeError("bench fanout compares worker processes: set CELERY_BROKER_URL")
     from config.celery import app
 
     backend = _result_backend()
     app.conf.update(result_backend=backend)
+    durables: list[dict[str, Any]] = []
+    baselines: list[float] = []
     with environment.workers(
         count=2, pool="threads", concurrency=16, CELERY_RESULT_BACKEND=backend
     ):
         # Both sides first run a small one, so neither pays for connections and prepares.
         _durable(WARM_UP_BRANCHES, timeout)
         _baseline(WARM_UP_BRANCHES, timeout)
-        durable = _durable(branches, timeout)
-        baseline_ms = _baseline(branches, timeout)
-    durable["baseline_group_ms"] = round(baseline_ms, 1)
-    durable["ratio_to_group"] = round(durable["fan_in_ms"] / baseline_ms, 3)
-    return durable
+        for _ in range(repeat):
+            durables.append(_durable(branches, timeout))
+            baselines.append(_baseline(branches, timeout))
+    report = dict(durables[-1])
+    for key in ("ttfs_ms", "ttls_ms", "fan_in_ms", "wall_ms"):
+        report[key] = round(median([d[key] for d in durables]), 1)
+    baseline_ms = median(baselines)
+    report["baseline_group_ms"] = round(baseline_ms, 1)
+    report["ratio_to_group"] = round(report["fan_in_ms"] / baseline_ms, 3)
+    report["repeat"] = repeat
+    if repeat > 1:
+        report["ratio_samples"] = [
+            round(d["fan_in_ms"] / b, 3) for d, b in zip(durables, baselines, strict=True)
+        ]
+    return report
 
 
 def _durable(branches: int, timeout: float) -> dict[str, Any]:

@@ -23,6 +23,9 @@ class Command(BaseCommand):
         probe.add_argument("--window-ms", type=float, default=2.0)
         fan = sub.add_parser("fanout", help="a durable fan-out against a plain Celery group")
         fan.add_argument("--branches", type=int, default=1000)
+        fan.add_argument(
+            "--repeat", type=int, default=1, help="pairs of runs to take the medians of"
+        )
         for p in (seq, conc, probe, fan):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
@@ -41,7 +44,7 @@ class Command(BaseCommand):
             self.stdout.write(f"  {key:<32} {value}")
 
     def _run(self, scenario: str, options: dict[str, Any]) -> dict[str, Any]:
-        for name in ("steps", "runs", "samples", "branches"):
+        for name in ("steps", "runs", "samples", "branches", "repeat"):
             if name in options and options[name] is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
         if scenario == "seq":
@@ -58,7 +61,7 @@ class Command(BaseCommand):
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
         from runtime.bench.fanout import run_fanout
 
-        return run_fanout(options["branches"], options["timeout"])
+        return run_fanout(options["branches"], options["timeout"], options["repeat"])
 
 
 def _flatten(report: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

@@ -1,0 +1,90 @@
+"""`manage.py bench`, run as a user runs it: its own worker processes, real Redis and PostgreSQL.
+
+Small sizes only, and nothing here asserts on time: these check that every scenario runs and
+reports what it promises (the counts it measures, the shape of its JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from runtime.workerprocess import ROOT, database_url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def bench(*args: str) -> dict[str, Any]:
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+    }
+    done = subprocess.run(
+        [sys.executable, "manage.py", "bench", *args, "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def test_bench_seq_reports_steps_and_one_write_transaction_per_step(redis_broker: Any) -> None:
+    report = bench("seq", "--steps", "40")
+
+    assert (report["scenario"], report["database"], report["broker"]) == (
+        "seq",
+        "postgresql",
+        "redis",
+    )
+    assert report["steps"] == 40 and report["steps_per_second"] > 0
+    assert 0.9 <= report["transactions_per_step"] < 1.5  # a step's start and end commit together
+    assert set(report["stso_ms"]) == {"p50", "p95"}
+    assert report["bare_commit_per_second"] > 0
+
+
+def test_bench_concurrent_group_commits_many_runs(redis_broker: Any) -> None:
+    report = bench("concurrent", "--runs", "8", "--steps", "20")
+
+    assert report["steps"] == 160
+    assert report["transactions_per_step"] < 1.0  # runs share transactions
+
+
+def test_bench_checkpoint_probe_never_waits_after_a_sync_checkpoint() -> None:
+    report = bench("checkpoint", "--samples", "5")
+
+    assert report["timed_waits_after_sync"] == 0
+    assert report["samples"] == 5
+
+
+def test_bench_fanout_publishes_in_batches_and_compares_with_a_group(redis_broker: Any) -> None:
+    report = bench("fanout", "--branches", "120", "--repeat", "2")
+
+    assert (report["publish_requests"], report["publish_messages"]) == (2, 120)
+    assert report["max_batch_size"] == 100
+    assert report["repeat"] == 2 and len(report["ratio_samples"]) == 2
+    assert 0 < report["ttfs_ms"] <= report["ttls_ms"] <= report["fan_in_ms"]
+    assert report["baseline_group_ms"] > 0
+
+
+def test_bench_rejects_a_bad_size() -> None:
+    done = subprocess.run(
+        [sys.executable, "manage.py", "bench", "seq", "--steps", "0"],
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": database_url()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "--steps must be at least 1" in done.stderr
