@@ -44,16 +44,40 @@ def _step_cast(field_name: str) -> str:
     return "text" if db_type.startswith("varchar") else db_type
 
 
-def _step_values_sql(rows: int) -> str:
+@cache
+def _steps_sql(rows: int, update_fields: tuple[str, ...]) -> str:
     row = "(" + ", ".join(f"%s::{_step_cast(f.name)}" for f in _STEP_FIELDS) + ")"
-    return ", ".join([row] * rows)
+    columns = ", ".join(str(f.column) for f in _STEP_FIELDS)
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in update_fields)
+    return (
+        f"s AS (INSERT INTO {Step._meta.db_table} ({columns}) "
+        f"VALUES {', '.join([row] * rows)} ON CONFLICT (id) DO UPDATE SET {updates})"
+    )
 
 
-_EVENT_ROW = "(%s::integer, %s::text, %s::uuid, %s::jsonb, %s::timestamptz)"
+@cache
+def _events_sql(rows: int) -> str:
+    values = ", ".join(["(%s::integer, %s::text, %s::uuid, %s::jsonb, %s::timestamptz)"] * rows)
+    return (
+        f"e AS (INSERT INTO {Event._meta.db_table} "
+        "(run_id, seq, type, step_id, payload, created_at) "
+        "SELECT %s::uuid, u.last_seq - v.back, v.type, v.step_id, v.payload, v.created_at "
+        f"FROM u, (VALUES {values}) AS v(back, type, step_id, payload, created_at))"
+    )
+
+
+# (attribute of a StepRow, or None for the run id; whether the column holds JSON), per column.
+_STEP_PARAMS = tuple(
+    (None if f.attname == "run_id" else f.attname, f.column in JSON_COLUMNS) for f in _STEP_FIELDS
+)
 
 
 def group_statement(g: Any, now: datetime, update_fields: Sequence[str]) -> tuple[str, list[Any]]:
-    """The one statement writing one run's part of a batch (a runtime.store._RunGroup)."""
+    """The one statement writing one run's part of a batch (a runtime.store._RunGroup).
+
+    Its text depends only on the part's shape, so the few shapes a workload has are built once
+    (and prepared once per connection); per call only the parameters are gathered.
+    """
     sql, params = run_update_statement(
         g.guard,
         len(g.events),
@@ -65,25 +89,17 @@ def group_statement(g: Any, now: datetime, update_fields: Sequence[str]) -> tupl
     )
     ctes = [f"u AS ({sql})"]
     if g.steps:
-        columns = ", ".join(str(f.column) for f in _STEP_FIELDS)
-        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in update_fields)
-        ctes.append(
-            f"s AS (INSERT INTO {Step._meta.db_table} ({columns}) "
-            f"VALUES {_step_values_sql(len(g.steps))} ON CONFLICT (id) DO UPDATE SET {updates})"
-        )
+        ctes.append(_steps_sql(len(g.steps), tuple(update_fields)))
+        run_id = g.run_id
         for step_row in g.steps.values():
-            values = {**_row_values(step_row), "run_id": g.run_id}
-            for f in _STEP_FIELDS:
-                value = values.get(f.attname)
-                params.append(_jsonb(value) if f.column in JSON_COLUMNS else value)
+            for attname, is_json in _STEP_PARAMS:
+                if attname is None:
+                    params.append(run_id)
+                    continue
+                value = getattr(step_row, attname)
+                params.append(_jsonb(value) if is_json else value)
     if g.events:
-        rows = ", ".join([_EVENT_ROW] * len(g.events))
-        ctes.append(
-            f"e AS (INSERT INTO {Event._meta.db_table} "
-            "(run_id, seq, type, step_id, payload, created_at) "
-            "SELECT %s::uuid, u.last_seq - v.back, v.type, v.step_id, v.payload, v.created_at "
-            f"FROM u, (VALUES {rows}) AS v(back, type, step_id, payload, created_at))"
-        )
+        ctes.append(_events_sql(len(g.events)))
         params.append(g.run_id)
         n = len(g.events)
         for i, draft in enumerate(g.events):
@@ -150,7 +166,3 @@ def write_groups(
             raw.execute("ROLLBACK")
         raise
     return True
-
-
-def _row_values(row: Any) -> dict[str, Any]:
-    return {name: getattr(row, name) for name in row.__slots__}

@@ -10,6 +10,7 @@ from django.db import connection
 from django.db.models import Max, Min
 
 from runtime.bench import environment
+from runtime.bench.sinkfloor import sink_steps_per_second
 from runtime.bench.stats import p50_p95
 from runtime.handles import RunHandle, start
 from runtime.models import Run, Step
@@ -88,6 +89,9 @@ def run_sequential(steps: int, timeout: float) -> dict[str, Any]:
     if bare:
         report["bare_commit_per_second"] = round(bare, 1)
         report["ratio_to_bare_commit"] = round(report["steps_per_second"] / bare, 3)
+    floor = sink_steps_per_second()
+    if floor:
+        report["sink_steps_per_second"] = round(floor, 1)
     return report
 
 

@@ -1,0 +1,69 @@
+"""The store's own floor for sequential steps: a step's write through the sink, nothing else.
+
+`bench seq` compares a run with the bare commit rate; this sits between the two. It writes
+what one no-op step writes (its row, step_created, step_started and step_completed, the
+guarded run update) straight through `DatabaseSink`, one commit per step, on a synthetic run
+that no worker sees (it holds a lease that does not expire, and is deleted afterwards).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import timedelta
+
+from django.db import connection
+from django.utils import timezone
+
+from runtime.checkpoint.batching import Checkpoint
+from runtime.core.identity import step_id
+from runtime.core.writes import EventDraft, HistoryWrite, LeaseGuard, StepRow
+from runtime.models import Run, RunStatus
+from runtime.store import DatabaseSink
+
+_TOKEN = "bench-sink-floor"
+
+
+def _noop_step(run_id: uuid.UUID, position: int) -> HistoryWrite:
+    now = timezone.now()
+    sid = step_id(run_id, position)
+    step_input = {"args": [position], "kwargs": {}}
+    row = StepRow(
+        sid, position, "examples.noop", "step", "completed", 1, now,
+        input=step_input, result=position, started_at=now, finished_at=now,
+    )  # fmt: skip
+    events = (
+        EventDraft(
+            "step_created",
+            now,
+            sid,
+            {"position": position, "name": "examples.noop", "kind": "step", "input": step_input},
+        ),
+        EventDraft("step_started", now, sid, {"attempt": 1}),
+        EventDraft("step_completed", now, sid, {"attempt": 1, "result": position}),
+    )
+    return HistoryWrite(run_id, LeaseGuard(_TOKEN), events, (row,))
+
+
+def sink_steps_per_second(samples: int = 1000) -> float | None:
+    """No-op step writes per second through the sink, one transaction each (PostgreSQL only)."""
+    if connection.vendor != "postgresql":
+        return None
+    now = timezone.now()
+    run = Run.objects.create(
+        workflow="bench.sink_floor",
+        status=RunStatus.RUNNING,
+        created_at=now,
+        updated_at=now,
+        lease_token=_TOKEN,
+        lease_expires_at=now + timedelta(days=1),
+    )
+    sink = DatabaseSink()
+    try:
+        started = time.perf_counter()
+        for position in range(1, samples + 1):
+            write = _noop_step(run.id, position)
+            sink.write_batch([Checkpoint(session="floor", payload=write, size=1024, sync=True)])
+        return samples / (time.perf_counter() - started)
+    finally:
+        run.delete()
