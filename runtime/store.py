@@ -139,6 +139,30 @@ class DatabaseSink:
     def close(self) -> None:
         connection.close()
 
+    def _claims_alone(self, writes: Sequence[BranchReport | BranchClaim], now: datetime) -> bool:
+        """A batch of nothing but branch claims, on PostgreSQL: one statement in autocommit.
+
+        The claims are one conditional UPDATE, atomic by itself, so it needs no BEGIN and
+        COMMIT round trips of its own. Returns False when the batch is not such a batch.
+        """
+        from runtime.branch_claims import ClaimBatch
+        from runtime.branch_sql import execute
+
+        if connection.vendor != "postgresql" or not writes:
+            return False
+        if not all(isinstance(w, BranchClaim) for w in writes):
+            return False
+        claims = ClaimBatch([w for w in writes if isinstance(w, BranchClaim)], now)
+        if len(claims.statements) != 1:
+            return False  # fresh and continuing claims: two statements, one transaction
+        self._committing = True  # in autocommit a statement cut off may have committed
+        results = execute(claims.statements)
+        self._committing = False
+        self.transactions += 1
+        for fill in claims.receipts(results):
+            fill()
+        return True
+
     def _write(
         self, groups: list[_RunGroup], reports: Sequence[BranchReport | BranchClaim] = ()
     ) -> None:
@@ -146,6 +170,8 @@ class DatabaseSink:
 
         self._committing = False
         now = timezone.now()
+        if not groups and self._claims_alone(reports, now):
+            return
         if not reports and _one_statement(groups):
             try:
                 check_at = first_check_at(now)

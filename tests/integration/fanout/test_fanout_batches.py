@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 from fanout_workflows import FAIL, calls
 
+import runtime.store
 from runtime.branches import claim, group_id
 from runtime.checkpoint.batching import Checkpoint
 from runtime.core.identity import step_id
@@ -73,6 +74,25 @@ def test_fanout_duplicate_claims_in_one_batch_have_exactly_one_winner() -> None:
     _write([again])
     assert not again.receipt.won  # a later batch loses the conditional update
     assert claim(run_id, 1, 1) is not None and claim(run_id, 1, 1) is None
+
+
+def test_fanout_claims_alone_are_one_statement_without_a_transaction_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run_id = _started(3)
+
+    def no_block(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a batch of claims alone should not open a transaction block")
+
+    monkeypatch.setattr(runtime.store.transaction, "atomic", no_block)
+    claims = [BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 2, 1)]
+    _write(claims)
+    monkeypatch.undo()
+
+    assert [c.receipt.won for c in claims] == [True, True, False]
+    assert sorted(
+        Step.objects.filter(run_id=run_id, status="running").values_list("position", flat=True)
+    ) == [1, 2]
 
 
 def test_fanout_report_batch_that_settles_the_group_wakes_the_run_once() -> None:
