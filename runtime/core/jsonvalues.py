@@ -20,8 +20,10 @@ def normalize(value: Any, what: str, path: str = "$") -> Any:
 
     `what` names the thing being recorded ("step 'orders.fetch' result") for the error message.
     """
-    if value is None or isinstance(value, bool | str):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        return _text(value, what, path)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
@@ -38,9 +40,24 @@ def normalize(value: Any, what: str, path: str = "$") -> Any:
                     f"{what}: key {key!r} at {path} is a {type(key).__name__}; "
                     "JSON keys are strings"
                 )
+            _text(key, what, f"{path} (a key)")
             out[key] = normalize(item, what, f"{path}.{key}")
         return out
     raise PayloadError(f"{what}: value of type {type(value).__name__} at {path} is not JSON")
+
+
+def _text(value: str, what: str, path: str) -> str:
+    # PostgreSQL's jsonb cannot hold U+0000, and UTF-8 cannot hold a lone surrogate: refused
+    # here, as the step's own error, instead of failing the checkpoint that records it.
+    if "\x00" in value:
+        raise PayloadError(f"{what}: text at {path} contains U+0000, which cannot be stored")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PayloadError(
+            f"{what}: text at {path} is not valid Unicode (a lone surrogate)"
+        ) from None
+    return value
 
 
 def encoded_size(value: Any) -> int:

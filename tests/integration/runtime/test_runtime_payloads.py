@@ -33,6 +33,8 @@ def produce(kind: str) -> Any:
         return {1, 2, 3}
     if kind == "large":
         return "x" * 2000
+    if kind == "nul":
+        return {"text": "a\x00b"}  # jsonb cannot hold U+0000
     return kind
 
 
@@ -58,6 +60,7 @@ def ends_with_a_set(ctx: Any) -> Any:
         ("datetime", "PayloadError", "value of type datetime at $.at is not JSON"),
         ("set", "PayloadError", "value of type set at $ is not JSON"),
         ("large", "PayloadTooLarge", "2002 bytes of JSON is over the limit of 1000 bytes"),
+        ("nul", "PayloadError", "text at $.text contains U+0000, which cannot be stored"),
     ],
 )
 def test_payloads_bad_step_result_fails_the_step_naming_it_and_the_problem(
@@ -109,6 +112,7 @@ def test_payloads_bad_workflow_result_fails_the_run(run_now: Callable[..., Execu
     [
         ([datetime(2030, 1, 1, tzinfo=UTC)], {}, PayloadError),
         ([], {"kind": b"bytes"}, PayloadError),
+        (["nul\x00"], {}, PayloadError),
         (["x" * 2000], {}, PayloadTooLarge),
         ([], {}, InvalidArguments),
         (["a", "b"], {}, InvalidArguments),

@@ -14,16 +14,17 @@ from hypothesis import strategies as st
 from runtime.core.errors import PayloadError, PayloadTooLarge
 from runtime.core.jsonvalues import checked, encoded_size, normalize
 
+storable = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
 json_values = st.recursive(
     st.none()
     | st.booleans()
     | st.integers()
     | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
+    | st.text(alphabet=storable),
     lambda inner: (
         st.lists(inner, max_size=4)
         | st.tuples(inner, inner)
-        | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+        | st.dictionaries(st.text(alphabet=storable, max_size=5), inner, max_size=4)
     ),
     max_leaves=20,
 )
@@ -54,6 +55,9 @@ def test_jsonvalues_normalize_turns_tuples_into_lists_and_keeps_bools() -> None:
         ({"a": {3: "x"}}, "key 3 at $.a is a int|JSON keys are strings"),
         ([float("nan")], "nan at $[0] is not a JSON number"),
         ({"b": float("inf")}, "inf at $.b is not a JSON number"),
+        (["ok", "a\x00b"], "text at $[1] contains U+0000"),
+        ({"k\x00": 1}, "text at $ (a key) contains U+0000"),
+        ({"s": "\ud800"}, "text at $.s is not valid Unicode"),
     ],
 )
 def test_jsonvalues_normalize_names_the_thing_the_place_and_the_problem(
