@@ -17,7 +17,7 @@ from django.contrib import admin, messages
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -156,6 +156,14 @@ class RunAdmin(_RunModelAdmin):
         return False
 
     # --- the changelist --------------------------------------------------------------------
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # PostgreSQL text cannot hold NUL: a filter value with one would fail the query.
+        if any("\x00" in value for _, values in request.GET.lists() for value in values):
+            return HttpResponseBadRequest("Filter and search values cannot contain NUL (U+0000).")
+        return super().changelist_view(request, extra_context)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
         queryset = super().get_queryset(request)

@@ -8,6 +8,7 @@ what was posted, or suspends the run until the nearest deadline.
 
 from __future__ import annotations
 
+import re
 import secrets
 import uuid
 from dataclasses import dataclass, replace
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 
 TOKEN_BYTES = 32  # 256 bits from the OS's CSPRNG
 MAX_TOKEN_LENGTH = 64
+# What token_urlsafe produces; anything else (a NUL byte, say) cannot be a token.
+_TOKEN_TEXT = re.compile(r"[A-Za-z0-9_-]+")
 _MISSING: Any = object()
 
 
@@ -311,7 +314,11 @@ def _open_step(token: str) -> Any:
     from runtime.models import FINISHED_RUN_STATES, Step, StepStatus
 
     step = None
-    if isinstance(token, str) and 0 < len(token) <= MAX_TOKEN_LENGTH:
+    if (
+        isinstance(token, str)
+        and 0 < len(token) <= MAX_TOKEN_LENGTH
+        and _TOKEN_TEXT.fullmatch(token)
+    ):
         step = Step.objects.select_related("run").filter(callback_token=token).first()
     if step is None:
         raise CallbackNotFound("no callback has this token")

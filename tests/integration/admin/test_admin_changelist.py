@@ -86,3 +86,10 @@ def test_changelist_search_with_a_term_that_is_no_uuid_matches_nothing(
     finished_run()
 
     assert listed(staff_client, q=term) == []
+
+
+@pytest.mark.parametrize("query", ["q=a%00b", "workflow=orders%00", "status=%00"])
+def test_changelist_refuses_a_nul_in_a_filter_or_search(staff_client: Client, query: str) -> None:
+    response = staff_client.get(f"{changelist_url()}?{query}")
+    assert response.status_code == 400
+    assert b"cannot contain NUL" in response.content

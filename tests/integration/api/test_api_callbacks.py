@@ -104,8 +104,9 @@ def test_api_callback_timeout_fails_run(
     assert "nothing was posted" in run.error["message"]
 
 
-def test_api_callback_unknown_token_is_404(anon: APIClient) -> None:
-    response = post(anon, "no-such-token", {"result": 1})
+@pytest.mark.parametrize("token", ["no-such-token", "nul%00byte", "x" * 65])
+def test_api_callback_unknown_token_is_404(anon: APIClient, token: str) -> None:
+    response = post(anon, token, {"result": 1})
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "callback_not_found"
 
