@@ -35,7 +35,7 @@ from runtime.core.errors import (
     RunAlreadyFinished,
     StepChanged,
 )
-from runtime.core.identity import step_id
+from runtime.core.identity import check_name, step_id
 from runtime.core.jsonvalues import checked
 from runtime.core.writes import EventDraft, HistoryWrite, OpenStepGuard, RunPatch, StepRow
 from runtime.session import Abort
@@ -184,8 +184,7 @@ def create_callback(
     heartbeat_timeout: Any = None,
 ) -> Callback:
     """Create (or, on replay, find again) the callback at the next position of `ctx`."""
-    if not isinstance(name, str) or not name or len(name) > 200:
-        raise ValueError("a callback name must be a non-empty string of at most 200 characters")
+    check_name(name, "callback")
     terms = CallbackTerms.of(timeout, heartbeat_timeout)
     position = ctx._next_position()
     recorded = ctx._recorded.get(position)

@@ -23,7 +23,7 @@ from runtime.core.errors import (
     StepFailed,
     describe_exception,
 )
-from runtime.core.identity import deterministic_uuid, step_id
+from runtime.core.identity import check_name, deterministic_uuid, step_id
 from runtime.core.jsonvalues import checked
 from runtime.core.retry import DEFAULT_POLICY, GiveUp, RetryPolicy, decide
 from runtime.core.writes import EventDraft, HistoryWrite, StepRow
@@ -120,8 +120,9 @@ class DurableContext:
             raise TypeError("ctx.step takes a callable as its first argument")
         registered = fn if isinstance(fn, StepFunction) else None
         body = registered.fn if registered else fn
-        step_name: str = name or (
-            registered.name if registered else str(getattr(fn, "__name__", repr(fn)))
+        step_name = check_name(
+            name or (registered.name if registered else str(getattr(fn, "__name__", repr(fn)))),
+            "step",
         )
         policy = retry or (registered.retry if registered else None) or DEFAULT_POLICY
         at_most_once = bool(registered and registered.at_most_once)

@@ -12,6 +12,8 @@ from typing import Any
 from django.db import models
 from django.db.models import Q
 
+from runtime.core.identity import MAX_NAME_LENGTH
+
 
 class RunStatus(models.TextChoices):
     PENDING = "pending"
@@ -78,7 +80,7 @@ class RunQuerySet(models.QuerySet["Run"]):
 
 class Run(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    workflow = models.CharField(max_length=200, db_index=True)
+    workflow = models.CharField(max_length=MAX_NAME_LENGTH, db_index=True)
     input = models.JSONField(default=dict)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
     result = models.JSONField(null=True, blank=True)
@@ -156,7 +158,7 @@ class Step(models.Model):
     # (run, position) is unique and indexed; a separate run_id index would only slow inserts.
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="step_set", db_index=False)
     position = models.PositiveIntegerField()
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=MAX_NAME_LENGTH)
     kind = models.CharField(max_length=16, choices=StepKind.choices, default=StepKind.STEP)
     status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.PENDING)
     attempt = models.PositiveIntegerField(default=0)

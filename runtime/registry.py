@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from runtime.core.errors import InvalidArguments, RegistrationError, WorkflowNotFound
+from runtime.core.identity import check_name
 from runtime.core.retry import RetryPolicy
 
 P = ParamSpec("P")
@@ -159,7 +160,9 @@ def step(
     def register(f: Callable[P, R]) -> StepFunction[P, R]:
         if not callable(f):
             raise TypeError("@step decorates a function")
-        st: StepFunction[P, R] = StepFunction(f, name or _default_name(f), retry, at_most_once)
+        st: StepFunction[P, R] = StepFunction(
+            f, check_name(name or _default_name(f), "step"), retry, at_most_once
+        )
         registry.add_step(st)
         return st
 
@@ -182,7 +185,7 @@ def workflow(
     def register(f: Callable[..., R]) -> WorkflowFunction[R]:
         if not callable(f):
             raise TypeError("@workflow decorates a function")
-        wf = WorkflowFunction(f, name or _default_name(f))
+        wf = WorkflowFunction(f, check_name(name or _default_name(f), "workflow"))
         registry.add_workflow(wf)
         return wf
 

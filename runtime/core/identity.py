@@ -10,6 +10,19 @@ _STEP_NAMESPACE = uuid.UUID("6f0d2a5e-3b1c-4e8f-9a77-0c5b1f2d9e41")
 
 _MAX_POSITION = 2**32 - 1
 
+MAX_NAME_LENGTH = 200  # of Run.workflow and Step.name
+
+
+def check_name(name: object, what: str) -> str:
+    """A workflow, step or callback name as the database can store it; ValueError if not."""
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME_LENGTH or "\x00" in name:
+        shown = repr(name) if len(repr(name)) <= 60 else repr(name)[:57] + "..."
+        raise ValueError(
+            f"a {what} name must be a non-empty string of at most {MAX_NAME_LENGTH} characters "
+            f"without NUL, not {shown}"
+        )
+    return name
+
 
 def step_id(run_id: uuid.UUID, position: int) -> uuid.UUID:
     """The primary key of the step at `position` of `run_id`: the same on every replay.

@@ -171,3 +171,19 @@ def test_payloads_idempotent_start_returns_the_first_run_whatever_its_state(
 
     other = start("tests.payloads.returns", "fine", idempotency_key="order-43")
     assert other.id != first.id and other.created
+
+
+@workflow(name="tests.payloads.long_step_name")
+def long_step_name(ctx: Any) -> Any:
+    return ctx.step(lambda: 1, name="n" * 201)
+
+
+def test_payloads_step_name_the_database_cannot_store_fails_the_run(
+    run_now: Callable[..., Execution],
+) -> None:
+    run, _ = start_run("tests.payloads.long_step_name")
+    assert run_now(run.id).outcome is Outcome.FAILED
+    error = run_row(run.id).error
+    assert error["type"] == "ValueError"
+    assert "step name must be a non-empty string of at most 200 characters" in error["message"]
+    assert steps(run.id) == []

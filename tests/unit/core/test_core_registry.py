@@ -46,6 +46,16 @@ def test_registry_step_refuses_a_retry_that_is_not_a_policy() -> None:
         step(retry={"max_attempts": 3})  # type: ignore[call-overload]
 
 
+@pytest.mark.parametrize("name", ["x" * 201, "tests.core.nul\x00", 42])
+@pytest.mark.parametrize("decorator", [step, workflow])
+def test_registry_refuses_a_name_the_database_cannot_store(decorator: Any, name: Any) -> None:
+    with pytest.raises(ValueError, match="name must be a non-empty string of at most 200"):
+
+        @decorator(name=name)
+        def fn(ctx: Any = None) -> None:
+            return None
+
+
 def test_registry_workflow_bare_and_with_a_name() -> None:
     @workflow
     def bare(ctx: Any) -> int:
