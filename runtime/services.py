@@ -46,6 +46,8 @@ def start_run(
         raise ValueError("idempotency_key must be a non-empty string")
     if idempotency_key and len(idempotency_key) > 255:
         raise ValueError("idempotency_key must be at most 255 characters")
+    if idempotency_key and "\x00" in idempotency_key:
+        raise ValueError("idempotency_key must not contain NUL (U+0000)")
     run_input, _ = checked(
         {"args": list(args), "kwargs": kwargs},
         f"workflow {wf.name!r} input",

@@ -187,3 +187,16 @@ def test_payloads_step_name_the_database_cannot_store_fails_the_run(
     assert error["type"] == "ValueError"
     assert "step name must be a non-empty string of at most 200 characters" in error["message"]
     assert steps(run.id) == []
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [("", "non-empty"), ("k" * 256, "at most 255"), ("key\x00", "NUL"), (7, "non-empty string")],
+)
+def test_payloads_start_refuses_an_idempotency_key_it_cannot_store(
+    enqueued: Any, key: Any, problem: str
+) -> None:
+    with pytest.raises(ValueError, match=problem):
+        start_run("tests.payloads.returns", ["fine"], idempotency_key=key)
+    assert Run.objects.count() == 0
+    assert enqueued.calls == []
