@@ -94,26 +94,37 @@ def runs_sql(update_fields: tuple[str, ...]) -> str:
     )
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    return value
+class _Texts(dict[Any, str]):
+    """Datetimes and UUIDs as JSON text, each converted once per statement.
+
+    A step's start, end and events share a handful of timestamps and one id, and
+    `isoformat` is the dearest part of building the documents.
+    """
+
+    def __missing__(self, value: Any) -> str:
+        text = value.isoformat() if isinstance(value, datetime) else str(value)
+        self[value] = text
+        return text
+
+    def of(self, value: Any) -> Any:
+        if isinstance(value, datetime | uuid.UUID):
+            return self[value]
+        return value
 
 
 def runs_statement(
     groups: Sequence[Any], now: datetime, update_fields: Sequence[str]
 ) -> tuple[str, list[Any]]:
     """The one statement writing the plain parts of several distinct runs."""
+    texts = _Texts()
     runs: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     for g in groups:
-        run_id = str(g.run_id)
+        run_id = texts[g.run_id]
         runs.append({"id": run_id, "token": g.guard.token, "n": len(g.events)})
         for row in g.steps.values():
-            step = {name: _json_value(getattr(row, name)) for name in _STEP_ATTRS}
+            step = {name: texts.of(getattr(row, name)) for name in _STEP_ATTRS}
             step["run_id"] = run_id
             steps.append(step)
         n = len(g.events)
@@ -123,9 +134,9 @@ def runs_statement(
                     "run_id": run_id,
                     "back": n - 1 - i,
                     "type": str(draft.type),
-                    "step_id": None if draft.step_id is None else str(draft.step_id),
+                    "step_id": None if draft.step_id is None else texts[draft.step_id],
                     "payload": draft.payload,
-                    "created_at": draft.at.isoformat(),
+                    "created_at": texts[draft.at],
                 }
             )
     params = [_encode(runs), now, _encode(steps), _encode(events), len(runs)]
