@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from runtime import conf, pgsink
@@ -156,7 +156,12 @@ class DatabaseSink:
         if len(claims.statements) != 1:
             return False  # fresh and continuing claims: two statements, one transaction
         self._committing = True  # in autocommit a statement cut off may have committed
-        results = execute(claims.statements)
+        try:
+            results = execute(claims.statements)
+        except DatabaseError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) is not None:
+                self._committing = False  # the server answered with an error: rolled back
+            raise
         self._committing = False
         self.transactions += 1
         for fill in claims.receipts(results):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -93,6 +94,43 @@ def test_fanout_claims_alone_are_one_statement_without_a_transaction_block(
     assert sorted(
         Step.objects.filter(run_id=run_id, status="running").values_list("position", flat=True)
     ) == [1, 2]
+
+
+class _ServerError(Exception):
+    sqlstate = "40P01"  # the server answered (a deadlock): the statement rolled back
+
+
+class _CutOff(Exception):
+    sqlstate = None  # no answer: the statement may have committed
+
+
+@pytest.mark.parametrize("cause", [_ServerError, _CutOff])
+def test_fanout_claims_alone_failing_is_retried_only_when_surely_rolled_back(
+    monkeypatch: pytest.MonkeyPatch, cause: type[Exception]
+) -> None:
+    from django.db import OperationalError
+
+    import runtime.branch_sql
+    from runtime.checkpoint.errors import OutcomeUnknown
+
+    run_id = _started(2)
+    real = runtime.branch_sql.execute
+    failures = [cause]
+
+    def flaky(statements: Any) -> Any:
+        if failures:
+            raise OperationalError("claims failed") from failures.pop()()
+        return real(statements)
+
+    monkeypatch.setattr(runtime.branch_sql, "execute", flaky)
+    claims = [BranchClaim(run_id, step_id(run_id, 1), 1)]
+    if cause is _CutOff:
+        with pytest.raises(OutcomeUnknown):
+            _write(claims)
+        assert Step.objects.get(id=step_id(run_id, 1)).status == "pending"
+    else:
+        _write(claims)  # reconnected and written again
+        assert claims[0].receipt.won
 
 
 def test_fanout_report_batch_that_settles_the_group_wakes_the_run_once() -> None:
