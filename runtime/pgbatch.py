@@ -22,28 +22,9 @@ from typing import Any
 
 from runtime.core.writes import LeaseGuard
 from runtime.models import Event, Run, Step
+from runtime.runsql import step_columns
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-
-# (column, JSON-to-SQL type) of a step row, in the order the recordset declares them.
-_STEP_COLUMNS = (
-    ("id", "uuid"),
-    ("run_id", "uuid"),
-    ("position", "integer"),
-    ("name", "text"),
-    ("kind", "text"),
-    ("status", "text"),
-    ("attempt", "integer"),
-    ("input", "jsonb"),
-    ("result", "jsonb"),
-    ("error", "jsonb"),
-    ("created_at", "timestamptz"),
-    ("started_at", "timestamptz"),
-    ("finished_at", "timestamptz"),
-    ("wake_at", "timestamptz"),
-    ("callback_token", "text"),
-)
-_STEP_ATTRS = tuple(name for name, _ in _STEP_COLUMNS if name != "run_id")
 
 
 def is_plain(g: Any) -> bool:
@@ -70,8 +51,8 @@ def worth_combining(plain: Sequence[Any]) -> bool:
 
 @cache
 def runs_sql(update_fields: tuple[str, ...]) -> str:
-    step_cols = ", ".join(name for name, _ in _STEP_COLUMNS)
-    step_types = ", ".join(f"{name} {kind}" for name, kind in _STEP_COLUMNS)
+    step_cols = ", ".join(c.name for c in step_columns())
+    step_types = ", ".join(f"{c.name} {c.sql_type}" for c in step_columns())
     updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in update_fields)
     return (
         "WITH v AS (SELECT * FROM jsonb_to_recordset(%s::jsonb) AS v(id uuid, token text, n int)), "
@@ -124,8 +105,10 @@ def runs_statement(
         run_id = texts[g.run_id]
         runs.append({"id": run_id, "token": g.guard.token, "n": len(g.events)})
         for row in g.steps.values():
-            step = {name: texts.of(getattr(row, name)) for name in _STEP_ATTRS}
-            step["run_id"] = run_id
+            step = {
+                c.name: run_id if c.attname is None else texts.of(getattr(row, c.attname))
+                for c in step_columns()
+            }
             steps.append(step)
         n = len(g.events)
         for i, draft in enumerate(g.events):

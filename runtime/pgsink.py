@@ -18,36 +18,27 @@ from functools import cache
 from typing import Any
 
 import psycopg
-from django.db import connection
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from runtime import pgbatch
 from runtime.models import Event, FanoutGroup, Step
 from runtime.pgconn import raw_connection
-from runtime.runsql import JSON_COLUMNS, run_update_statement
+from runtime.runsql import run_update_statement, step_columns
 
 
 def _jsonb(value: Any) -> Any:
     return None if value is None else Jsonb(value)
 
 
-_STEP_FIELDS = list(Step._meta.concrete_fields)
 # Beyond this the statement would pass PostgreSQL's 65,535-parameter limit: the portable path.
 MAX_PARAMETERS = 60_000
 
 
 @cache
-def _step_cast(field_name: str) -> str:
-    field = Step._meta.get_field(field_name)
-    db_type = str(field.db_type(connection) or "text")
-    return "text" if db_type.startswith("varchar") else db_type
-
-
-@cache
 def _steps_sql(rows: int, update_fields: tuple[str, ...]) -> str:
-    row = "(" + ", ".join(f"%s::{_step_cast(f.name)}" for f in _STEP_FIELDS) + ")"
-    columns = ", ".join(str(f.column) for f in _STEP_FIELDS)
+    row = "(" + ", ".join(f"%s::{c.sql_type}" for c in step_columns()) + ")"
+    columns = ", ".join(c.name for c in step_columns())
     updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in update_fields)
     return (
         f"s AS (INSERT INTO {Step._meta.db_table} ({columns}) "
@@ -64,12 +55,6 @@ def _events_sql(rows: int) -> str:
         "SELECT %s::uuid, u.last_seq - v.back, v.type, v.step_id, v.payload, v.created_at "
         f"FROM u, (VALUES {values}) AS v(back, type, step_id, payload, created_at))"
     )
-
-
-# (attribute of a StepRow, or None for the run id; whether the column holds JSON), per column.
-_STEP_PARAMS = tuple(
-    (None if f.attname == "run_id" else f.attname, f.column in JSON_COLUMNS) for f in _STEP_FIELDS
-)
 
 
 def group_statement(g: Any, now: datetime, update_fields: Sequence[str]) -> tuple[str, list[Any]]:
@@ -92,12 +77,12 @@ def group_statement(g: Any, now: datetime, update_fields: Sequence[str]) -> tupl
         ctes.append(_steps_sql(len(g.steps), tuple(update_fields)))
         run_id = g.run_id
         for step_row in g.steps.values():
-            for attname, is_json in _STEP_PARAMS:
-                if attname is None:
+            for column in step_columns():
+                if column.attname is None:
                     params.append(run_id)
                     continue
-                value = getattr(step_row, attname)
-                params.append(_jsonb(value) if is_json else value)
+                value = getattr(step_row, column.attname)
+                params.append(_jsonb(value) if column.is_json else value)
     if g.events:
         ctes.append(_events_sql(len(g.events)))
         params.append(g.run_id)
