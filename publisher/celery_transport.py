@@ -171,7 +171,7 @@ class _Publishing:
                 self.producer.maybe_declare(queue)
                 options["declare"] = []  # declared just now: not again per message
             self._routes[key] = options
-        return dict(options)
+        return options  # unpacked into the call's own keyword arguments: never changed
 
     def _compute_route(self, message: Message) -> dict[str, Any]:
         routing = message.routing

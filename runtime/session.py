@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from functools import cached_property
 
 from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import CheckpointFailed
@@ -20,18 +21,19 @@ class Abort(BaseException):
         self.failure = failure
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExecutionSession:
     run_id: uuid.UUID
     token: str
     epoch: int
     writer: CheckpointWriter
 
-    @property
+    # Both go into every checkpoint of the execution: built once, not per step.
+    @cached_property
     def key(self) -> str:
         return f"{self.run_id}/{self.token}/{self.epoch}"
 
-    @property
+    @cached_property
     def guard(self) -> Guard:
         return LeaseGuard(self.token)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 from run_records import events, run_row
 
@@ -26,6 +26,22 @@ def leased_run() -> Run:
     run, _ = start_run("examples.noop_loop", [1])
     Run.objects.filter(id=run.id).update(lease_token="mine", lease_expires_at=timezone.now())
     return run
+
+
+def record_calls(
+    monkeypatch: pytest.MonkeyPatch, owner: object, name: str
+) -> list[tuple[tuple[Any, ...], Any]]:
+    """Let `owner.name` run as before, recording each call's arguments and return value."""
+    calls: list[tuple[tuple[Any, ...], Any]] = []
+    real = getattr(owner, name)
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        returned = real(*args, **kwargs)
+        calls.append((args, returned))
+        return returned
+
+    monkeypatch.setattr(owner, name, recorded)
+    return calls
 
 
 def many_steps(run: Run, count: int, at: datetime) -> HistoryWrite:
@@ -55,13 +71,7 @@ def many_steps(run: Run, count: int, at: datetime) -> HistoryWrite:
 def test_pgsink_big_parts_go_as_json_or_take_the_portable_path(
     leased_run: Run, monkeypatch: pytest.MonkeyPatch, patched: bool
 ) -> None:
-    if connection.vendor != "postgresql":
-        pytest.fail("this test needs PostgreSQL")
-    used: list[bool] = []
-    real = pgsink.write_groups
-    monkeypatch.setattr(
-        pgsink, "write_groups", lambda *a, **k: used.append(real(*a, **k)) or used[-1]
-    )
+    calls = record_calls(monkeypatch, pgsink, "write_groups")
     count = 5000  # 5000 step rows x 15 columns is more than 65,535 parameters
     at = timezone.now()
     write = many_steps(leased_run, count, at)
@@ -71,7 +81,7 @@ def test_pgsink_big_parts_go_as_json_or_take_the_portable_path(
     runtime.store.writer().write(Checkpoint(session="bulk", payload=write, sync=True))
 
     # A plain part goes as one JSON statement; a patched one through the portable path.
-    assert used == [not patched]
+    assert [returned for _, returned in calls] == [not patched]
     assert Step.objects.filter(run_id=leased_run.id).count() == count
     seqs = [e.seq for e in events(leased_run.id)]
     assert seqs == list(range(1, count + 2))  # run_created, then one event per step
@@ -137,15 +147,7 @@ def two_leased_runs(leased_run: Run) -> tuple[Run, Run]:
 def test_pgbatch_several_runs_share_one_statement(
     two_leased_runs: tuple[Run, Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if connection.vendor != "postgresql":
-        pytest.fail("this test needs PostgreSQL")
-    combined: list[int] = []
-    real = pgbatch.runs_statement
-    monkeypatch.setattr(
-        pgbatch,
-        "runs_statement",
-        lambda groups, *a: combined.append(len(groups)) or real(groups, *a),
-    )
+    calls = record_calls(monkeypatch, pgbatch, "runs_statement")
     first, second = two_leased_runs
     at = timezone.now()
 
@@ -156,7 +158,7 @@ def test_pgbatch_several_runs_share_one_statement(
         ]
     )
 
-    assert combined == [2]
+    assert [len(args[0]) for args, _ in calls] == [2]
     for run, count in ((first, 2), (second, 3)):
         rows = Step.objects.filter(run_id=run.id).order_by("position")
         assert [(r.position, r.status, r.result, r.input, r.error) for r in rows] == [

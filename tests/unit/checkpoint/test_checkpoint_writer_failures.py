@@ -46,6 +46,23 @@ def write_in_thread(
     return thread, outcome
 
 
+def write_as_one_batch(
+    sink: MemorySink, gate: threading.Event, sessions: list[str]
+) -> tuple[CheckpointWriter, dict[str, list[BaseException | None]]]:
+    """Write one checkpoint per session while the gated sink holds a warm-up batch, so that
+    they reach the sink together; returns the writer and each session's outcome."""
+    queue = CountingQueue()
+    writer = CheckpointWriter(sink, queue_factory=lambda: queue)
+    warmup, _ = write_in_thread(writer, Checkpoint("warmup", 0))
+    sink.entered.wait(10)  # the sink is busy: the writes queue up into one batch
+    calls = {s: write_in_thread(writer, Checkpoint(s, s)) for s in sessions}
+    queue.wait_for_puts(len(sessions) + 1)
+    gate.set()
+    for thread in [warmup, *(thread for thread, _ in calls.values())]:
+        thread.join(10)
+    return writer, {s: outcome for s, (_, outcome) in calls.items()}
+
+
 def test_writer_failure_reaches_every_waiter_of_the_batch(gate: threading.Event) -> None:
     queue = CountingQueue()
     sink = MemorySink(gate=gate)
@@ -94,22 +111,14 @@ def test_writer_poisons_later_checkpoints_of_failed_session(gate: threading.Even
 
 
 def test_writer_isolates_failure_to_the_failing_session(gate: threading.Event) -> None:
-    queue = CountingQueue()
     sink = MemorySink(gate=gate)
     sink.fail_session("bad", SinkDown("bad payload"))
-    writer = CheckpointWriter(sink, queue_factory=lambda: queue)
-    warmup, _ = write_in_thread(writer, Checkpoint("warmup", 0))
-    sink.entered.wait(10)
-    calls = {s: write_in_thread(writer, Checkpoint(s, s)) for s in ["good/1", "bad", "good/2"]}
-    queue.wait_for_puts(4)
 
-    gate.set()
-    for thread in [warmup, *(thread for thread, _ in calls.values())]:
-        thread.join(10)
+    writer, outcomes = write_as_one_batch(sink, gate, ["good/1", "bad", "good/2"])
 
-    assert calls["good/1"][1] == [None]
-    assert calls["good/2"][1] == [None]
-    assert isinstance(calls["bad"][1][0], CheckpointFailed)
+    assert outcomes["good/1"] == [None]
+    assert outcomes["good/2"] == [None]
+    assert isinstance(outcomes["bad"][0], CheckpointFailed)
     assert sorted(str(c.payload) for c in sink.checkpoints) == ["0", "good/1", "good/2"]
     # warmup + the combined batch + one retry per session.
     assert (writer.stats.batches, writer.stats.failed_batches) == (5, 2)
@@ -158,19 +167,12 @@ def test_checkpoint_failed_pickles_with_session() -> None:
 
 
 def test_writer_never_rewrites_a_batch_whose_outcome_is_unknown(gate: threading.Event) -> None:
-    queue = CountingQueue()
     sink = MemorySink(gate=gate)
     sink.fail_session("one", OutcomeUnknown("COMMIT was cut off"))
-    writer = CheckpointWriter(sink, queue_factory=lambda: queue)
-    warmup, _ = write_in_thread(writer, Checkpoint("warmup", 0))
-    sink.entered.wait(10)  # the sink is busy: the next two queue up into one batch
-    calls = {s: write_in_thread(writer, Checkpoint(s, s)) for s in ["one", "two"]}
-    queue.wait_for_puts(3)
 
-    gate.set()
-    for thread in [warmup, *(thread for thread, _ in calls.values())]:
-        thread.join(10)
+    writer, outcomes = write_as_one_batch(sink, gate, ["one", "two"])
 
     assert sink.attempts == 2  # the warm-up, then the batch once: not split and rewritten
-    assert all(isinstance(outcome[0], CheckpointFailed) for _, outcome in calls.values())
+    assert all(isinstance(outcome[0], CheckpointFailed) for outcome in outcomes.values())
     assert [str(c.payload) for c in sink.checkpoints] == ["0"]
+    writer.close()
