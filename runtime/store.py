@@ -148,23 +148,19 @@ class DatabaseSink:
         from runtime.branch_claims import ClaimBatch
         from runtime.branch_sql import execute
 
-        if connection.vendor != "postgresql" or not writes:
+        claims = [w for w in writes if isinstance(w, BranchClaim)]
+        if connection.vendor != "postgresql" or not claims or len(claims) != len(writes):
             return False
-        if not all(isinstance(w, BranchClaim) for w in writes):
-            return False
-        claims = ClaimBatch([w for w in writes if isinstance(w, BranchClaim)], now)
-        if len(claims.statements) != 1:
+        batch = ClaimBatch(claims, now)
+        if len(batch.statements) != 1:
             return False  # fresh and continuing claims: two statements, one transaction
-        self._committing = True  # in autocommit a statement cut off may have committed
         try:
-            results = execute(claims.statements)
+            results = execute(batch.statements)
         except DatabaseError as exc:
-            if getattr(exc.__cause__, "sqlstate", None) is not None:
-                self._committing = False  # the server answered with an error: rolled back
-            raise
-        self._committing = False
+            _raise_if_cut_off(exc.__cause__)
+            raise  # the server answered: rolled back, so write_batch may write it again
         self.transactions += 1
-        for fill in claims.receipts(results):
+        for fill in batch.receipts(results):
             fill()
         return True
 
@@ -184,9 +180,7 @@ class DatabaseSink:
                     self.transactions += 1
                     return
             except psycopg.Error as exc:
-                if exc.sqlstate is None:  # the connection broke mid-statement: maybe committed
-                    connection.close()
-                    raise OutcomeUnknown(f"the batch was cut off: {exc}") from exc
+                _raise_if_cut_off(exc)
                 # The server rolled the batch back (usually a failed guard): the portable
                 # path below writes it again or names exactly what failed.
         with transaction.atomic():
@@ -231,6 +225,14 @@ class DatabaseSink:
         self._committing = False
         self.transactions += 1
         receipts.deliver()  # only a committed report gets its receipt
+
+
+def _raise_if_cut_off(exc: BaseException | None) -> None:
+    """A statement run in autocommit whose connection broke before the server answered may
+    have committed: the batch's outcome is unknown, and it must never be written again."""
+    if isinstance(exc, psycopg.Error) and exc.sqlstate is None:
+        connection.close()
+        raise OutcomeUnknown(f"the batch was cut off: {exc}") from exc
 
 
 def _step_model(run_id: uuid.UUID, row: StepRow) -> Step:
