@@ -23,7 +23,7 @@ from runtime.checkpoint.batching import BatchLimits, Checkpoint
 from runtime.checkpoint.errors import OutcomeUnknown
 from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.writer import CheckpointWriter
-from runtime.core.errors import LeaseLost, RunAlreadyFinished, StepChanged
+from runtime.core.errors import FanfoldError, LeaseLost, RunAlreadyFinished, StepChanged
 from runtime.core.writes import (
     BranchClaim,
     BranchReport,
@@ -39,6 +39,7 @@ from runtime.core.writes import (
 )
 from runtime.models import Event, Run, Step, StepStatus
 from runtime.runsql import run_update_statement
+from runtime.sinkconn import SinkConnection
 
 # input and created_at are written once, when the step is created.
 _STEP_UPDATE_FIELDS = [
@@ -94,14 +95,28 @@ def _group(writes: Sequence[tuple[str, HistoryWrite]]) -> list[_RunGroup]:
 
 
 class DatabaseSink:
-    """Writes batches of `HistoryWrite` checkpoints through the Django default connection."""
+    """Writes batches of `HistoryWrite` checkpoints through a connection of its own."""
 
     def __init__(self) -> None:
+        self._connection = SinkConnection()
         self.transactions = 0
         self._committing = False
         self._last_used = 0.0
 
     def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
+        with self._connection.lent():
+            try:
+                self._write_checkpoints(checkpoints)
+            except (DatabaseError, FanfoldError):
+                raise  # the server answered, or a guard failed: the batch was rolled back
+            except Exception as exc:
+                # Raised in the writing thread by something else, e.g. a soft time limit's
+                # signal handler mid-statement: the connection's state is unknown, and so is
+                # whether the batch committed.
+                connection.close()
+                raise OutcomeUnknown(f"the batch was interrupted: {exc!r}") from exc
+
+    def _write_checkpoints(self, checkpoints: Sequence[Checkpoint]) -> None:
         writes = [
             (cp.session, cp.payload) for cp in checkpoints if isinstance(cp.payload, HistoryWrite)
         ]
@@ -137,7 +152,7 @@ class DatabaseSink:
             connection.close()
 
     def close(self) -> None:
-        connection.close()
+        self._connection.close()
 
     def _claims_alone(self, writes: Sequence[BranchReport | BranchClaim], now: datetime) -> bool:
         """A batch of nothing but branch claims, on PostgreSQL: one statement in autocommit.

@@ -66,4 +66,5 @@ def sink_steps_per_second(samples: int = 1000) -> float | None:
             sink.write_batch([Checkpoint(session="floor", payload=write, size=1024, sync=True)])
         return samples / (time.perf_counter() - started)
     finally:
+        sink.close()
         run.delete()

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 from runtime.checkpoint.batching import (
     DEFAULT_LIMITS,
-    BatchCollector,
     BatchLimits,
     Checkpoint,
-    CheckpointQueue,
     Envelope,
     EnvelopeKind,
     Waiter,
 )
 from runtime.checkpoint.errors import CheckpointFailed, WriterClosed
+from runtime.checkpoint.intake import Intake
 from runtime.checkpoint.memory import MemorySink
 from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.sink import Sink, WriterStats
@@ -23,14 +22,13 @@ from runtime.checkpoint.writer import CheckpointWriter
 
 __all__ = [
     "DEFAULT_LIMITS",
-    "BatchCollector",
     "BatchLimits",
     "Checkpoint",
     "CheckpointFailed",
-    "CheckpointQueue",
     "CheckpointWriter",
     "Envelope",
     "EnvelopeKind",
+    "Intake",
     "MemorySink",
     "ProcessLocal",
     "Sink",

@@ -1,19 +1,13 @@
-"""Batch assembly for the checkpoint writer: what goes into one transaction.
+"""What the checkpoint writer queues: checkpoints, batch limits, and who waits for them.
 
-The rule this module exists for: once a batch holds a synchronous checkpoint (a caller is
-blocked until it is persisted), the collector only takes what is already queued and flushes
-at once. Only an async-only batch may wait, and only for ``BatchLimits.async_window``.
+How queued checkpoints become batches is runtime.checkpoint.intake.
 """
 
 from __future__ import annotations
 
 import enum
-import queue
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,96 +128,3 @@ class Envelope:
     @property
     def size(self) -> int:
         return self.checkpoint.size if self.kind is EnvelopeKind.WRITE else 0
-
-
-class CheckpointQueue(Protocol):
-    """The part of ``queue.SimpleQueue`` the collector uses; ``get`` raises ``queue.Empty``."""
-
-    def put(self, item: Envelope, /) -> None: ...
-
-    def get(self, block: bool = True, timeout: float | None = None) -> Envelope: ...
-
-    def get_nowait(self) -> Envelope: ...
-
-
-class BatchCollector:
-    """Assembles one batch at a time from a queue, following the prompt-flush rule.
-
-    Pure logic over an injected queue and clock (a callable returning monotonic seconds).
-    A batch never exceeds ``max_items`` or ``max_bytes``, except that an item larger than
-    ``max_bytes`` goes alone. An item that would overflow the current batch is carried over
-    to start the next one, so FIFO order is always preserved. Not thread-safe: one
-    collector belongs to one writer thread.
-    """
-
-    def __init__(
-        self,
-        queue: CheckpointQueue,
-        limits: BatchLimits,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._queue = queue
-        self._limits = limits
-        self._clock = clock
-        self._carry: Envelope | None = None
-        # Blocking get(timeout=...) calls made after a batch's first item: a test hook.
-        self.timed_waits = 0
-
-    @property
-    def limits(self) -> BatchLimits:
-        return self._limits
-
-    def collect(self, first_timeout: float | None = None) -> list[Envelope] | None:
-        """Return the next batch, blocking up to ``first_timeout`` for its first item.
-
-        Returns ``None`` if no item arrived in time (``first_timeout=None`` waits forever).
-        """
-        first = self._take_first(first_timeout)
-        if first is None:
-            return None
-        batch = [first]
-        if first.kind is EnvelopeKind.STOP or first.size > self._limits.max_bytes:
-            return batch
-        nbytes = first.size
-        urgent = first.sync
-        deadline = self._clock() + self._limits.async_window
-        while len(batch) < self._limits.max_items:
-            item = self._take_next(urgent, deadline)
-            if item is None:
-                break
-            if nbytes + item.size > self._limits.max_bytes:
-                self._carry = item
-                break
-            batch.append(item)
-            nbytes += item.size
-            if item.kind is EnvelopeKind.STOP:
-                break
-            urgent = urgent or item.sync
-        return batch
-
-    def _take_first(self, timeout: float | None) -> Envelope | None:
-        if self._carry is not None:
-            item, self._carry = self._carry, None
-            return item
-        try:
-            return self._queue.get(block=True, timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def _take_next(self, urgent: bool, deadline: float) -> Envelope | None:
-        try:
-            return self._queue.get_nowait()
-        except queue.Empty:
-            pass
-        if urgent:
-            # A caller is blocked on this batch: waiting for company is exactly the bug
-            # this module must never have.
-            return None
-        remaining = deadline - self._clock()
-        if remaining <= 0:
-            return None
-        self.timed_waits += 1
-        try:
-            return self._queue.get(block=True, timeout=remaining)
-        except queue.Empty:
-            return None

@@ -23,7 +23,7 @@ class Sink(Protocol):
 
 @dataclass
 class WriterStats:
-    """Counters, mutated only by the writer thread; reads from other threads may lag."""
+    """Counters, mutated only by the thread holding the sink's turn; other readers may lag."""
 
     batches: int = 0  # sink transactions attempted, isolation retries included
     committed_batches: int = 0

@@ -1,8 +1,9 @@
-"""The per-process checkpoint writer: one thread that group-commits checkpoints to a sink.
+"""The per-process checkpoint writer: group-commits checkpoints from many threads to a sink.
 
 Workflow threads call :meth:`CheckpointWriter.write` (block until committed) or
-:meth:`CheckpointWriter.submit` (queue and return). The writer thread turns the queue into
-batches with :class:`BatchCollector` and hands each batch to the sink as one transaction.
+:meth:`CheckpointWriter.submit` (queue and return). Each batch goes to the sink as one
+transaction, written by whoever holds the sink's turn (runtime.checkpoint.intake): a caller
+of ``write`` when the sink is free, otherwise the writer thread.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import queue
 import threading
 import time
 import weakref
@@ -19,15 +19,14 @@ from dataclasses import replace
 
 from runtime.checkpoint.batching import (
     DEFAULT_LIMITS,
-    BatchCollector,
     BatchLimits,
     Checkpoint,
-    CheckpointQueue,
     Envelope,
     EnvelopeKind,
     Waiter,
 )
 from runtime.checkpoint.errors import CheckpointFailed, OutcomeUnknown, WriterClosed
+from runtime.checkpoint.intake import Intake
 from runtime.checkpoint.sessions import SessionFailures
 from runtime.checkpoint.sink import Sink, WriterStats
 
@@ -39,13 +38,15 @@ ATEXIT_TIMEOUT = 10.0
 
 
 class CheckpointWriter:
-    """Group-commits checkpoints from many threads through one writer thread.
+    """Group-commits checkpoints from many threads, one batch at a time.
 
-    The thread starts lazily on the first submit/write, so constructing a writer does no
-    I/O. A failed batch fails every checkpoint in it and poisons its sessions: nothing later
-    in a poisoned session is written. A failed batch spanning several sessions is retried
-    one session per transaction, so one bad run does not fail unrelated runs. Not
-    fork-safe by itself: hold it in a :class:`ProcessLocal`.
+    A caller of :meth:`write` that finds the sink free writes the batch holding its
+    checkpoint itself; everything else goes through the writer thread, which starts lazily on
+    the first submit/write, so constructing a writer does no I/O. A failed batch fails every
+    checkpoint in it and poisons its sessions: nothing later in a poisoned session is
+    written. A failed batch spanning several sessions is retried one session per
+    transaction, so one bad run does not fail unrelated runs. Not fork-safe by itself: hold
+    it in a :class:`ProcessLocal`.
     """
 
     def __init__(
@@ -53,13 +54,12 @@ class CheckpointWriter:
         sink: Sink,
         limits: BatchLimits = DEFAULT_LIMITS,
         *,
-        queue_factory: Callable[[], CheckpointQueue] = queue.SimpleQueue,
         clock: Callable[[], float] = time.monotonic,
+        wait: Callable[[float | None], object] | None = None,
         name: str = "fanfold-checkpoint-writer",
     ) -> None:
         self._sink = sink
-        self._queue = queue_factory()
-        self._collector = BatchCollector(self._queue, limits, clock)
+        self.intake = Intake(limits, clock, wait)
         self._name = name
         self._failures = SessionFailures()
         self._lock = threading.Lock()  # orders start, close and put: STOP is queued last
@@ -89,7 +89,15 @@ class CheckpointWriter:
         """
         self._failures.raise_if_poisoned(cp.session)
         waiter = Waiter()
-        self._enqueue(Envelope.write(cp if cp.sync else replace(cp, sync=True), waiter))
+        envelope = Envelope.write(cp if cp.sync else replace(cp, sync=True), waiter)
+        with self._lock:
+            self._check_open()
+            batch = self.intake.lead_with(envelope)
+        while batch is not None:
+            self._write_turn(batch)
+            if waiter.done():
+                break
+            batch = self.intake.lead()
         waiter.wait()
 
     def barrier(self, session: str) -> None:
@@ -104,7 +112,7 @@ class CheckpointWriter:
             live = thread is not None and not self._closed
             if live:
                 self._check_process()
-                self._queue.put(Envelope.barrier(session, waiter))
+                self.intake.put(Envelope.barrier(session, waiter))
         if live:
             waiter.wait()
             return
@@ -126,7 +134,7 @@ class CheckpointWriter:
         with self._lock:
             thread = self._thread
             if not self._closed and thread is not None and self._pid == os.getpid():
-                self._queue.put(Envelope.stop())
+                self.intake.put(Envelope.stop())
             self._closed = True
         if thread is None or thread is threading.current_thread():
             return
@@ -136,12 +144,31 @@ class CheckpointWriter:
 
     def _enqueue(self, envelope: Envelope) -> None:
         with self._lock:
-            self._check_process()
-            if self._closed:
-                raise WriterClosed(f"{self._name} is closed") from self._death
-            if self._thread is None:
-                self._start()
-            self._queue.put(envelope)
+            self._check_open()
+            self.intake.put(envelope)
+
+    def _check_open(self) -> None:
+        self._check_process()
+        if self._closed:
+            raise WriterClosed(f"{self._name} is closed") from self._death
+        if self._thread is None:
+            self._start()
+
+    def _write_turn(self, batch: list[Envelope]) -> None:
+        """Write a batch taken by a caller of write(), then give the sink's turn back."""
+        try:
+            self._handle(batch)
+        except BaseException as exc:
+            # Not a failed write (those are handled per batch): an interrupt in this thread,
+            # possibly mid-write. Whether the batch committed is unknown: poison its sessions
+            # and fail the callers waiting on it, so nothing is written as if it succeeded.
+            for envelope in batch:
+                if envelope.kind is EnvelopeKind.WRITE:
+                    self._failures.poison(envelope.session, exc)
+                _fail(envelope, exc)
+            raise
+        finally:
+            self.intake.end_turn()
 
     def _check_process(self) -> None:
         if self._pid is not None and self._pid != os.getpid():
@@ -162,8 +189,12 @@ class CheckpointWriter:
         batch: list[Envelope] = []
         try:
             while True:
-                batch = self._collector.collect() or []
-                if self._handle(batch):
+                batch = self.intake.next_batch() or []
+                try:
+                    stop = self._handle(batch)
+                finally:
+                    self.intake.end_turn()
+                if stop:
                     return
         except BaseException as exc:
             # A bug, not a sink failure (those are caught per batch): fail everyone who
@@ -253,13 +284,7 @@ class CheckpointWriter:
         with self._lock:
             self._closed = True
             self._death = exc
-        pending = list(batch)
-        while True:
-            try:
-                pending.append(self._queue.get_nowait())
-            except queue.Empty:
-                break
-        for envelope in pending:
+        for envelope in [*batch, *self.intake.take_all()]:
             _fail(envelope, exc)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from typing import Any
 
 import psycopg
@@ -36,9 +37,8 @@ def _started(n: int, **options: object) -> uuid.UUID:
 
 
 def _write(payloads: Sequence[BranchClaim | BranchReport]) -> None:
-    DatabaseSink().write_batch(
-        [Checkpoint(f"s{i}", p, 64, sync=True) for i, p in enumerate(payloads)]
-    )
+    with closing(DatabaseSink()) as sink:
+        sink.write_batch([Checkpoint(f"s{i}", p, 64, sync=True) for i, p in enumerate(payloads)])
 
 
 def _report(run_id: uuid.UUID, position: int, outcome: str = "completed") -> BranchReport:

@@ -1,6 +1,6 @@
 """Fixtures for the runtime's integration tests on real PostgreSQL.
 
-The checkpoint writer commits from its own thread with its own connection, so every test
+The checkpoint sink commits on a connection of its own, so every test
 here uses pytest-django's `transactional_db`. Each test gets a fresh process writer whose sink
 records its batches, and enqueues are recorded instead of reaching a broker.
 """
@@ -89,7 +89,7 @@ def sink(
 
     yield current
     if RecordingSink.instances:
-        local.get().close(timeout=10)  # drains, then closes the writer thread's connection
+        local.get().close(timeout=10)  # drains, then closes the sink's connection
 
 
 @pytest.fixture

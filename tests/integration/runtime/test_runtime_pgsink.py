@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -151,12 +152,13 @@ def test_pgbatch_several_runs_share_one_statement(
     first, second = two_leased_runs
     at = timezone.now()
 
-    runtime.store.DatabaseSink().write_batch(
-        [
-            Checkpoint(session="a", payload=many_steps(first, 2, at), sync=True),
-            Checkpoint(session="b", payload=many_steps(second, 3, at), sync=True),
-        ]
-    )
+    with closing(runtime.store.DatabaseSink()) as sink:
+        sink.write_batch(
+            [
+                Checkpoint(session="a", payload=many_steps(first, 2, at), sync=True),
+                Checkpoint(session="b", payload=many_steps(second, 3, at), sync=True),
+            ]
+        )
 
     assert [len(args[0]) for args, _ in calls] == [2]
     for run, count in ((first, 2), (second, 3)):
@@ -174,16 +176,16 @@ def test_pgbatch_a_lost_lease_fails_only_its_own_run(two_leased_runs: tuple[Run,
     first, second = two_leased_runs
     Run.objects.filter(id=first.id).update(lease_token="someone-else")
     at = timezone.now()
-    sink = runtime.store.DatabaseSink()
     batch = [
         Checkpoint(session="a", payload=many_steps(first, 2, at), sync=True),
         Checkpoint(session="b", payload=many_steps(second, 2, at), sync=True),
     ]
 
-    with pytest.raises(LeaseLost):
-        sink.write_batch(batch)  # the combined statement fails; the portable path names why
-    assert Step.objects.filter(run_id__in=[first.id, second.id]).count() == 0
+    with closing(runtime.store.DatabaseSink()) as sink:
+        with pytest.raises(LeaseLost):
+            sink.write_batch(batch)  # the combined statement fails; the portable path names why
+        assert Step.objects.filter(run_id__in=[first.id, second.id]).count() == 0
 
-    sink.write_batch(batch[1:])  # the writer then retries each session alone
+        sink.write_batch(batch[1:])  # the writer then retries each session alone
     assert Step.objects.filter(run_id=second.id).count() == 2
     assert [e.type for e in events(first.id)] == ["run_created"]

@@ -1,18 +1,18 @@
-"""Deterministic queues and clocks for the checkpoint tests (imported by test modules)."""
+"""Deterministic clocks and arrivals for the checkpoint tests (imported by test modules)."""
 
 from __future__ import annotations
 
-import queue
-import threading
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from runtime.checkpoint.batching import Envelope
+from runtime.checkpoint.batching import BatchLimits, Envelope
+from runtime.checkpoint.intake import Intake
 
 
 class FakeClock:
-    """A monotonic clock that only moves when a fake queue waits."""
+    """A monotonic clock that only moves when a scripted wait moves it."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -22,80 +22,62 @@ class FakeClock:
 
 
 @dataclass(frozen=True)
-class TimedGet:
-    """One blocking ``get(timeout=...)``: when, how long, and how many items were out."""
+class ScriptedWait:
+    """One wait of the writer: when, for how long (None: until notified), how many
+    envelopes had arrived by then, and a tag a test sets to attribute it to a batch."""
 
     at: float
-    timeout: float
-    delivered: int
+    timeout: float | None
+    arrived: int
     tag: int
 
 
-class ScriptedQueue:
-    """Items arrive at scripted times on a FakeClock; a timed get that finds nothing
-    moves the clock by its whole timeout, one that an arrival ends moves it to the arrival.
+class ScriptedArrivals:
+    """Envelopes arrive at scripted times on a FakeClock, queued into an intake while its
+    writer waits. A wait that no arrival ends moves the clock by its whole timeout; one that
+    an arrival ends moves the clock to the arrival and queues everything due by then.
     """
 
-    def __init__(self, clock: FakeClock, script: Iterable[tuple[float, Envelope]] = ()) -> None:
-        self._clock = clock
+    def __init__(self, limits: BatchLimits, script: Iterable[tuple[float, Envelope]] = ()) -> None:
+        self.clock = FakeClock()
+        self.intake = Intake(limits, self.clock, self._wait)
         self._pending: deque[tuple[float, Envelope]] = deque(script)
-        self.delivered_at: list[float] = []
-        self.timed_gets: list[TimedGet] = []
-        self.tag = 0  # set by a test to attribute timed gets to one collect() call
+        self.arrived_at: list[float] = []
+        self.waits: list[ScriptedWait] = []
+        self.tag = 0
+        self._deliver_due()
 
-    def put(self, item: Envelope, /) -> None:
-        self._pending.append((self._clock.now, item))
+    def next_batch(self, timeout: float | None = None) -> list[Envelope] | None:
+        batch = self.intake.next_batch(timeout)
+        if batch is not None:
+            self.intake.end_turn()
+        return batch
 
-    def get_nowait(self) -> Envelope:
-        return self.get(block=False)
+    def timed_waits(self) -> list[ScriptedWait]:
+        return [w for w in self.waits if w.timeout is not None]
 
-    def get(self, block: bool = True, timeout: float | None = None) -> Envelope:
-        if self._pending and self._pending[0][0] <= self._clock.now:
-            return self._deliver()
-        if not block:
-            raise queue.Empty
-        if timeout is None:
-            if not self._pending:
-                raise RuntimeError("ScriptedQueue: get() would block forever")
-            self._clock.now = self._pending[0][0]
-            return self._deliver()
-        self.timed_gets.append(TimedGet(self._clock.now, timeout, len(self.delivered_at), self.tag))
-        if self._pending and self._pending[0][0] <= self._clock.now + timeout:
-            self._clock.now = self._pending[0][0]
-            return self._deliver()
-        self._clock.now += timeout
-        raise queue.Empty
+    def _wait(self, timeout: float | None) -> None:
+        now = self.clock.now
+        self.waits.append(ScriptedWait(now, timeout, len(self.arrived_at), self.tag))
+        if self._pending and (timeout is None or self._pending[0][0] <= now + timeout):
+            self.clock.now = max(now, self._pending[0][0])
+            self._deliver_due()
+        elif timeout is None:
+            raise RuntimeError("ScriptedArrivals: the writer would wait forever")
+        else:
+            self.clock.now = now + timeout
 
-    def _deliver(self) -> Envelope:
-        _, item = self._pending.popleft()
-        self.delivered_at.append(self._clock.now)
-        return item
+    def _deliver_due(self) -> None:
+        while self._pending and self._pending[0][0] <= self.clock.now:
+            _, envelope = self._pending.popleft()
+            self.arrived_at.append(self.clock.now)
+            self.intake.put(envelope)
 
 
-class CountingQueue:
-    """A real ``SimpleQueue`` that counts puts (waitable) and timed gets."""
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[Envelope] = queue.SimpleQueue()
-        self._puts_changed = threading.Condition()
-        self.puts = 0
-        self.timed_gets = 0
-
-    def put(self, item: Envelope, /) -> None:
-        self._queue.put(item)
-        with self._puts_changed:
-            self.puts += 1
-            self._puts_changed.notify_all()
-
-    def get(self, block: bool = True, timeout: float | None = None) -> Envelope:
-        if block and timeout is not None:
-            self.timed_gets += 1
-        return self._queue.get(block, timeout)
-
-    def get_nowait(self) -> Envelope:
-        return self._queue.get_nowait()
-
-    def wait_for_puts(self, count: int, timeout: float = 10.0) -> None:
-        with self._puts_changed:
-            if not self._puts_changed.wait_for(lambda: self.puts >= count, timeout):
-                raise TimeoutError(f"only {self.puts} of {count} puts arrived")
+def wait_for_arrivals(intake: Intake, count: int, timeout: float = 10.0) -> None:
+    """Block until `count` envelopes have been queued (threads under test are racing)."""
+    give_up = time.monotonic() + timeout
+    while intake.arrivals < count:
+        if time.monotonic() > give_up:
+            raise TimeoutError(f"only {intake.arrivals} of {count} envelopes arrived")
+        time.sleep(0.001)

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
-from checkpoint_fakes import CountingQueue
+from checkpoint_fakes import wait_for_arrivals
 
 from runtime.checkpoint import BatchLimits, Checkpoint, CheckpointWriter, MemorySink
 
 SLOW_WINDOW = BatchLimits(async_window=60.0)  # any wait for company would hang the test
-
-
-@pytest.fixture
-def counting_queue() -> CountingQueue:
-    return CountingQueue()
 
 
 @pytest.fixture
@@ -48,13 +43,29 @@ def test_writer_starts_thread_lazily() -> None:
     writer.close()
 
 
-def test_writer_sync_write_makes_no_timed_waits(counting_queue: CountingQueue) -> None:
-    writer = CheckpointWriter(MemorySink(), SLOW_WINDOW, queue_factory=lambda: counting_queue)
+def test_writer_sync_write_makes_no_timed_waits() -> None:
+    writer = CheckpointWriter(MemorySink(), SLOW_WINDOW)
 
     for i in range(3):
         writer.write(Checkpoint("s", i))
 
-    assert counting_queue.timed_gets == 0
+    assert writer.intake.timed_waits == 0
+    writer.close()
+
+
+def test_writer_caller_writes_its_own_batch_when_the_sink_is_free() -> None:
+    written_on: list[str] = []
+
+    class ThreadNoting(MemorySink):
+        def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
+            written_on.append(threading.current_thread().name)
+            super().write_batch(checkpoints)
+
+    writer = CheckpointWriter(ThreadNoting(), SLOW_WINDOW)
+    writer.submit(Checkpoint("run/1", "step started"))
+    writer.write(Checkpoint("run/1", "step completed"))
+
+    assert written_on == [threading.current_thread().name]  # no hand-over to the writer thread
     writer.close()
 
 
@@ -69,11 +80,9 @@ def test_writer_async_start_and_sync_completion_share_one_batch() -> None:
     writer.close()
 
 
-def test_writer_groups_concurrent_sync_writes(
-    counting_queue: CountingQueue, gate: threading.Event
-) -> None:
+def test_writer_groups_concurrent_sync_writes(gate: threading.Event) -> None:
     sink = MemorySink(gate=gate)
-    writer = CheckpointWriter(sink, queue_factory=lambda: counting_queue)
+    writer = CheckpointWriter(sink)
     first = threading.Thread(target=writer.write, args=(Checkpoint("first", 0),))
     first.start()
     sink.entered.wait(10)  # the writer is now holding a transaction open
@@ -82,7 +91,7 @@ def test_writer_groups_concurrent_sync_writes(
     ]
     for thread in threads:
         thread.start()
-    counting_queue.wait_for_puts(21)
+    wait_for_arrivals(writer.intake, 21)
 
     gate.set()
     for thread in [first, *threads]:
@@ -107,11 +116,9 @@ def test_writer_keeps_fifo_per_session_across_batches() -> None:
     assert all(len(b) <= 3 for b in sink.batches)
 
 
-def test_writer_barrier_waits_for_earlier_async_checkpoints(
-    counting_queue: CountingQueue, gate: threading.Event
-) -> None:
+def test_writer_barrier_waits_for_earlier_async_checkpoints(gate: threading.Event) -> None:
     sink = MemorySink(gate=gate)
-    writer = CheckpointWriter(sink, queue_factory=lambda: counting_queue)
+    writer = CheckpointWriter(sink)
     seen_at_barrier: list[object] = []
     writer.submit(Checkpoint("run", 1))
     sink.entered.wait(10)
@@ -123,7 +130,7 @@ def test_writer_barrier_waits_for_earlier_async_checkpoints(
 
     waiter = threading.Thread(target=barrier)
     waiter.start()
-    counting_queue.wait_for_puts(3)
+    wait_for_arrivals(writer.intake, 3)
     assert waiter.is_alive()  # the writer is parked in the gated transaction
 
     gate.set()

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from checkpoint_fakes import CountingQueue
+from checkpoint_fakes import wait_for_arrivals
 
 from runtime.checkpoint import (
     Checkpoint,
@@ -51,12 +51,11 @@ def write_as_one_batch(
 ) -> tuple[CheckpointWriter, dict[str, list[BaseException | None]]]:
     """Write one checkpoint per session while the gated sink holds a warm-up batch, so that
     they reach the sink together; returns the writer and each session's outcome."""
-    queue = CountingQueue()
-    writer = CheckpointWriter(sink, queue_factory=lambda: queue)
+    writer = CheckpointWriter(sink)
     warmup, _ = write_in_thread(writer, Checkpoint("warmup", 0))
     sink.entered.wait(10)  # the sink is busy: the writes queue up into one batch
     calls = {s: write_in_thread(writer, Checkpoint(s, s)) for s in sessions}
-    queue.wait_for_puts(len(sessions) + 1)
+    wait_for_arrivals(writer.intake, len(sessions) + 1)
     gate.set()
     for thread in [warmup, *(thread for thread, _ in calls.values())]:
         thread.join(10)
@@ -64,15 +63,14 @@ def write_as_one_batch(
 
 
 def test_writer_failure_reaches_every_waiter_of_the_batch(gate: threading.Event) -> None:
-    queue = CountingQueue()
     sink = MemorySink(gate=gate)
     boom = SinkDown("connection lost")
     sink.fail_session("run", boom)
-    writer = CheckpointWriter(sink, queue_factory=lambda: queue)
+    writer = CheckpointWriter(sink)
     warmup, _ = write_in_thread(writer, Checkpoint("warmup", 0))
     sink.entered.wait(10)
     calls = [write_in_thread(writer, Checkpoint("run", i)) for i in range(5)]
-    queue.wait_for_puts(6)
+    wait_for_arrivals(writer.intake, 6)
 
     gate.set()
     for thread in [warmup, *(thread for thread, _ in calls)]:

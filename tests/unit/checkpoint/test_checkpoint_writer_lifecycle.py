@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from checkpoint_fakes import CountingQueue
+from checkpoint_fakes import wait_for_arrivals
 
 from runtime.checkpoint import (
     Checkpoint,
@@ -27,16 +27,15 @@ class ThreadRecordingSink(MemorySink):
 
 def test_writer_close_drains_queued_checkpoints() -> None:
     gate = threading.Event()
-    queue = CountingQueue()
     sink = MemorySink(gate=gate)
-    writer = CheckpointWriter(sink, BatchLimits(max_items=7), queue_factory=lambda: queue)
+    writer = CheckpointWriter(sink, BatchLimits(max_items=7))
     writer.submit(Checkpoint("run/0", 0))
     sink.entered.wait(10)
     for i in range(1, 50):
         writer.submit(Checkpoint(f"run/{i % 4}", i))
     closer = threading.Thread(target=writer.close)
     closer.start()
-    queue.wait_for_puts(51)  # 50 checkpoints, then the stop marker
+    wait_for_arrivals(writer.intake, 51)  # 50 checkpoints, then the stop marker
 
     gate.set()
     closer.join(10)
@@ -114,16 +113,44 @@ def test_writer_thread_death_fails_waiters_and_refuses_work(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(threading, "excepthook", lambda args: None)
-    sink = MemorySink()
+    gate = threading.Event()
+    sink = MemorySink(gate=gate)
     sink.fail_next(WriterBug("bug"))
     writer = CheckpointWriter(sink)
+    writer.submit(Checkpoint("warmup", 0))  # the writer thread's batch, which the bug kills
+    sink.entered.wait(10)
+    outcome: list[BaseException] = []
 
-    with pytest.raises(CheckpointFailed) as raised:
-        writer.write(Checkpoint("run", 1))
+    def write() -> None:
+        try:
+            writer.write(Checkpoint("run", 1))
+        except CheckpointFailed as exc:
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=write)
+    waiter.start()
+    wait_for_arrivals(writer.intake, 2)  # queued behind the writer thread's batch
+    gate.set()
+    waiter.join(10)
     writer.close()  # joins the dead thread before excepthook is restored
 
-    assert isinstance(raised.value.__cause__, WriterBug)
+    assert [type(exc.__cause__) for exc in outcome] == [WriterBug]
     with pytest.raises(WriterClosed) as refused:
         writer.submit(Checkpoint("other", 2))
     assert isinstance(refused.value.__cause__, WriterBug)
     assert sink.closed
+
+
+def test_writer_interrupt_while_a_caller_writes_poisons_its_batch_and_frees_the_sink() -> None:
+    sink = MemorySink()
+    sink.fail_next(WriterBug("interrupted"))  # e.g. a signal handler raising mid-write
+    writer = CheckpointWriter(sink)
+
+    with pytest.raises(WriterBug):
+        writer.write(Checkpoint("run", 1))
+
+    with pytest.raises(CheckpointFailed):  # nothing later in that session is written
+        writer.write(Checkpoint("run", 2))
+    writer.write(Checkpoint("other", 3))
+    writer.close()
+    assert [c.payload for c in sink.checkpoints] == [3]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from checkpoint_fakes import FakeClock, ScriptedQueue
+from checkpoint_fakes import ScriptedArrivals
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.checkpoint.batching import BatchCollector, BatchLimits, Checkpoint, Envelope
+from runtime.checkpoint.batching import BatchLimits, Checkpoint, Envelope, Waiter
 
 items_strategy = st.lists(
     st.tuples(
@@ -33,28 +33,28 @@ def index_of(envelope: Envelope) -> int:
 
 
 @given(items=items_strategy, limits=limits_strategy)
-def test_collector_batches_preserve_order_limits_and_prompt_flush(
+def test_intake_batches_preserve_order_limits_and_prompt_flush(
     items: list[tuple[str, int, bool, float]], limits: BatchLimits
 ) -> None:
-    clock = FakeClock()
     script = []
     arrival = 0.0
     for index, (session, size, sync, gap) in enumerate(items):
         arrival += gap
-        script.append((arrival, Envelope.write(Checkpoint(session, index, size, sync))))
-    q = ScriptedQueue(clock, script)
-    collector = BatchCollector(q, limits, clock)
+        cp = Checkpoint(session, index, size, sync)
+        script.append((arrival, Envelope.write(cp, Waiter() if sync else None)))
+    arrivals = ScriptedArrivals(limits, script)
+    clock = arrivals.clock
 
     batches: list[list[Envelope]] = []
     while sum(map(len, batches)) < len(items):
-        q.tag = len(batches)
+        arrivals.tag = len(batches)
         started = clock.now
-        batch = collector.collect()
+        batch = arrivals.next_batch()
         if not batch:
-            raise AssertionError("collect() returned no batch while items remained")
-        first_taken = max(started, q.delivered_at[index_of(batch[0])])
+            raise AssertionError("next_batch() returned no batch while items remained")
+        first_queued = max(started, arrivals.arrived_at[index_of(batch[0])])
         # An async-only batch waits for company at most the window after its first item.
-        assert clock.now - first_taken <= limits.async_window + 1e-9
+        assert clock.now - first_queued <= limits.async_window + 1e-9
         batches.append(batch)
 
     # Concatenating the batches gives the input order.
@@ -65,7 +65,8 @@ def test_collector_batches_preserve_order_limits_and_prompt_flush(
         total = sum(e.size for e in batch)
         assert total <= limits.max_bytes or (len(batch) == 1 and total > limits.max_bytes)
 
-    # No timed wait ever happened while the batch being assembled held a sync item.
-    for wait in q.timed_gets:
-        taken_before_wait = [e for e in batches[wait.tag] if index_of(e) < wait.delivered]
-        assert not any(e.sync for e in taken_before_wait)
+    # No timed wait ever started while a sync item was queued and not yet taken.
+    for wait in arrivals.timed_waits():
+        taken = {index_of(e) for b in batches[: wait.tag] for e in b}
+        queued = [i for i in range(wait.arrived) if i not in taken]
+        assert not any(items[i][2] for i in queued)
