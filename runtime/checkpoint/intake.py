@@ -168,7 +168,7 @@ class Intake:
                     # An asynchronous-only backlog: wait for company, up to its deadline.
                     self.timed_waits += 1
                     look_at = _earlier(look_at, self._backlog.deadline(self.limits))
-                elif self._arrivals != self._arrivals_seen:
+                elif not self._backlog and self._arrivals != self._arrivals_seen:
                     # Checkpoints keep coming: look again within a window anyway, so that an
                     # asynchronous one queued meanwhile need not wake this thread.
                     look_at = _earlier(look_at, now + self.limits.async_window)

@@ -84,8 +84,10 @@ class CheckpointWriter:
     def write(self, cp: Checkpoint) -> None:
         """Queue a synchronous checkpoint and block until it is committed.
 
-        Raises :class:`CheckpointFailed` if it was not committed, including when an
-        earlier checkpoint of the same session failed.
+        When the sink is free, this thread writes the batch holding it (with everything
+        queued before it) instead of handing it to the writer thread. Raises
+        :class:`CheckpointFailed` if it was not committed, including when an earlier
+        checkpoint of the same session failed.
         """
         self._failures.raise_if_poisoned(cp.session)
         waiter = Waiter()
@@ -159,8 +161,8 @@ class CheckpointWriter:
         try:
             self._handle(batch)
         except BaseException as exc:
-            # Not a failed write (those are handled per batch): an interrupt in this thread,
-            # possibly mid-write. Whether the batch committed is unknown: poison its sessions
+            # Not a failed write (those are handled per batch) but an interrupt or a bug in
+            # this thread, possibly mid-write. Whether the batch committed is unknown: poison its sessions
             # and fail the callers waiting on it, so nothing is written as if it succeeded.
             for envelope in batch:
                 if envelope.kind is EnvelopeKind.WRITE:
