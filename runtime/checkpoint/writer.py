@@ -162,8 +162,9 @@ class CheckpointWriter:
             self._handle(batch)
         except BaseException as exc:
             # Not a failed write (those are handled per batch) but an interrupt or a bug in
-            # this thread, possibly mid-write. Whether the batch committed is unknown: poison its sessions
-            # and fail the callers waiting on it, so nothing is written as if it succeeded.
+            # this thread, possibly mid-write. Whether the batch committed is unknown: poison
+            # its sessions and fail the callers waiting on it, so nothing is written as if it
+            # succeeded.
             for envelope in batch:
                 if envelope.kind is EnvelopeKind.WRITE:
                     self._failures.poison(envelope.session, exc)
