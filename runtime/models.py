@@ -7,6 +7,7 @@ allocated from `Run.last_seq`) and upserts the Run and Step rows those events de
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from typing import Any
 
 from django.db import models, router, transaction
@@ -61,6 +62,9 @@ class EventType(models.TextChoices):
     RUN_CANCELLED = "run_cancelled"
 
 
+_DELETE_CHUNK = 500  # runs per DELETE: far below any database's parameter limit
+
+
 class RunQuerySet(models.QuerySet["Run"]):
     def pending(self) -> RunQuerySet:
         return self.filter(status=RunStatus.PENDING)
@@ -86,9 +90,19 @@ class RunQuerySet(models.QuerySet["Run"]):
         the runs first keeps a checkpoint from adding rows between the deletion of a run's
         rows and of the run itself; it then finds no run and writes nothing.
         """
-        with transaction.atomic(using=self.db):
-            list(self.select_for_update().values_list("pk", flat=True))
-            return super().delete()
+        # The alias given to using(), else where the router sends writes (as Django's delete).
+        db = self._db or router.db_for_write(self.model)  # type: ignore[attr-defined]
+        with transaction.atomic(using=db):
+            # Locked in key order, like every multi-run write, and deleted exactly as locked
+            # (the base manager's plain delete, in chunks).
+            locked = self.using(db).select_for_update(of=("self",)).order_by("pk")
+            pks = list(locked.values_list("pk", flat=True))
+            plain = self.model._base_manager.using(db)
+            deleted: Counter[str] = Counter()
+            for start in range(0, len(pks), _DELETE_CHUNK):
+                _, counts = plain.filter(pk__in=pks[start : start + _DELETE_CHUNK]).delete()
+                deleted.update(counts)
+            return sum(deleted.values()), dict(deleted)
 
 
 class Run(models.Model):

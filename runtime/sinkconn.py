@@ -33,8 +33,8 @@ class SinkConnection:
             wrapper = self._wrapper = connections.create_connection(self._alias)
             wrapper.inc_thread_sharing()
         own = connections[self._alias]
-        connections[self._alias] = wrapper
         try:
+            connections[self._alias] = wrapper
             yield
         finally:
             connections[self._alias] = own

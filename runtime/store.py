@@ -23,7 +23,7 @@ from runtime.checkpoint.batching import BatchLimits, Checkpoint
 from runtime.checkpoint.errors import OutcomeUnknown
 from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.writer import CheckpointWriter
-from runtime.core.errors import FanfoldError, LeaseLost, RunAlreadyFinished, StepChanged
+from runtime.core.errors import LeaseLost, RunAlreadyFinished, StepChanged
 from runtime.core.writes import (
     BranchClaim,
     BranchReport,
@@ -105,16 +105,7 @@ class DatabaseSink:
 
     def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
         with self._connection.lent():
-            try:
-                self._write_checkpoints(checkpoints)
-            except (DatabaseError, FanfoldError):
-                raise  # the server answered, or a guard failed: the batch was rolled back
-            except Exception as exc:
-                # Raised in the writing thread by something else, e.g. a soft time limit's
-                # signal handler mid-statement: the connection's state is unknown, and so is
-                # whether the batch committed.
-                connection.close()
-                raise OutcomeUnknown(f"the batch was interrupted: {exc!r}") from exc
+            self._write_checkpoints(checkpoints)
 
     def _write_checkpoints(self, checkpoints: Sequence[Checkpoint]) -> None:
         writes = [

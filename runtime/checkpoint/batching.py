@@ -51,35 +51,49 @@ DEFAULT_LIMITS = BatchLimits()
 
 
 class Waiter:
-    """A one-shot, thread-safe outcome slot: the writer resolves it, a caller waits on it."""
+    """A one-shot, thread-safe outcome slot: the writer resolves it, a caller waits on it.
 
-    __slots__ = ("_done", "_error")
+    Built on bare C-level locks rather than ``threading.Event``, whose Python-level condition
+    an exception raised by a signal handler in the waiting (main) thread can leave locked,
+    blocking the thread that resolves it, and with it the writer, for good.
+    """
+
+    __slots__ = ("_error", "_guard", "_outcome", "_settled")
 
     def __init__(self) -> None:
-        self._done = threading.Event()
+        self._outcome = threading.Lock()  # held until an outcome is set
+        self._outcome.acquire()
+        self._guard = threading.Lock()
+        self._settled = False
         self._error: BaseException | None = None
 
     def set_result(self) -> None:
         """Mark the outcome as success. Later calls are ignored: the first outcome wins."""
-        if not self._done.is_set():
-            self._done.set()
+        self._settle(None)
 
     def set_exception(self, exc: BaseException) -> None:
         """Mark the outcome as failure with ``exc``, unless an outcome was already set."""
-        if not self._done.is_set():
-            self._error = exc
-            self._done.set()
+        self._settle(exc)
 
     def done(self) -> bool:
         """Return whether an outcome has been set."""
-        return self._done.is_set()
+        return self._settled
 
     def wait(self, timeout: float | None = None) -> None:
         """Block until resolved; raise the stored exception, or ``TimeoutError`` on timeout."""
-        if not self._done.wait(timeout):
+        if not self._outcome.acquire(True, -1 if timeout is None else timeout):
             raise TimeoutError("checkpoint outcome not available within timeout")
+        self._outcome.release()  # stays open for any later wait()
         if self._error is not None:
             raise self._error
+
+    def _settle(self, error: BaseException | None) -> None:
+        with self._guard:
+            if self._settled:
+                return
+            self._error = error
+            self._settled = True
+            self._outcome.release()
 
 
 class EnvelopeKind(enum.Enum):

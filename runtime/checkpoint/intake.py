@@ -24,6 +24,8 @@ from collections.abc import Callable
 
 from runtime.checkpoint.batching import BatchLimits, Envelope, EnvelopeKind
 
+IDLE_LOOK = 1.0  # seconds between the writer's looks at the backlog when nothing wakes it
+
 
 class Backlog:
     """Queued envelopes in FIFO order and what the prompt-flush rule asks of them. Not locked."""
@@ -39,9 +41,11 @@ class Backlog:
         return len(self._items)
 
     def push(self, envelope: Envelope, at: float) -> None:
-        self._items.append((at, envelope))
+        # Counted before appended: an exception between the two (a signal handler's, in the
+        # main thread) leaves the counts too high, which only makes the batch due early.
         self._urgent += envelope.sync
         self._bytes += envelope.size
+        self._items.append((at, envelope))
 
     def due(self, now: float, limits: BatchLimits) -> bool:
         """Whether the front batch should be written now rather than wait for company."""
@@ -77,6 +81,8 @@ class Backlog:
             self._bytes -= envelope.size
             if envelope.kind is EnvelopeKind.STOP or envelope.size > limits.max_bytes:
                 break
+        if not items:
+            self._urgent = self._bytes = 0  # whatever an interrupted push left behind
         return batch
 
     def take_all(self) -> list[Envelope]:
@@ -104,8 +110,11 @@ class Intake:
     ) -> None:
         self.limits = limits
         self._clock = clock
-        # Reentrant so that a scripted `wait` may queue arrivals while the lock is held.
-        self._cond = threading.Condition(threading.RLock())
+        # Entered as the C-level lock itself, not through the Condition's Python __enter__:
+        # an exception a signal handler raises in the main thread cannot leave it held.
+        # Reentrant so that a scripted `wait` may queue arrivals while it is held.
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._wait = wait or self._cond.wait
         self._backlog = Backlog()
         self._turn_taken = False
@@ -122,7 +131,7 @@ class Intake:
 
     def put(self, envelope: Envelope) -> None:
         """Queue an envelope for the writer thread, waking it only if it must act sooner."""
-        with self._cond:
+        with self._lock:
             now = self._clock()
             self._backlog.push(envelope, now)
             self._arrivals += 1
@@ -139,14 +148,14 @@ class Intake:
     def lead_with(self, envelope: Envelope) -> list[Envelope] | None:
         """Queue a synchronous envelope; if the sink is free, take the turn and return the
         first batch to write (it may end before ``envelope`` when limits cut it)."""
-        with self._cond:
+        with self._lock:
             self._backlog.push(envelope, self._clock())
             self._arrivals += 1
             return self._take_turn()
 
     def lead(self) -> list[Envelope] | None:
         """Take the turn and the next batch if the sink is free and a batch is due."""
-        with self._cond:
+        with self._lock:
             if not self._backlog.due(self._clock(), self.limits):
                 return None
             return self._take_turn()
@@ -154,7 +163,7 @@ class Intake:
     def next_batch(self, timeout: float | None = None) -> list[Envelope] | None:
         """The writer thread's turn: block until a batch is due and the sink is free, then
         take both. Returns ``None`` if that did not happen within ``timeout`` seconds."""
-        with self._cond:
+        with self._lock:
             give_up = None if timeout is None else self._clock() + timeout
             while True:
                 now = self._clock()
@@ -163,7 +172,9 @@ class Intake:
                     return self._backlog.take(self.limits, until_stop=False)
                 if give_up is not None and now >= give_up:
                     return None
-                look_at = give_up
+                # Never wait without a bound: a wake-up lost to an exception in the middle of
+                # a main-thread put costs at most IDLE_LOOK seconds.
+                look_at = _earlier(give_up, now + IDLE_LOOK)
                 if not self._turn_taken and self._backlog:
                     # An asynchronous-only backlog: wait for company, up to its deadline.
                     self.timed_waits += 1
@@ -175,20 +186,20 @@ class Intake:
                 self._arrivals_seen = self._arrivals
                 self._writer_looks_at = look_at
                 try:
-                    self._wait(None if look_at is None else max(0.0, look_at - now))
+                    self._wait(max(0.0, look_at - now))
                 finally:
                     self._writer_looks_at = None
 
     def end_turn(self) -> None:
         """Give the sink's turn back; the writer thread takes over any backlog left."""
-        with self._cond:
+        with self._lock:
             self._turn_taken = False
             if self._backlog:
                 self._cond.notify()
 
     def take_all(self) -> list[Envelope]:
         """Remove everything queued (the writer is dying and fails it all)."""
-        with self._cond:
+        with self._lock:
             return self._backlog.take_all()
 
     def _take_turn(self) -> list[Envelope] | None:

@@ -84,17 +84,21 @@ class CheckpointWriter:
     def write(self, cp: Checkpoint) -> None:
         """Queue a synchronous checkpoint and block until it is committed.
 
-        When the sink is free, this thread writes the batch holding it (with everything
-        queued before it) instead of handing it to the writer thread. Raises
-        :class:`CheckpointFailed` if it was not committed, including when an earlier
-        checkpoint of the same session failed.
+        When the sink is free, a thread other than the main thread writes the batch holding
+        it (with everything queued before it) itself instead of handing it to the writer
+        thread. Raises :class:`CheckpointFailed` if it was not committed, including when an
+        earlier checkpoint of the same session failed.
         """
         self._failures.raise_if_poisoned(cp.session)
         waiter = Waiter()
         envelope = Envelope.write(cp if cp.sync else replace(cp, sync=True), waiter)
         with self._lock:
             self._check_open()
-            batch = self.intake.lead_with(envelope)
+            if _may_lead():
+                batch = self.intake.lead_with(envelope)
+            else:
+                self.intake.put(envelope)
+                batch = None
         while batch is not None:
             self._write_turn(batch)
             if waiter.done():
@@ -193,17 +197,16 @@ class CheckpointWriter:
         try:
             while True:
                 batch = self.intake.next_batch() or []
-                try:
-                    stop = self._handle(batch)
-                finally:
-                    self.intake.end_turn()
+                stop = self._handle(batch)
+                self.intake.end_turn()
                 if stop:
                     return
         except BaseException as exc:
             # A bug, not a sink failure (those are caught per batch): fail everyone who
-            # waits rather than leave them blocked forever.
-            logger.exception("%s died; failing all queued checkpoints", self._name)
+            # waits rather than leave them blocked forever. The turn is never given back,
+            # so no caller writes anything after a batch whose outcome is unknown.
             self._die(exc, batch)
+            logger.exception("%s died; failing all queued checkpoints", self._name)
             raise
         finally:
             try:
@@ -287,8 +290,22 @@ class CheckpointWriter:
         with self._lock:
             self._closed = True
             self._death = exc
+        for envelope in batch:
+            if envelope.kind is EnvelopeKind.WRITE:
+                self._failures.poison(envelope.session, exc)
         for envelope in [*batch, *self.intake.take_all()]:
             _fail(envelope, exc)
+
+
+def _may_lead() -> bool:
+    """Whether this thread may write batches itself: any thread but the main one.
+
+    Signal handlers raise in the main thread (Celery's prefork pool runs tasks there, and its
+    soft time limit raises SoftTimeLimitExceeded), and an exception landing mid-turn could
+    keep the sink's turn forever or cut a write short. The writer thread, which no signal
+    reaches, writes the main thread's batches.
+    """
+    return threading.current_thread() is not threading.main_thread()
 
 
 def _fail(envelope: Envelope, cause: BaseException) -> None:

@@ -12,6 +12,7 @@ from contextlib import closing
 from typing import Any
 
 import pytest
+from django.db.models.deletion import Collector
 from django.db.models.sql.subqueries import DeleteQuery
 from django.utils import timezone
 
@@ -103,3 +104,28 @@ def test_a_checkpoint_racing_a_run_delete_writes_nothing(
 
     assert rows_of(leased_run) == (0, 0)
     assert [type(exc) for exc in step_racing_the_run_delete()] == [LeaseLost]
+
+
+def test_a_run_that_starts_matching_after_the_lock_is_not_deleted(
+    monkeypatch: pytest.MonkeyPatch, leased_run: Run
+) -> None:
+    late: list[Run] = []
+    real: Callable[..., Any] = Collector.collect
+
+    def collect(collector: Collector, objs: Any, *args: Any, **kwargs: Any) -> Any:
+        if not late:  # after the runs were locked, before Django collects what to delete
+
+            def start() -> None:
+                late.append(start_run("examples.noop_loop", [2])[0])
+
+            starter = threading.Thread(target=start)
+            starter.start()
+            starter.join(10)
+        return real(collector, objs, *args, **kwargs)
+
+    monkeypatch.setattr(Collector, "collect", collect)
+    Run.objects.filter(workflow="examples.noop_loop").delete()
+
+    assert not Run.objects.filter(id=leased_run.id).exists()
+    assert [run.id for run in Run.objects.all()] == [late[0].id]  # not locked: left alone
+    assert rows_of(late[0]) == (0, 1)

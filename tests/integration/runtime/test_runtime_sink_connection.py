@@ -5,16 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from celery.exceptions import SoftTimeLimitExceeded
-from django.db import connection, connections, transaction
+from django.db import connections, transaction
 from django.utils import timezone
 from run_records import events
 
 import runtime.store
-from runtime import pgsink
 from runtime.bench.sinkfloor import _noop_step
 from runtime.checkpoint.batching import Checkpoint
-from runtime.checkpoint.errors import OutcomeUnknown
+from runtime.core.errors import LeaseLost
 from runtime.core.writes import HistoryWrite, LeaseGuard
 from runtime.models import Run, Step
 from runtime.services import start_run
@@ -62,21 +60,14 @@ def test_a_caller_inside_its_own_transaction_still_commits_its_checkpoint(
     assert not Run.objects.filter(workflow="rolled.back").exists()
 
 
-def test_an_interrupted_batch_has_an_unknown_outcome_and_the_next_one_reconnects(
-    sink: runtime.store.DatabaseSink, leased_run: Run, monkeypatch: pytest.MonkeyPatch
+def test_a_failed_batch_gives_the_thread_its_own_connection_back(
+    sink: runtime.store.DatabaseSink, leased_run: Run
 ) -> None:
-    sink.write_batch([step_write(leased_run, 1)])
+    own = connections["default"]
+    Run.objects.filter(id=leased_run.id).update(lease_token="someone-else")
 
-    def interrupted(*args: object, **kwargs: object) -> bool:
-        raise SoftTimeLimitExceeded()  # as Celery's signal handler raises it mid-statement
+    with pytest.raises(LeaseLost):
+        sink.write_batch([step_write(leased_run, 1)])
 
-    with monkeypatch.context() as patched:
-        patched.setattr(pgsink, "write_groups", interrupted)
-        with pytest.raises(OutcomeUnknown):
-            sink.write_batch([step_write(leased_run, 2)])
-
-    sink.write_batch([step_write(leased_run, 3)])
-    positions = Step.objects.filter(run_id=leased_run.id).values_list("position", flat=True)
-    assert sorted(positions) == [1, 3]
-    assert [e.seq for e in events(leased_run.id)] == list(range(1, 8))
-    assert connection.vendor == "postgresql"
+    assert connections["default"] is own
+    assert [e.type for e in events(leased_run.id)] == ["run_created"]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from runtime.checkpoint.batching import BatchLimits, Envelope
@@ -81,3 +82,22 @@ def wait_for_arrivals(intake: Intake, count: int, timeout: float = 10.0) -> None
         if time.monotonic() > give_up:
             raise TimeoutError(f"only {intake.arrivals} of {count} envelopes arrived")
         time.sleep(0.001)
+
+
+def in_thread(call: Callable[[], object], name: str = "workflow-thread") -> BaseException | None:
+    """Run `call` in a new (non-main) thread, as a worker's pool thread would; return what
+    it raised, if anything."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:  # handed to the test, which checks what it was
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, name=name)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():
+        raise TimeoutError(f"{name} did not finish")
+    return raised[0] if raised else None

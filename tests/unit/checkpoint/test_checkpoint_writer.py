@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 import pytest
-from checkpoint_fakes import wait_for_arrivals
+from checkpoint_fakes import in_thread, wait_for_arrivals
 
 from runtime.checkpoint import BatchLimits, Checkpoint, CheckpointWriter, MemorySink
 
@@ -53,19 +53,42 @@ def test_writer_sync_write_makes_no_timed_waits() -> None:
     writer.close()
 
 
-def test_writer_caller_writes_its_own_batch_when_the_sink_is_free() -> None:
-    written_on: list[str] = []
+class ThreadNotingSink(MemorySink):
+    """Remembers the name of the thread that wrote each batch."""
 
-    class ThreadNoting(MemorySink):
-        def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
-            written_on.append(threading.current_thread().name)
-            super().write_batch(checkpoints)
+    def __init__(self) -> None:
+        super().__init__()
+        self.written_on: list[str] = []
 
-    writer = CheckpointWriter(ThreadNoting(), SLOW_WINDOW)
+    def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
+        self.written_on.append(threading.current_thread().name)
+        super().write_batch(checkpoints)
+
+
+def start_and_complete(writer: CheckpointWriter) -> None:
     writer.submit(Checkpoint("run/1", "step started"))
     writer.write(Checkpoint("run/1", "step completed"))
 
-    assert written_on == [threading.current_thread().name]  # no hand-over to the writer thread
+
+def test_writer_caller_writes_its_own_batch_when_the_sink_is_free() -> None:
+    sink = ThreadNotingSink()
+    writer = CheckpointWriter(sink, SLOW_WINDOW)
+
+    assert in_thread(lambda: start_and_complete(writer), name="pool-thread") is None
+
+    assert sink.written_on == ["pool-thread"]  # no hand-over to the writer thread
+    assert len(sink.batches[0]) == 2
+    writer.close()
+
+
+def test_writer_main_thread_hands_its_batch_to_the_writer_thread() -> None:
+    sink = ThreadNotingSink()
+    writer = CheckpointWriter(sink, SLOW_WINDOW, name="main-thread-helper")
+
+    start_and_complete(writer)  # pytest runs tests in the main thread, as prefork runs tasks
+
+    assert sink.written_on == ["main-thread-helper"]
+    assert len(sink.batches[0]) == 2
     writer.close()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from checkpoint_fakes import wait_for_arrivals
+from checkpoint_fakes import in_thread, wait_for_arrivals
 
 from runtime.checkpoint import (
     Checkpoint,
@@ -135,6 +135,8 @@ def test_writer_thread_death_fails_waiters_and_refuses_work(
     writer.close()  # joins the dead thread before excepthook is restored
 
     assert [type(exc.__cause__) for exc in outcome] == [WriterBug]
+    with pytest.raises(CheckpointFailed):  # the dying batch's outcome is unknown
+        writer.barrier("warmup")
     with pytest.raises(WriterClosed) as refused:
         writer.submit(Checkpoint("other", 2))
     assert isinstance(refused.value.__cause__, WriterBug)
@@ -143,14 +145,14 @@ def test_writer_thread_death_fails_waiters_and_refuses_work(
 
 def test_writer_interrupt_while_a_caller_writes_poisons_its_batch_and_frees_the_sink() -> None:
     sink = MemorySink()
-    sink.fail_next(WriterBug("interrupted"))  # e.g. a signal handler raising mid-write
+    sink.fail_next(WriterBug("interrupted"))  # escapes the per-batch failure handling
     writer = CheckpointWriter(sink)
 
-    with pytest.raises(WriterBug):
-        writer.write(Checkpoint("run", 1))
+    raised = in_thread(lambda: writer.write(Checkpoint("run", 1)))
 
+    assert isinstance(raised, WriterBug)
     with pytest.raises(CheckpointFailed):  # nothing later in that session is written
         writer.write(Checkpoint("run", 2))
-    writer.write(Checkpoint("other", 3))
+    assert in_thread(lambda: writer.write(Checkpoint("other", 3))) is None
     writer.close()
     assert [c.payload for c in sink.checkpoints] == [3]
