@@ -6,7 +6,8 @@ writes stay serialized. Two kinds of thread take turns:
 
 - a caller blocked on a synchronous checkpoint *leads*: when the sink is free it takes the
   turn at once and writes everything queued up to its checkpoint in its own thread. A single
-  workflow thread then pays no thread switch per step, only its commit;
+  workflow thread then pays no thread switch per step, only its commit. The main thread never
+  leads (runtime.checkpoint.writer._may_lead says why);
 - the writer thread takes every other turn: synchronous checkpoints that arrived while the
   sink was busy, and asynchronous ones whose wait for company is over.
 
@@ -96,8 +97,8 @@ class Intake:
     """The backlog behind a lock, and the sink's turn. Thread-safe.
 
     ``clock`` returns monotonic seconds. ``wait`` blocks the writer thread (the lock held,
-    as ``Condition.wait`` expects) for at most the given seconds, or until notified when
-    ``None``; tests inject both to script arrivals on a fake clock. ``timed_waits`` counts
+    as ``Condition.wait`` expects) until notified or for at most the given seconds; tests
+    inject both to script arrivals on a fake clock. ``timed_waits`` counts
     the writer's waits for company: the regression tests prove none starts while a
     synchronous checkpoint is queued.
     """
