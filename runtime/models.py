@@ -65,6 +65,12 @@ class EventType(models.TextChoices):
 _DELETE_CHUNK = 500  # runs per DELETE: far below any database's parameter limit
 
 
+def _locked_pks(runs: models.QuerySet[Any]) -> list[Any]:
+    """Lock these runs' rows (in key order, like every multi-run write) until the transaction
+    ends, and return their keys."""
+    return list(runs.select_for_update(of=("self",)).order_by("pk").values_list("pk", flat=True))
+
+
 class RunQuerySet(models.QuerySet["Run"]):
     def pending(self) -> RunQuerySet:
         return self.filter(status=RunStatus.PENDING)
@@ -93,10 +99,8 @@ class RunQuerySet(models.QuerySet["Run"]):
         # The alias given to using(), else where the router sends writes (as Django's delete).
         db = self._db or router.db_for_write(self.model)  # type: ignore[attr-defined]
         with transaction.atomic(using=db):
-            # Locked in key order, like every multi-run write, and deleted exactly as locked
-            # (the base manager's plain delete, in chunks).
-            locked = self.using(db).select_for_update(of=("self",)).order_by("pk")
-            pks = list(locked.values_list("pk", flat=True))
+            # Deleted exactly as locked (the base manager's plain delete, in chunks).
+            pks = _locked_pks(self.using(db))
             plain = self.model._base_manager.using(db)
             deleted: Counter[str] = Counter()
             for start in range(0, len(pks), _DELETE_CHUNK):
@@ -161,7 +165,7 @@ class Run(models.Model):
         """Delete this run with its steps, events and fan-out groups (see RunQuerySet.delete)."""
         db = using or router.db_for_write(Run, instance=self)
         with transaction.atomic(using=db):
-            list(Run.objects.using(db).filter(pk=self.pk).select_for_update().values_list("pk"))
+            _locked_pks(Run.objects.using(db).filter(pk=self.pk))
             return super().delete(using=db, keep_parents=keep_parents)
 
     @property

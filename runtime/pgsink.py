@@ -76,8 +76,9 @@ def group_statement(g: Any, now: datetime, update_fields: Sequence[str]) -> tupl
     if g.steps:
         ctes.append(_steps_sql(len(g.steps), tuple(update_fields)))
         run_id = g.run_id
+        columns = step_columns()
         for step_row in g.steps.values():
-            for column in step_columns():
+            for column in columns:
                 if column.attname is None:
                     params.append(run_id)
                     continue

@@ -21,10 +21,11 @@ from runtime.core.writes import EventDraft, HistoryWrite, LeaseGuard, StepRow
 from runtime.models import Run, RunStatus
 from runtime.store import DatabaseSink
 
-_TOKEN = "bench-sink-floor"
+LEASE_TOKEN = "bench-sink-floor"
 
 
-def _noop_step(run_id: uuid.UUID, position: int) -> HistoryWrite:
+def noop_step_write(run_id: uuid.UUID, position: int, token: str = LEASE_TOKEN) -> HistoryWrite:
+    """What one no-op step of a run leased with `token` writes when it completes."""
     now = timezone.now()
     sid = step_id(run_id, position)
     step_input = {"args": [position], "kwargs": {}}
@@ -42,7 +43,7 @@ def _noop_step(run_id: uuid.UUID, position: int) -> HistoryWrite:
         EventDraft("step_started", now, sid, {"attempt": 1}),
         EventDraft("step_completed", now, sid, {"attempt": 1, "result": position}),
     )
-    return HistoryWrite(run_id, LeaseGuard(_TOKEN), events, (row,))
+    return HistoryWrite(run_id, LeaseGuard(token), events, (row,))
 
 
 def sink_steps_per_second(samples: int = 1000) -> float | None:
@@ -55,14 +56,14 @@ def sink_steps_per_second(samples: int = 1000) -> float | None:
         status=RunStatus.RUNNING,
         created_at=now,
         updated_at=now,
-        lease_token=_TOKEN,
+        lease_token=LEASE_TOKEN,
         lease_expires_at=now + timedelta(days=1),
     )
     sink = DatabaseSink()
     try:
         started = time.perf_counter()
         for position in range(1, samples + 1):
-            write = _noop_step(run.id, position)
+            write = noop_step_write(run.id, position)
             sink.write_batch([Checkpoint(session="floor", payload=write, size=1024, sync=True)])
         return samples / (time.perf_counter() - started)
     finally:

@@ -107,7 +107,7 @@ class Intake:
         self,
         limits: BatchLimits,
         clock: Callable[[], float] = time.monotonic,
-        wait: Callable[[float | None], object] | None = None,
+        wait: Callable[[float], object] | None = None,
     ) -> None:
         self.limits = limits
         self._clock = clock
@@ -133,9 +133,7 @@ class Intake:
     def put(self, envelope: Envelope) -> None:
         """Queue an envelope for the writer thread, waking it only if it must act sooner."""
         with self._lock:
-            now = self._clock()
-            self._backlog.push(envelope, now)
-            self._arrivals += 1
+            now = self._queue(envelope)
             if self._turn_taken:
                 return  # whoever holds the turn hands the backlog on when it ends
             looks_at = self._writer_looks_at
@@ -150,16 +148,15 @@ class Intake:
         """Queue a synchronous envelope; if the sink is free, take the turn and return the
         first batch to write (it may end before ``envelope`` when limits cut it)."""
         with self._lock:
-            self._backlog.push(envelope, self._clock())
-            self._arrivals += 1
-            return self._take_turn()
+            self._queue(envelope)
+            return self._take_turn(until_stop=True)
 
     def lead(self) -> list[Envelope] | None:
         """Take the turn and the next batch if the sink is free and a batch is due."""
         with self._lock:
             if not self._backlog.due(self._clock(), self.limits):
                 return None
-            return self._take_turn()
+            return self._take_turn(until_stop=True)
 
     def next_batch(self, timeout: float | None = None) -> list[Envelope] | None:
         """The writer thread's turn: block until a batch is due and the sink is free, then
@@ -169,21 +166,20 @@ class Intake:
             while True:
                 now = self._clock()
                 if not self._turn_taken and self._backlog.due(now, self.limits):
-                    self._turn_taken = True
-                    return self._backlog.take(self.limits, until_stop=False)
+                    return self._take_turn(until_stop=False)
                 if give_up is not None and now >= give_up:
                     return None
                 # Never wait without a bound: a wake-up lost to an exception in the middle of
                 # a main-thread put costs at most IDLE_LOOK seconds.
-                look_at = _earlier(give_up, now + IDLE_LOOK)
+                look_at = now + IDLE_LOOK if give_up is None else min(give_up, now + IDLE_LOOK)
                 if not self._turn_taken and self._backlog:
                     # An asynchronous-only backlog: wait for company, up to its deadline.
                     self.timed_waits += 1
-                    look_at = _earlier(look_at, self._backlog.deadline(self.limits))
+                    look_at = min(look_at, self._backlog.deadline(self.limits))
                 elif not self._backlog and self._arrivals != self._arrivals_seen:
                     # Checkpoints keep coming: look again within a window anyway, so that an
                     # asynchronous one queued meanwhile need not wake this thread.
-                    look_at = _earlier(look_at, now + self.limits.async_window)
+                    look_at = min(look_at, now + self.limits.async_window)
                 self._arrivals_seen = self._arrivals
                 self._writer_looks_at = look_at
                 try:
@@ -203,15 +199,19 @@ class Intake:
         with self._lock:
             return self._backlog.take_all()
 
-    def _take_turn(self) -> list[Envelope] | None:
+    def _queue(self, envelope: Envelope) -> float:
+        now = self._clock()
+        self._backlog.push(envelope, now)
+        self._arrivals += 1
+        return now
+
+    def _take_turn(self, *, until_stop: bool) -> list[Envelope] | None:
+        """Take the turn with the front batch; callers stop short of the STOP marker, which
+        only the writer thread takes (None when that leaves nothing to write)."""
         if self._turn_taken:
             return None
-        batch = self._backlog.take(self.limits, until_stop=True)
+        batch = self._backlog.take(self.limits, until_stop=until_stop)
         if not batch:
-            return None  # only the writer thread takes a STOP marker
+            return None
         self._turn_taken = True
         return batch
-
-
-def _earlier(a: float | None, b: float) -> float:
-    return b if a is None else min(a, b)

@@ -55,7 +55,7 @@ class CheckpointWriter:
         limits: BatchLimits = DEFAULT_LIMITS,
         *,
         clock: Callable[[], float] = time.monotonic,
-        wait: Callable[[float | None], object] | None = None,
+        wait: Callable[[float], object] | None = None,
         name: str = "fanfold-checkpoint-writer",
     ) -> None:
         self._sink = sink
@@ -166,13 +166,8 @@ class CheckpointWriter:
             self._handle(batch)
         except BaseException as exc:
             # Not a failed write (those are handled per batch) but an interrupt or a bug in
-            # this thread, possibly mid-write. Whether the batch committed is unknown: poison
-            # its sessions and fail the callers waiting on it, so nothing is written as if it
-            # succeeded.
-            for envelope in batch:
-                if envelope.kind is EnvelopeKind.WRITE:
-                    self._failures.poison(envelope.session, exc)
-                _fail(envelope, exc)
+            # this thread, possibly mid-write.
+            self._abandon(batch, exc)
             raise
         finally:
             self.intake.end_turn()
@@ -290,10 +285,16 @@ class CheckpointWriter:
         with self._lock:
             self._closed = True
             self._death = exc
+        self._abandon(batch, exc)
+        for envelope in self.intake.take_all():
+            _fail(envelope, exc)
+
+    def _abandon(self, batch: list[Envelope], exc: BaseException) -> None:
+        """A batch whose write an exception cut short, so whether it committed is unknown:
+        poison its sessions and fail its callers, so nothing is written as if it succeeded."""
         for envelope in batch:
             if envelope.kind is EnvelopeKind.WRITE:
                 self._failures.poison(envelope.session, exc)
-        for envelope in [*batch, *self.intake.take_all()]:
             _fail(envelope, exc)
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
+from run_records import LEASE_TOKEN
 
 import runtime.dispatch
 import runtime.store
@@ -25,6 +27,8 @@ from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.clock import FakeClock
 from runtime.executor import Execution, execute
+from runtime.models import Run
+from runtime.services import start_run
 
 
 class RecordingSink(runtime.store.DatabaseSink):
@@ -90,6 +94,14 @@ def sink(
     yield current
     if RecordingSink.instances:
         local.get().close(timeout=10)  # drains, then closes the sink's connection
+
+
+@pytest.fixture
+def leased_run() -> Run:
+    """A started run whose lease this test holds, as an executor would."""
+    run, _ = start_run("examples.noop_loop", [1])
+    Run.objects.filter(id=run.id).update(lease_token=LEASE_TOKEN, lease_expires_at=timezone.now())
+    return run
 
 
 @pytest.fixture

@@ -7,7 +7,11 @@ import uuid
 from collections import Counter
 from typing import Any
 
+from runtime.bench.sinkfloor import noop_step_write
+from runtime.checkpoint.batching import Checkpoint
 from runtime.models import Event, Run, Step
+
+LEASE_TOKEN = "mine"  # the lease the `leased_run` fixture's run is held with
 
 
 class BodyCalls:
@@ -61,3 +65,9 @@ def step_at(run_id: uuid.UUID, position: int) -> Step:
 
 def payloads(run_id: uuid.UUID, event_type: str) -> list[dict[str, Any]]:
     return [e.payload for e in events(run_id) if e.type == event_type]
+
+
+def noop_step_checkpoint(run_id: uuid.UUID, position: int) -> Checkpoint:
+    """A synchronous checkpoint of a completed no-op step of a `leased_run`."""
+    write = noop_step_write(run_id, position, LEASE_TOKEN)
+    return Checkpoint(session="s", payload=write, size=1024, sync=True)

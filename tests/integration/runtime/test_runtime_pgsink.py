@@ -22,13 +22,6 @@ from runtime.models import Run, Step
 from runtime.services import start_run
 
 
-@pytest.fixture
-def leased_run() -> Run:
-    run, _ = start_run("examples.noop_loop", [1])
-    Run.objects.filter(id=run.id).update(lease_token="mine", lease_expires_at=timezone.now())
-    return run
-
-
 def record_calls(
     monkeypatch: pytest.MonkeyPatch, owner: object, name: str
 ) -> list[tuple[tuple[Any, ...], Any]]:

@@ -14,31 +14,17 @@ from typing import Any
 import pytest
 from django.db.models.deletion import Collector
 from django.db.models.sql.subqueries import DeleteQuery
-from django.utils import timezone
+from run_records import noop_step_checkpoint
 
 import runtime.store
-from runtime.bench.sinkfloor import _noop_step
-from runtime.checkpoint.batching import Checkpoint
 from runtime.core.errors import LeaseLost
-from runtime.core.writes import HistoryWrite, LeaseGuard
 from runtime.models import Event, Run, Step
 from runtime.services import start_run
 
-TOKEN = "mine"
-
-
-@pytest.fixture
-def leased_run() -> Run:
-    run, _ = start_run("examples.noop_loop", [1])
-    Run.objects.filter(id=run.id).update(lease_token=TOKEN, lease_expires_at=timezone.now())
-    return run
-
 
 def write_step(run: Run, position: int) -> None:
-    write = _noop_step(run.id, position)
-    write = HistoryWrite(run.id, LeaseGuard(TOKEN), write.events, write.steps)
     with closing(runtime.store.DatabaseSink()) as sink:
-        sink.write_batch([Checkpoint(session="s", payload=write, size=1024, sync=True)])
+        sink.write_batch([noop_step_checkpoint(run.id, position)])
 
 
 def rows_of(run: Run) -> tuple[int, int]:
