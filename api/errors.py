@@ -15,16 +15,17 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from runtime.callbacks import CallbackAlreadyCompleted, CallbackNotFound
 from runtime.core.errors import (
+    CallbackAlreadyCompleted,
+    CallbackNotFound,
     FanfoldError,
     InvalidArguments,
     PayloadError,
     PayloadTooLarge,
     RunAlreadyFinished,
+    RunNotFound,
     WorkflowNotFound,
 )
-from runtime.services import RunNotFound
 
 # Most specific first: PayloadTooLarge is a PayloadError.
 RUNTIME_ERROR_STATUS: tuple[tuple[type[FanfoldError], int], ...] = (

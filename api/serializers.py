@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from runtime.models import Event, Run, RunStatus, Step, StepStatus
-from runtime.queries import step_counts
+from runtime.selectors import step_counts
 
 CALLBACK_STATUSES = [("running", "running"), ("completed", "completed"), ("failed", "failed")]
 PARAMETER_KINDS = [(k, k) for k in ("positional", "keyword", "var_positional", "var_keyword")]

@@ -14,4 +14,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("fanfold")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["runtime", "runtime.bench"])
+app.autodiscover_tasks()  # the tasks modules of INSTALLED_APPS (runtime, bench)

@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "runtime",
     "api",
     "examples",
+    "bench",
 ]
 
 MIDDLEWARE = [

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.core.errors import (
+    CallbackFailed,
+    CallbackTimedOut,
     FanfoldError,
     FatalError,
     NonDeterminismError,
@@ -17,6 +19,7 @@ from runtime.core.errors import (
     RunAlreadyFinished,
     RunCancelled,
     RunFailed,
+    RunNotFound,
     StepFailed,
 )
 from runtime.core.retry import RetryPolicy
@@ -28,9 +31,6 @@ _LAZY = {
     "get_run": "runtime.handles",
     "RunHandle": "runtime.handles",
     "DurableContext": "runtime.context",
-    "RunNotFound": "runtime.services",
-    "CallbackFailed": "runtime.callbacks",
-    "CallbackTimedOut": "runtime.callbacks",
 }
 
 

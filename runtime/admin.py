@@ -23,9 +23,9 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from runtime.core.errors import FanfoldError, RunAlreadyFinished
+from runtime.core.errors import FanfoldError, RunAlreadyFinished, RunNotFound
 from runtime.models import Event, Run, RunStatus, Step, StepStatus
-from runtime.services import RunNotFound, cancel_run, start_run
+from runtime.services import cancel_run, start_run
 
 STEPS_PER_PAGE = 100
 EVENTS_PER_PAGE = 100

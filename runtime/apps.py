@@ -1,4 +1,4 @@
-"""The runtime app: registers checks and imports every workflow module at start-up."""
+"""The runtime app: registers checks, imports every workflow module, wires the dispatcher."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ class RuntimeConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from runtime import checks, conf  # noqa: F401  (registers the system checks)
+        # Imported here, not at module level: these modules need the app registry ready.
+        from runtime import checks, conf, dispatch, embedded  # noqa: F401  (checks register)
 
+        # With the `memory://` broker every send first makes sure the in-process worker runs.
+        dispatch.install(dispatch.CeleryDispatcher(before_send=embedded.ensure_worker))
         autodiscover_modules("workflows")
         try:
             modules = conf.get().WORKFLOW_MODULES

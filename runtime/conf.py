@@ -10,6 +10,10 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
 
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
 
 @dataclass(frozen=True)
 class FanfoldSettings:
@@ -62,11 +66,15 @@ def parse(raw: dict[str, Any]) -> FanfoldSettings:
 
 @lru_cache(maxsize=1)
 def get() -> FanfoldSettings:
-    from django.conf import settings
-
     return parse(getattr(settings, "FANFOLD", {}))
 
 
 def reset() -> None:
     """Forget the cached settings (tests that override `settings.FANFOLD`)."""
     get.cache_clear()
+
+
+@receiver(setting_changed)
+def _reset_on_change(setting: str, **_: object) -> None:
+    if setting == "FANFOLD":
+        reset()

@@ -1,22 +1,162 @@
-"""Sending work to Celery workers: the run-execution message and its timers."""
+"""Sending work to workers: the run-execution message, branch messages and their timers.
+
+The send path is a leaf: messages go by task name through the Celery app that is current, and
+nothing here imports the tasks module or starts threads. `Dispatcher` is the port; the
+process uses `CeleryDispatcher` unless something else is installed with `install()` (tests use
+`runtime.testing.use_dispatcher`). `runtime.apps` wires the embedded worker in as the
+dispatcher's hook before each send.
+
+A branch message is `fanfold.run_branch(run_id, position, attempt, group_position, poll)` with
+the derived key `dispatch_key(run, position, attempt)` as its task id, so a republish of the
+same attempt is recognisably the same message and loses its claim if the first one ran.
+"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
-from runtime import embedded
+from celery import Celery, current_app
+
+from publisher import CeleryTransport, Message, publish_messages
+from publisher.messages import IDEMPOTENCY_HEADER
+from runtime import conf
+from runtime.core.fanin import BranchDispatch
+from runtime.core.identity import dispatch_key
+
+EXECUTE_RUN = "fanfold.execute_run"
+RUN_BRANCH = "fanfold.run_branch"
+
+
+class Dispatcher(Protocol):
+    """Where the runtime sends its messages."""
+
+    def enqueue_run(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
+        """Ask a worker to execute (or resume) `run_id`, now or after `countdown` seconds."""
+
+    def publish_branches(
+        self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
+    ) -> None:
+        """Publish these branch attempts; raises `publisher.PublishError` if any failed."""
+
+    def publish_later(
+        self,
+        run_id: uuid.UUID,
+        group_position: int,
+        position: int,
+        attempt: int,
+        countdown: float,
+        poll: int = 0,
+    ) -> None:
+        """Publish one branch attempt after `countdown` seconds (a retry or a child's poll)."""
+
+
+def branch_message(run_id: uuid.UUID, group_position: int, position: int, attempt: int) -> Message:
+    """The task message of one attempt of one branch."""
+    return Message(
+        RUN_BRANCH,
+        dispatch_key(run_id, position, attempt),
+        args=[str(run_id), position, attempt, group_position],
+    )
+
+
+class CeleryDispatcher:
+    """Sends through the current Celery app; `before_send` runs first (the embedded worker)."""
+
+    def __init__(self, before_send: Callable[[], None] | None = None) -> None:
+        self._before_send = before_send
+        self._transport: CeleryTransport | None = None
+
+    def _app(self) -> Celery:
+        if self._before_send is not None:
+            self._before_send()
+        return current_app._get_current_object()  # type: ignore[attr-defined]
+
+    def enqueue_run(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
+        # Duplicates are harmless: an execution that finds the lease taken or the run finished
+        # does nothing.
+        self._app().send_task(
+            EXECUTE_RUN, args=(str(run_id),), countdown=countdown or None, ignore_result=True
+        )
+
+    def publish_branches(
+        self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
+    ) -> None:
+        """Those due now go in batches of `PUBLISH_BATCH_SIZE`, delayed ones one by one."""
+        if not dispatches:
+            return
+        now = [d for d in dispatches if d.countdown <= 0]
+        if now:
+            transport = self._batch_transport(self._app())
+            messages = [branch_message(run_id, group_position, d.position, d.attempt) for d in now]
+            publish_messages(messages, transport, batch_size=transport.batch_size)
+        for d in dispatches:
+            if d.countdown > 0:
+                self.publish_later(run_id, group_position, d.position, d.attempt, d.countdown)
+
+    def publish_later(
+        self,
+        run_id: uuid.UUID,
+        group_position: int,
+        position: int,
+        attempt: int,
+        countdown: float,
+        poll: int = 0,
+    ) -> None:
+        # The publisher's messages carry no ETA, so a delayed message goes through Celery.
+        key = dispatch_key(run_id, position, attempt)
+        self._app().send_task(
+            RUN_BRANCH,
+            args=(str(run_id), position, attempt, group_position, poll),
+            task_id=f"{key}:poll:{poll}" if poll else key,
+            countdown=max(countdown, 0.0),
+            headers={IDEMPOTENCY_HEADER: key},
+            ignore_result=True,
+        )
+
+    def _batch_transport(self, app: Celery) -> CeleryTransport:
+        batch_size = conf.get().PUBLISH_BATCH_SIZE
+        transport = self._transport
+        if transport is None or transport.app is not app or transport.batch_size != batch_size:
+            transport = self._transport = CeleryTransport(app, batch_size=batch_size)
+        return transport
+
+
+_dispatcher: Dispatcher = CeleryDispatcher()
+
+
+def install(dispatcher: Dispatcher) -> Dispatcher:
+    """Make `dispatcher` the process's dispatcher; returns the one it replaces."""
+    global _dispatcher
+    previous, _dispatcher = _dispatcher, dispatcher
+    return previous
+
+
+def current() -> Dispatcher:
+    return _dispatcher
 
 
 def enqueue_run(run_id: uuid.UUID, countdown: float | None = None) -> None:
-    """Ask a worker to execute (or resume) `run_id`, now or after `countdown` seconds.
+    """Ask a worker to execute (or resume) `run_id`, now or after `countdown` seconds."""
+    _dispatcher.enqueue_run(run_id, countdown)
 
-    Duplicates are harmless: an execution that finds the lease taken or the run finished
-    does nothing.
-    """
-    from runtime.tasks import execute_run
 
-    embedded.ensure_worker()
-    if countdown:
-        execute_run.apply_async((str(run_id),), countdown=countdown)
-    else:
-        execute_run.apply_async((str(run_id),))
+def publish_branches(
+    run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
+) -> None:
+    """Publish these branch attempts; raises `publisher.PublishError` if any message failed
+    (its `retryable` says whether trying again may help)."""
+    _dispatcher.publish_branches(run_id, group_position, dispatches)
+
+
+def publish_later(
+    run_id: uuid.UUID,
+    group_position: int,
+    position: int,
+    attempt: int,
+    countdown: float,
+    poll: int = 0,
+) -> None:
+    """Publish one branch attempt after `countdown` seconds."""
+    _dispatcher.publish_later(run_id, group_position, position, attempt, countdown, poll)

@@ -1,7 +1,8 @@
 """The embedded default: with the `memory://` broker, a Celery worker runs inside this process.
 
-It is an ordinary Celery WorkController (threads pool) consuming the same tasks that
-`celery -A config worker` consumes in production: one path, no toy shortcut.
+It is an ordinary Celery WorkController (threads pool) of the current Celery app, consuming
+the same tasks that `celery -A config worker` consumes in production: one path, no toy
+shortcut. `runtime.apps` installs `ensure_worker` as the dispatcher's hook before each send.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import socket
 import threading
 from typing import Any
 
+from celery import Celery, current_app
 from celery.worker import WorkController
 
 from runtime import conf
+from runtime.tasks import start_sweeps
 
 _lock = threading.Lock()
 _worker: _EmbeddedWorker | None = None
@@ -29,11 +32,13 @@ class _EmbeddedWorker(WorkController):
         self.ready.set()
 
 
+def _app() -> Celery:
+    return current_app._get_current_object()  # type: ignore[attr-defined]
+
+
 def is_embedded() -> bool:
     """True when the configured broker is the in-process one."""
-    from config.celery import app
-
-    return str(app.conf.broker_url or "").startswith("memory://")
+    return str(_app().conf.broker_url or "").startswith("memory://")
 
 
 def ensure_worker() -> None:
@@ -44,8 +49,7 @@ def ensure_worker() -> None:
     with _lock:
         if _worker is not None and _worker_pid == os.getpid():
             return
-        from config.celery import app
-
+        app = _app()
         app.finalize()
         app.set_current()
         worker = _EmbeddedWorker(
@@ -63,9 +67,7 @@ def ensure_worker() -> None:
         if not worker.ready.wait(timeout=30):
             raise RuntimeError("the embedded Celery worker did not start within 30 s")
         _worker, _worker_pid = worker, os.getpid()
-    from runtime.sweep import start_sweeper
-
-    start_sweeper()
+    start_sweeps()
 
 
 def stop_worker() -> None:

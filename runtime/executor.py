@@ -12,32 +12,32 @@ import secrets
 import uuid
 from contextlib import suppress
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.db import InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
-from runtime import conf, heartbeat
+from runtime import conf
 from runtime.checkpoint.errors import CheckpointFailed
-from runtime.context import DurableContext, Suspend
-from runtime.core import history as h
+from runtime.context import DurableContext
 from runtime.core.clock import Clock, SystemClock
-from runtime.core.errors import (
-    LeaseLost,
-    describe_exception,
-)
+from runtime.core.control import Abort, Suspend
+from runtime.core.errors import LeaseLost, WokenUp, describe_exception
 from runtime.core.jsonvalues import checked
 from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, SuspendGuard
-from runtime.models import ACTIVE_RUN_STATES, Run, RunStatus, Step
+from runtime.dispatch import enqueue_run
+from runtime.models import Run, RunStatus
+from runtime.recovery.leases import run_leases
 from runtime.registry import registry
-from runtime.session import Abort, ExecutionSession
-from runtime.store import WokenUp, writer
+from runtime.session import ExecutionSession
+from runtime.store import writer
+from runtime.store.runs import RunClaim, claim_run, load_history
 
 log = logging.getLogger("fanfold.executor")
 
 
-class Outcome(enum.Enum):
+class ExecutionOutcome(enum.Enum):
     SKIPPED = "skipped"  # not ours to run: finished, or another executor holds the lease
     COMPLETED = "completed"
     FAILED = "failed"
@@ -46,68 +46,19 @@ class Outcome(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Claim:
-    status: str
-    wakeups: int
-    workflow: str
-    input: dict[str, Any]
-
-
-@dataclass(frozen=True)
 class Execution:
-    outcome: Outcome
+    outcome: ExecutionOutcome
     wake_at: datetime | None = None
-
-
-def claim(run_id: uuid.UUID, token: str, now: datetime) -> Claim | None:
-    """Take the run's lease if it is active and nobody live holds it."""
-    lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
-    table = Run._meta.db_table
-    states = ", ".join(["%s"] * len(ACTIVE_RUN_STATES))
-    sql = (
-        f"UPDATE {table} SET lease_token = %s, lease_expires_at = %s "
-        f"WHERE id = %s AND status IN ({states}) "
-        "AND (lease_token IS NULL OR lease_expires_at < %s) "
-        "RETURNING status, wakeups, workflow, input"
-    )
-    rid: Any = run_id.hex if connection.vendor == "sqlite" else run_id
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [token, lease_until, rid, *map(str, ACTIVE_RUN_STATES), now])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    raw_input = row[3]
-    if isinstance(raw_input, str):
-        import json
-
-        raw_input = json.loads(raw_input)
-    return Claim(status=row[0], wakeups=int(row[1]), workflow=row[2], input=raw_input)
-
-
-def load_history(run_id: uuid.UUID) -> dict[int, h.RecordedStep]:
-    rows = Step.objects.filter(run_id=run_id).values_list(
-        "position",
-        "name",
-        "kind",
-        "status",
-        "attempt",
-        "result",
-        "error",
-        "wake_at",
-        "started_at",
-        "callback_token",
-    )
-    return {row[0]: h.RecordedStep(*row) for row in rows.iterator(chunk_size=5000)}
 
 
 def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
     """Run (or resume) `run_id` until it finishes, suspends, or loses its lease."""
     clock = clock or SystemClock()
     token = secrets.token_hex(16)
-    claimed = claim(run_id, token, timezone.now())
+    claimed = claim_run(run_id, token, timezone.now())
     if claimed is None:
-        return Execution(Outcome.SKIPPED)
-    heartbeat.hold(token)
+        return Execution(ExecutionOutcome.SKIPPED)
+    run_leases.hold(token)
     try:
         epoch = 0
         while True:
@@ -116,9 +67,11 @@ def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
                 return _execute_once(session, claimed, clock)
             except _Replay as again:
                 epoch += 1
-                claimed = Claim(RunStatus.RUNNING, again.wakeups, claimed.workflow, claimed.input)
+                claimed = RunClaim(
+                    RunStatus.RUNNING, again.wakeups, claimed.workflow, claimed.input
+                )
     finally:
-        heartbeat.release(token)
+        run_leases.release(token)
 
 
 class _Replay(Exception):
@@ -126,7 +79,7 @@ class _Replay(Exception):
         self.wakeups = wakeups
 
 
-def _execute_once(session: ExecutionSession, claimed: Claim, clock: Clock) -> Execution:
+def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) -> Execution:
     ctx = DurableContext(session, load_history(session.run_id), clock)
     now = clock.now()
     try:
@@ -136,7 +89,7 @@ def _execute_once(session: ExecutionSession, claimed: Claim, clock: Clock) -> Ex
             raise ctx.fatal
         result, size = checked(result, "workflow result", conf.get().MAX_PAYLOAD_BYTES)
         _settle(session, clock, "run_completed", RunStatus.COMPLETED, result=result, size=size)
-        return Execution(Outcome.COMPLETED)
+        return Execution(ExecutionOutcome.COMPLETED)
     except Suspend as suspend:
         return _suspend(session, claimed, suspend.wake_at, clock)
     except Abort as abort:
@@ -154,17 +107,17 @@ def _execute_once(session: ExecutionSession, claimed: Claim, clock: Clock) -> Ex
             _settle(session, clock, "run_failed", RunStatus.FAILED, error=error)
         except Abort as abort:
             return _aborted(session, abort.failure)
-        return Execution(Outcome.FAILED)
+        return Execution(ExecutionOutcome.FAILED)
 
 
-def _invoke(ctx: DurableContext, claimed: Claim) -> Any:
+def _invoke(ctx: DurableContext, claimed: RunClaim) -> Any:
     wf = registry.workflow(claimed.workflow)
     args = list(claimed.input.get("args", []))
     kwargs = dict(claimed.input.get("kwargs", {}))
     return wf.fn(ctx, *args, **kwargs)
 
 
-def _announce_start(session: ExecutionSession, claimed: Claim, now: datetime) -> None:
+def _announce_start(session: ExecutionSession, claimed: RunClaim, now: datetime) -> None:
     if claimed.status == RunStatus.PENDING:
         events: tuple[EventDraft, ...] = (EventDraft("run_started", now),)
         patch = RunPatch(status=RunStatus.RUNNING, started_at=now, wake_at=None)
@@ -202,7 +155,7 @@ def _settle(
 
 
 def _suspend(
-    session: ExecutionSession, claimed: Claim, wake_at: datetime | None, clock: Clock
+    session: ExecutionSession, claimed: RunClaim, wake_at: datetime | None, clock: Clock
 ) -> Execution:
     patch = RunPatch(status=RunStatus.WAITING, wake_at=wake_at, release_lease=True)
     guard = SuspendGuard(session.token, claimed.wakeups)
@@ -218,18 +171,16 @@ def _suspend(
             raise _Replay(int(fresh or 0)) from None
         return _aborted(session, abort.failure)
     if wake_at is not None:
-        from runtime.dispatch import enqueue_run
-
         delay = max((wake_at - clock.now()).total_seconds(), 0.0)
         enqueue_run(session.run_id, countdown=delay)
-    return Execution(Outcome.SUSPENDED, wake_at)
+    return Execution(ExecutionOutcome.SUSPENDED, wake_at)
 
 
-def _aborted(session: ExecutionSession, failure: CheckpointFailed) -> Execution:
+def _aborted(session: ExecutionSession, failure: Exception) -> Execution:
     session.writer.reset_session(session.key)
     if isinstance(failure.__cause__, LeaseLost):
         log.info("run %s: lease lost (%s); stopping", session.run_id, failure.__cause__)
-        return Execution(Outcome.LOST)
+        return Execution(ExecutionOutcome.LOST)
     # A database failure: give the lease back so the Celery task's retry can claim the run at
     # once (instead of after the lease expires), then let the task retry.
     with suppress(Exception):

@@ -14,6 +14,7 @@ from django.db import models, router, transaction
 from django.db.models import Q
 
 from runtime.core.identity import MAX_NAME_LENGTH
+from runtime.core.writes import StepRow
 
 
 class RunStatus(models.TextChoices):
@@ -211,7 +212,10 @@ class Step(models.Model):
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # Retry delay or sleep end for pending steps; callback deadline for callbacks.
+    # One meaning: when the runtime must next look at this step, or null if nothing is due.
+    # By state: a retry's due time (pending, attempt > 0), a sleep's end, a callback's nearest
+    # deadline, a running branch's lease expiry, a released branch's dispatch time (the
+    # fan-out sweep republishes it if its message never arrives).
     wake_at = models.DateTimeField(null=True, blank=True)
     # The credential a callback's result is posted with (runtime.callbacks); null otherwise.
     # Unique through a partial constraint: no index entry (and no LIKE index) for the many
@@ -236,6 +240,25 @@ class Step(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.position} {self.name} ({self.status})"
+
+    def as_row(self) -> StepRow:
+        """This row as the checkpoint store writes it."""
+        return StepRow(
+            self.id,
+            self.position,
+            self.name,
+            self.kind,
+            self.status,
+            self.attempt,
+            self.created_at,
+            input=self.input,
+            result=self.result,
+            error=self.error,
+            started_at=self.started_at,
+            finished_at=self.finished_at,
+            wake_at=self.wake_at,
+            callback_token=self.callback_token,
+        )
 
     @property
     def duration_seconds(self) -> float | None:

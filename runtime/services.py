@@ -1,28 +1,45 @@
-"""The runtime's services: start, look up and cancel runs. They own the transactions."""
+"""The runtime's services: start, look up and cancel runs, post to callbacks.
+
+They own the transactions; Celery tasks, views and the admin call them.
+"""
 
 from __future__ import annotations
 
+import re
 import uuid
 from contextlib import suppress
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from runtime import conf
-from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import CheckpointFailed
-from runtime.core.errors import FanfoldError, RunAlreadyFinished
-from runtime.core.identity import child_run_key_prefix
+from runtime.core.callbacks import CallbackTerms
+from runtime.core.clock import Clock, SystemClock
+from runtime.core.errors import (
+    CallbackAlreadyCompleted,
+    CallbackNotFound,
+    PayloadError,
+    RunAlreadyFinished,
+    RunNotFound,
+    StepChanged,
+)
+from runtime.core.identity import check_idempotency_key, child_run_key_prefix
 from runtime.core.jsonvalues import checked
-from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, UnfinishedGuard
-from runtime.models import Event, EventType, Run, RunStatus
+from runtime.core.writes import (
+    EventDraft,
+    HistoryWrite,
+    OpenStepGuard,
+    RunPatch,
+    UnfinishedGuard,
+)
+from runtime.dispatch import enqueue_run
+from runtime.models import FINISHED_RUN_STATES, Event, EventType, Run, RunStatus, Step, StepStatus
 from runtime.registry import WorkflowFunction, registry
-from runtime.store import writer
-
-
-class RunNotFound(FanfoldError, LookupError):
-    code = "not_found"
+from runtime.store import write_now
 
 
 def start_run(
@@ -40,14 +57,8 @@ def start_run(
     """
     wf = registry.workflow(workflow)
     kwargs = kwargs or {}
-    if idempotency_key is not None and (
-        not isinstance(idempotency_key, str) or not idempotency_key
-    ):
-        raise ValueError("idempotency_key must be a non-empty string")
-    if idempotency_key and len(idempotency_key) > 255:
-        raise ValueError("idempotency_key must be at most 255 characters")
-    if idempotency_key and "\x00" in idempotency_key:
-        raise ValueError("idempotency_key must not contain NUL (U+0000)")
+    if idempotency_key is not None:
+        check_idempotency_key(idempotency_key)
     run_input, _ = checked(
         {"args": list(args), "kwargs": kwargs},
         f"workflow {wf.name!r} input",
@@ -58,31 +69,8 @@ def start_run(
         existing = Run.objects.filter(idempotency_key=idempotency_key).first()
         if existing is not None:
             return existing, False
-    now = timezone.now()
-    run = Run(
-        workflow=wf.name,
-        input=run_input,
-        idempotency_key=idempotency_key,
-        created_at=now,
-        updated_at=now,
-        wake_at=now,
-        last_seq=1,
-    )
     try:
-        with transaction.atomic():
-            run.save(force_insert=True)
-            Event.objects.create(
-                run=run,
-                seq=1,
-                type=EventType.RUN_CREATED,
-                payload={
-                    "workflow": wf.name,
-                    "input": run_input,
-                    "idempotency_key": idempotency_key,
-                },
-                created_at=now,
-            )
-            transaction.on_commit(lambda: _enqueue(run.id))
+        run = _create_run(wf.name, run_input, idempotency_key)
     except IntegrityError:
         if idempotency_key:
             existing = Run.objects.filter(idempotency_key=idempotency_key).first()
@@ -92,10 +80,26 @@ def start_run(
     return run, True
 
 
-def _enqueue(run_id: uuid.UUID) -> None:
-    from runtime.dispatch import enqueue_run
-
-    enqueue_run(run_id)
+def _create_run(workflow: str, run_input: Any, idempotency_key: str | None) -> Run:
+    """Insert the run and its run_created event; enqueue it after commit."""
+    now = timezone.now()
+    run = Run(
+        workflow=workflow,
+        input=run_input,
+        idempotency_key=idempotency_key,
+        created_at=now,
+        updated_at=now,
+        wake_at=now,
+        last_seq=1,
+    )
+    payload = {"workflow": workflow, "input": run_input, "idempotency_key": idempotency_key}
+    with transaction.atomic():
+        run.save(force_insert=True)
+        Event.objects.create(
+            run=run, seq=1, type=EventType.RUN_CREATED, payload=payload, created_at=now
+        )
+        transaction.on_commit(lambda: enqueue_run(run.id))
+    return run
 
 
 def get_run_row(run_id: uuid.UUID | str) -> Run:
@@ -125,16 +129,12 @@ def cancel_run(run_id: uuid.UUID | str, reason: str = "cancelled") -> Run:
         run=RunPatch(status=RunStatus.CANCELLED, finished_at=now, wake_at=None, release_lease=True),
         cancel_open_steps=True,
     )
-    session = f"cancel/{run.id}/{uuid.uuid4().hex}"
-    w = writer()
     try:
-        w.write(Checkpoint(session=session, payload=write, size=256, sync=True))
+        write_now(write, session=f"cancel/{run.id}/{uuid.uuid4().hex}", size=256)
     except CheckpointFailed as failure:
         if isinstance(failure.__cause__, RunAlreadyFinished):
             raise failure.__cause__ from None
         raise
-    finally:
-        w.reset_session(session)
     _cancel_children(run.id)
     run.refresh_from_db()
     return run
@@ -145,3 +145,115 @@ def _cancel_children(run_id: uuid.UUID) -> None:
     for child_id in children.values_list("id", flat=True):
         with suppress(RunAlreadyFinished):  # a child that finished meanwhile needs no stop
             cancel_run(child_id, reason=f"parent run {run_id} was cancelled")
+
+
+# -- callback posts ---------------------------------------------------------------------------
+
+MAX_TOKEN_LENGTH = 64
+# What token_urlsafe produces; anything else (a NUL byte, say) cannot be a token.
+_TOKEN_TEXT = re.compile(r"[A-Za-z0-9_-]+")
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class CallbackReceipt:
+    """What a post did: the callback's name, its status now and its current deadline."""
+
+    run_id: uuid.UUID
+    callback: str
+    status: str
+    deadline: datetime | None
+
+
+def post_callback(
+    token: str,
+    *,
+    result: Any = _MISSING,
+    error: Any = None,
+    heartbeat: bool = False,
+    clock: Clock | None = None,
+) -> CallbackReceipt:
+    """Post a result, an error (`{"type", "message"}`) or a heartbeat to a callback.
+
+    A result or error completes the callback once and wakes its run; a heartbeat moves its
+    heartbeat deadline. Raises CallbackNotFound, CallbackAlreadyCompleted, RunAlreadyFinished,
+    PayloadError (not JSON, malformed error) or PayloadTooLarge; nothing is written then.
+    """
+    given = (result is not _MISSING) + (error is not None) + bool(heartbeat)
+    if given != 1:
+        raise PayloadError("post exactly one of a result, an error or a heartbeat")
+    now = (clock or SystemClock()).now()
+    step = _open_step(token)
+    limit = conf.get().MAX_PAYLOAD_BYTES
+    current = step.as_row()
+    events: tuple[EventDraft, ...] = ()
+    size = 0
+    if heartbeat:
+        terms = CallbackTerms.from_input(step.input)
+        created = step.started_at or step.created_at
+        row = replace(current, wake_at=terms.deadline_after_heartbeat(created, now))
+    elif result is not _MISSING:
+        value, size = checked(result, f"callback {step.name!r} result", limit)
+        row = replace(
+            current, status=StepStatus.COMPLETED, result=value, finished_at=now, wake_at=None
+        )
+        events = (EventDraft("callback_received", now, step.id, {"result": value}),)
+    else:
+        record, size = checked(_error_record(error), f"callback {step.name!r} error", limit)
+        row = replace(
+            current, status=StepStatus.FAILED, error=record, finished_at=now, wake_at=None
+        )
+        events = (EventDraft("callback_received", now, step.id, {"error": record}),)
+    # A result makes the run due now: if the enqueue below is lost, the sweep still finds it.
+    due = None if heartbeat else RunPatch(wake_at=now)
+    write = HistoryWrite(
+        step.run_id, OpenStepGuard(step.id), events, (row,), run=due, wake=not heartbeat
+    )
+    _commit(write, step.name, 512 + 2 * size)
+    if not heartbeat:
+        enqueue_run(step.run_id)
+    return CallbackReceipt(step.run_id, step.name, row.status, row.wake_at)
+
+
+def _open_step(token: str) -> Step:
+    step = None
+    if (
+        isinstance(token, str)
+        and 0 < len(token) <= MAX_TOKEN_LENGTH
+        and _TOKEN_TEXT.fullmatch(token)
+    ):
+        step = Step.objects.select_related("run").filter(callback_token=token).first()
+    if step is None:
+        raise CallbackNotFound("no callback has this token")
+    if step.run.status in FINISHED_RUN_STATES:
+        raise RunAlreadyFinished(f"the run of callback {step.name!r} has already finished")
+    if step.status not in (StepStatus.PENDING, StepStatus.RUNNING):
+        raise CallbackAlreadyCompleted(f"callback {step.name!r} has already been completed")
+    return step
+
+
+def _error_record(error: Any) -> dict[str, str]:
+    if not isinstance(error, dict) or not isinstance(error.get("type"), str) or not error["type"]:
+        raise PayloadError('a callback error must be an object with a non-empty string "type"')
+    message = error.get("message", "")
+    if not isinstance(message, str):
+        raise PayloadError('a callback error\'s "message" must be a string')
+    extra = sorted(set(error) - {"type", "message"})
+    if extra:
+        raise PayloadError(f"a callback error takes only type and message, not {', '.join(extra)}")
+    return {"type": error["type"], "message": message}
+
+
+def _commit(write: HistoryWrite, name: str, size: int) -> None:
+    session = f"callback/{write.run_id}/{uuid.uuid4().hex}"
+    try:
+        write_now(write, session=session, size=size)
+    except CheckpointFailed as failure:
+        cause = failure.__cause__
+        if isinstance(cause, RunAlreadyFinished):
+            raise RunAlreadyFinished(f"the run of callback {name!r} has already finished") from None
+        if isinstance(cause, StepChanged):
+            raise CallbackAlreadyCompleted(
+                f"callback {name!r} has already been completed"
+            ) from None
+        raise

@@ -9,16 +9,8 @@ from functools import cached_property
 from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.checkpoint.writer import CheckpointWriter
+from runtime.core.control import Abort
 from runtime.core.writes import Guard, HistoryWrite, LeaseGuard
-
-
-class Abort(BaseException):
-    """Unwinds workflow code when a checkpoint failed; BaseException so `except Exception`
-    in user code cannot swallow it."""
-
-    def __init__(self, failure: CheckpointFailed) -> None:
-        super().__init__(str(failure))
-        self.failure = failure
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from rest_framework.response import Response
 from api.serializers import CallbackPostSerializer, CallbackReceiptSerializer
 from api.throttling import CallbackRateThrottle
 from api.views.docs import errors
-from runtime.callbacks import post_callback
 from runtime.core.clock import Clock, SystemClock
+from runtime.services import post_callback
 
 
 class CallbackView(GenericAPIView[Any]):

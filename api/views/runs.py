@@ -21,7 +21,7 @@ from api.serializers import (
     StepSerializer,
 )
 from api.views.docs import AUTH_ERRORS, errors
-from runtime import queries
+from runtime import selectors
 from runtime.services import cancel_run, get_run_row, start_run
 
 RUN_ID = OpenApiParameter("run_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
@@ -41,7 +41,7 @@ class RunListView(GenericAPIView[Any]):
         filters = RunFilterSerializer(data=request.query_params)
         if not filters.is_valid():
             raise InvalidQuery(filters.errors)
-        runs = queries.list_runs(**filters.validated_data)
+        runs = selectors.list_runs(**filters.validated_data)
         page = self.paginate_queryset(runs)
         return self.get_paginated_response(RunSerializer(page, many=True).data)
 
@@ -92,7 +92,7 @@ class RunStepsView(GenericAPIView[Any]):
         summary="A run's steps by position (?after=POSITION pages on)",
     )
     def get(self, request: Request, run_id: str) -> Response:
-        page = self.paginate_queryset(queries.run_steps(run_id))
+        page = self.paginate_queryset(selectors.run_steps(run_id))
         return self.get_paginated_response(StepSerializer(page, many=True).data)
 
 
@@ -107,7 +107,7 @@ class RunEventsView(GenericAPIView[Any]):
         summary="A run's events after ?after=SEQ, for tailing",
     )
     def get(self, request: Request, run_id: str) -> Response:
-        page = self.paginate_queryset(queries.run_events(run_id))
+        page = self.paginate_queryset(selectors.run_events(run_id))
         return self.get_paginated_response(EventSerializer(page, many=True).data)
 
 

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from api.serializers import WorkflowSerializer
 from api.views.docs import AUTH_ERRORS, errors
-from runtime.queries import registered_workflows
+from runtime.selectors import registered_workflows
 
 
 class WorkflowListView(GenericAPIView[Any]):

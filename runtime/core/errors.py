@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 
@@ -147,10 +148,67 @@ class LeaseLost(FanfoldError):
     code = "lease_lost"
 
 
+class WokenUp(LeaseLost):
+    """A suspend lost the race with a wake-up: the executor must replay instead of sleeping."""
+
+    code = "woken_up"
+
+
+class RunNotFound(FanfoldError, LookupError):
+    code = "not_found"
+
+
+class StepInterrupted(FanfoldError):
+    """An attempt began and never reported (its worker died). At-most-once steps never run
+    such an attempt again; any step whose interrupted attempt was its last fails with this."""
+
+    code = "step_interrupted"
+
+
+class ChildFailed(FanfoldError):
+    """A child-workflow branch's run failed or was cancelled."""
+
+    code = "child_failed"
+
+
+class CallbackFailed(FanfoldError):
+    """`Callback.wait()` found an error posted to the callback."""
+
+    code = "callback_failed"
+
+    def __init__(
+        self, message: str = "", callback: str = "", error_type: str = "", error_message: str = ""
+    ) -> None:
+        super().__init__(message or f"callback {callback!r} failed: {error_type}: {error_message}")
+        self.callback = callback
+        self.error_type = error_type
+        self.error_message = error_message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            self.__class__,
+            (self.message, self.callback, self.error_type, self.error_message),
+        )
+
+
+class CallbackTimedOut(FanfoldError):
+    """`Callback.wait()` passed its `timeout`, or its `heartbeat_timeout` with no heartbeat."""
+
+    code = "callback_timed_out"
+
+
+class CallbackNotFound(FanfoldError, LookupError):
+    code = "callback_not_found"
+
+
+class CallbackAlreadyCompleted(FanfoldError):
+    """A result, error or heartbeat arrived for a callback that already has its outcome."""
+
+    code = "callback_completed"
+
+
 def describe_exception(exc: BaseException) -> dict[str, Any]:
     """The JSON record of an exception as stored in step and run errors."""
-    import traceback
-
     record: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
     if isinstance(exc, StepFailed):
         record.update(step=exc.step, cause_type=exc.error_type, cause_message=exc.error_message)

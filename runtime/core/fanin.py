@@ -223,7 +223,7 @@ def settle(
 
 
 @dataclass(frozen=True, slots=True)
-class Dispatch:
+class BranchDispatch:
     """Publish attempt `attempt` of the branch at `position`, after `countdown` seconds."""
 
     position: int
@@ -238,7 +238,7 @@ def due_dispatches(
     now: datetime,
     *,
     pending_grace: float,
-) -> list[Dispatch]:
+) -> list[BranchDispatch]:
     """Branches whose message may be lost: publish them (again); a duplicate loses its claim.
 
     A released pending branch (index below `released`) gets its current attempt again once its
@@ -247,17 +247,19 @@ def due_dispatches(
     next attempt.
     """
     grace = timedelta(seconds=pending_grace)
-    due: list[Dispatch] = []
+    due: list[BranchDispatch] = []
     for b in branches:
         if b.position - first_position >= released:
             continue
         if b.status == "pending":
             if b.wake_at is not None and b.wake_at > now:
-                due.append(Dispatch(b.position, b.attempt + 1, (b.wake_at - now).total_seconds()))
+                due.append(
+                    BranchDispatch(b.position, b.attempt + 1, (b.wake_at - now).total_seconds())
+                )
             elif b.wake_at is None or b.wake_at + grace <= now:
-                due.append(Dispatch(b.position, b.attempt + 1))
+                due.append(BranchDispatch(b.position, b.attempt + 1))
         elif b.status == "running" and (b.wake_at is None or b.wake_at < now):
-            due.append(Dispatch(b.position, b.attempt + 1))
+            due.append(BranchDispatch(b.position, b.attempt + 1))
     return due
 
 

@@ -24,6 +24,20 @@ def check_name(name: object, what: str) -> str:
     return name
 
 
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
+
+
+def check_idempotency_key(key: object) -> str:
+    """An idempotency key as a run can store it; ValueError if not."""
+    if not isinstance(key, str) or not key:
+        raise ValueError("idempotency_key must be a non-empty string")
+    if len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:
+        raise ValueError(f"idempotency_key must be at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters")
+    if "\x00" in key:
+        raise ValueError("idempotency_key must not contain NUL (U+0000)")
+    return key
+
+
 def step_id(run_id: uuid.UUID, position: int) -> uuid.UUID:
     """The primary key of the step at `position` of `run_id`: the same on every replay.
 
@@ -39,6 +53,12 @@ def step_id(run_id: uuid.UUID, position: int) -> uuid.UUID:
 @lru_cache(maxsize=4096)
 def _run_prefix(run_id: uuid.UUID) -> bytes:
     return uuid.uuid5(_STEP_NAMESPACE, str(run_id)).bytes[:12]
+
+
+def group_id(run_id: uuid.UUID, group_position: int) -> uuid.UUID:
+    """The id of the fan-out group whose first branch is at `group_position`: derived, so a
+    replayed fan-out names the same row."""
+    return uuid.uuid5(step_id(run_id, group_position), "fanout")
 
 
 def dispatch_key(run_id: uuid.UUID, position: int, attempt: int) -> str:

@@ -25,6 +25,20 @@ class EventDraft:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
+def step_created(
+    sid: uuid.UUID,
+    position: int,
+    name: str,
+    kind: str,
+    step_input: Any,
+    at: datetime,
+    **extra: Any,
+) -> EventDraft:
+    """The `step_created` event of a new step (`extra`: e.g. the fan-out it belongs to)."""
+    payload = {"position": position, "name": name, "kind": kind, "input": step_input, **extra}
+    return EventDraft("step_created", at, sid, payload)
+
+
 @dataclass(frozen=True, slots=True)
 class StepRow:
     id: uuid.UUID

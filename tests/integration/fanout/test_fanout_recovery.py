@@ -9,14 +9,14 @@ import pytest
 from django.utils import timezone
 from fanout_harness import Branches, Enqueued
 from fanout_workflows import FAIL, calls, completed_once
+from runtime.branches import interrupt_at_most_once
+from runtime.fanout_sweep import sweep_fanouts_once
 
 from publisher.fake import FakeTransport
 from runtime import branches as branch_executor
-from runtime.branches import interrupt_at_most_once
-from runtime.core.fanin import Dispatch
+from runtime.core.fanin import BranchDispatch
 from runtime.core.identity import dispatch_key, step_id
 from runtime.executor import Outcome, execute
-from runtime.fanout_sweep import sweep_fanouts_once
 from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import cancel_run, start_run
 
@@ -112,7 +112,7 @@ def test_fanout_at_most_once_branch_whose_lease_was_renewed_is_not_interrupted(
         wake_at=timezone.now() + timedelta(seconds=30)
     )
 
-    left = interrupt_at_most_once(run.id, 1, seen_running, [Dispatch(1, 2)])
+    left = interrupt_at_most_once(run.id, 1, seen_running, [BranchDispatch(1, 2)])
 
     assert left == []  # not handed back for a takeover either
     step = Step.objects.get(run_id=run.id, position=1)

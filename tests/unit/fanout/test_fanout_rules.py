@@ -10,8 +10,8 @@ from runtime.core.fanin import (
     CANCELLED_ERROR,
     FAILED,
     SUCCEEDED,
+    BranchDispatch,
     BranchState,
-    Dispatch,
     Failure,
     FanInRule,
     GroupCounts,
@@ -138,6 +138,6 @@ def test_due_dispatches_republishes_lost_and_orphaned_branches_only() -> None:
         BranchState(7, "a", "pending", 0),  # not released yet
     ]
     due = due_dispatches(branches, 1, 6, NOW, pending_grace=5.0)
-    assert due == [Dispatch(1, 1), Dispatch(3, 2), Dispatch(5, 3, 3.0)]
+    assert due == [BranchDispatch(1, 1), BranchDispatch(3, 2), BranchDispatch(5, 3, 3.0)]
     replay = due_dispatches(branches, 1, 6, NOW, pending_grace=0.0)
-    assert Dispatch(2, 1) in replay and all(d.position != 7 for d in replay)
+    assert BranchDispatch(2, 1) in replay and all(d.position != 7 for d in replay)

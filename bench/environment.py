@@ -1,0 +1,64 @@
+"""Where a benchmark runs: the configured database and broker, and worker processes.
+
+With the embedded broker the in-process worker serves the runs. With a real broker the
+benchmark starts `celery -A config worker` processes of its own and stops them afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.conf import settings
+from django.db import connection
+
+from bench.workers import ROOT, WorkerProcess
+from runtime import embedded
+
+LOGS = ROOT / "var"
+
+
+def describe() -> dict[str, str]:
+    return {
+        "database": connection.vendor,
+        "broker": "embedded"
+        if embedded.is_embedded()
+        else settings.CELERY_BROKER_URL.split("://")[0],
+    }
+
+
+def write_transactions() -> int | None:
+    """The next transaction id PostgreSQL will hand out (None elsewhere).
+
+    Only transactions that write get an id, so the difference across a benchmark counts the
+    write transactions of every process (workers, heartbeats, claims), and none of the
+    benchmark's own polling reads. Nothing else should write to the server meanwhile.
+    """
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")
+        row = cursor.fetchone()
+    return int(row[0]) if row else None
+
+
+@contextmanager
+def workers(
+    count: int = 1, pool: str = "threads", concurrency: int = 8, **extra_env: str
+) -> Iterator[None]:
+    """Run the benchmark's workers: real processes for a real broker, else the embedded one."""
+    if embedded.is_embedded():
+        embedded.ensure_worker()
+        yield
+        return
+    workers = [
+        WorkerProcess(f"bench{i}", pool=pool, concurrency=concurrency, env=extra_env, log_dir=LOGS)
+        for i in range(count)
+    ]
+    try:
+        for worker in workers:
+            worker.wait_ready()
+        yield
+    finally:
+        for worker in workers:
+            worker.stop()

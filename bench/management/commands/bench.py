@@ -1,0 +1,69 @@
+"""`python manage.py bench SCENARIO ...`: the benchmark suite, printed as a table or JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from bench.collector import run_collector_probe
+from bench.fanout import run_fanout
+from bench.sequential import run_concurrent, run_sequential
+
+
+class Command(BaseCommand):
+    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint or fanout."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="scenario", required=True)
+        seq = sub.add_parser("seq", help="one run of N sequential no-op steps")
+        seq.add_argument("--steps", type=int, default=1000)
+        conc = sub.add_parser("concurrent", help="many runs of sequential steps in one worker")
+        conc.add_argument("--runs", type=int, default=50)
+        conc.add_argument("--steps", type=int, default=200)
+        probe = sub.add_parser("checkpoint", help="the checkpoint collector probe")
+        probe.add_argument("--samples", type=int, default=200)
+        probe.add_argument("--window-ms", type=float, default=2.0)
+        fan = sub.add_parser("fanout", help="a durable fan-out against a plain Celery group")
+        fan.add_argument("--branches", type=int, default=1000)
+        fan.add_argument(
+            "--repeat", type=int, default=1, help="pairs of runs to take the medians of"
+        )
+        for p in (seq, conc, probe, fan):
+            p.add_argument("--json", action="store_true", help="print one JSON object")
+            p.add_argument("--timeout", type=float, default=600.0)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        call_command("migrate", verbosity=0)
+        scenario = options["scenario"]
+        report = self._run(scenario, options)
+        if options["json"]:
+            self.stdout.write(json.dumps(report))
+            return
+        self.stdout.write(self.style.MIGRATE_HEADING(f"bench {scenario}"))
+        for key, value in _flatten(report):
+            self.stdout.write(f"  {key:<32} {value}")
+
+    def _run(self, scenario: str, options: dict[str, Any]) -> dict[str, Any]:
+        for name in ("steps", "runs", "samples", "branches", "repeat"):
+            if name in options and options[name] is not None and options[name] < 1:
+                raise CommandError(f"--{name} must be at least 1")
+        if scenario == "seq":
+            return run_sequential(options["steps"], options["timeout"])
+        if scenario == "concurrent":
+            return run_concurrent(options["runs"], options["steps"], options["timeout"])
+        if scenario == "checkpoint":
+            return run_collector_probe(options["samples"], options["window_ms"] / 1000)
+        return run_fanout(options["branches"], options["timeout"], options["repeat"])
+
+
+def _flatten(report: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    rows: list[tuple[str, Any]] = []
+    for key, value in report.items():
+        if isinstance(value, dict):
+            rows.extend(_flatten(value, f"{prefix}{key}."))
+        else:
+            rows.append((f"{prefix}{key}", value))
+    return rows

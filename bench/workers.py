@@ -1,0 +1,87 @@
+"""Real `celery -A config worker` processes of the demo project, started and stopped from
+Python.
+
+The benchmarks and the acceptance tests both need workers that are separate processes (so a
+SIGKILL is a real crash and the GIL is not shared); this is the one place that starts them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def database_url() -> str:
+    """A DATABASE_URL naming the database this process is connected to (test databases too)."""
+    db = settings.DATABASES["default"]
+    name = connection.settings_dict["NAME"]
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{name}"
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{name}"
+
+
+class WorkerProcess:
+    """One worker process in its own process group, logging to `log_dir/worker-NAME.log`."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        pool: str = "threads",
+        concurrency: int = 4,
+        env: dict[str, str] | None = None,
+        log_dir: Path,
+    ) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_dir / f"worker-{name}.log"
+        self._log = self.log_path.open("wb")
+        command = [
+            sys.executable, "-m", "celery", "-A", "config", "worker",
+            "-P", pool, "-c", str(concurrency), "-n", f"{name}@%h",
+            "-Q", settings.CELERY_TASK_DEFAULT_QUEUE,
+            "--without-mingle", "--without-gossip", "--without-heartbeat", "-l", "INFO",
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env={**os.environ, "DATABASE_URL": database_url(), **(env or {})},
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited early; see {self.log_path}")
+            if b"ready." in self.log_path.read_bytes():
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"worker not ready after {timeout}s; see {self.log_path}")
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: no chance to ack, drain or clean up."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """SIGTERM (a warm shutdown), then SIGKILL if it does not exit in time."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._log.close()

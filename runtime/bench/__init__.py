@@ -1,1 +1,0 @@
-"""The benchmark suite behind `python manage.py bench`."""

@@ -1,0 +1,87 @@
+"""The branch task's work: what `fanfold.run_branch` does with one attempt of one branch.
+
+claim (a `BranchClaim` through the checkpoint writer: a conditional update, pending -> running
+for exactly this attempt, only while the run is active, set-based with the other claims of its
+batch) -> body -> a report (runtime.fanout.report), counted on the group row in the same
+transaction -> after commit, the receipt's actions.
+
+A duplicate delivery loses the claim and does nothing. A worker that dies mid-body stops
+renewing the branch's lease; the fan-out sweep then publishes the next attempt, which may
+claim a running step only once that lease has expired.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from django.utils import timezone
+
+from runtime import conf
+from runtime.core.errors import FatalError
+from runtime.core.jsonvalues import checked
+from runtime.core.retry import DEFAULT_POLICY
+from runtime.core.writes import BranchClaim
+from runtime.fanout.children import drive_child
+from runtime.fanout.report import (
+    BranchAttempt,
+    ClaimedBranch,
+    after_commit,
+    report,
+    report_failure,
+)
+from runtime.recovery.leases import branch_leases
+from runtime.registry import registry
+from runtime.stepinfo import StepInfo, running
+from runtime.store import write_now
+
+
+def claim_branch(branch: BranchAttempt, *, continuing: bool = False) -> ClaimedBranch | None:
+    """Take the branch for its attempt if it is still that attempt's to take; None otherwise.
+
+    A fresh claim needs the step pending at the previous attempt, or running it with an expired
+    lease (its worker died); a child's next poll (`continuing`) needs it running this attempt.
+    Either way the run must be active: a cancelled run's steps never start. The claim is
+    group-committed with the other branch threads' claims and reports, and is durable when
+    this returns: the body runs at most once per attempt.
+    """
+    payload = BranchClaim(branch.run_id, branch.step_id, branch.attempt, continuing)
+    session = f"claim/{payload.step_id}/{branch.attempt}/{threading.get_ident()}"
+    write_now(payload, session=session, size=64)
+    receipt = payload.receipt
+    if not receipt.won:
+        return None
+    started_at = receipt.started_at or timezone.now()
+    return ClaimedBranch(receipt.name, receipt.kind, receipt.input, started_at)
+
+
+def run_branch(branch: BranchAttempt, poll: int = 0) -> str:
+    """Run one delivered branch attempt; says what happened ("skipped", "completed", ...)."""
+    claimed = claim_branch(branch, continuing=poll > 0)
+    if claimed is None:
+        return "skipped"
+    args = list(claimed.input.get("args", []))
+    kwargs = dict(claimed.input.get("kwargs", {}))
+    if claimed.kind == "child":
+        return drive_child(branch, poll, claimed, args, kwargs)
+    fn = registry.steps.get(claimed.name)
+    policy = (fn.retry if fn is not None else None) or DEFAULT_POLICY
+    branch_leases.hold(branch.step_id)
+    try:
+        try:
+            if fn is None:
+                raise FatalError(f"no step is registered as {claimed.name!r} in this worker")
+            info = StepInfo(branch.run_id, branch.position, claimed.name, branch.attempt)
+            with running(info):
+                raw = fn.fn(*args, **kwargs)
+            result, size = checked(
+                raw, f"step {claimed.name!r} result", conf.get().MAX_PAYLOAD_BYTES
+            )
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # every failure of user code is recorded
+            return report_failure(branch, claimed, exc, policy)
+        written = report(branch, claimed, "completed", result=result, size=size)
+    finally:
+        branch_leases.release(branch.step_id)
+    after_commit(branch, written.receipt)
+    return "completed" if written.receipt.recorded else "stale"

@@ -1,0 +1,62 @@
+"""Child-workflow branches: a branch whose body is a whole run of another workflow.
+
+The child is started with a derived idempotency key, so a redelivery or a takeover finds the
+same child. Until it finishes, the branch polls it with growing delays.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import Any
+
+from runtime.core.errors import ChildFailed, FanfoldError, RunAlreadyFinished, describe_exception
+from runtime.core.identity import child_run_key
+from runtime.dispatch import publish_later
+from runtime.fanout.report import BranchAttempt, ClaimedBranch, finish
+from runtime.models import Run, RunStatus
+from runtime.services import cancel_run, start_run
+
+CHILD_POLL_MAX = 1.0  # seconds between looks at a child run that has not finished
+
+
+def drive_child(
+    branch: BranchAttempt,
+    poll: int,
+    claimed: ClaimedBranch,
+    args: list[Any],
+    kwargs: dict[str, Any],
+) -> str:
+    """Start (once) the child run of a child branch and report when it has finished."""
+    run_id = branch.run_id
+    try:
+        child, _ = start_run(
+            claimed.name, args, kwargs, idempotency_key=child_run_key(run_id, branch.position)
+        )
+    except FanfoldError as exc:  # unknown workflow, bad arguments: the branch fails for good
+        error = describe_exception(exc)
+        finish(branch, claimed, "failed", error=error, reason="child not started")
+        return "failed"
+    if Run.objects.finished().filter(id=run_id).exists():
+        # The parent was cancelled while this child was being started: stop the child too.
+        with suppress(RunAlreadyFinished):
+            cancel_run(child.id, reason=f"parent run {run_id} was cancelled")
+    child.refresh_from_db(fields=["status", "result", "error"])
+    if child.status == RunStatus.COMPLETED:
+        finish(branch, claimed, "completed", result=child.result)
+        return "completed"
+    if child.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+        cause = child.error or {
+            "type": "RunCancelled",
+            "message": f"child run {child.id} was cancelled",
+        }
+        error = {
+            "type": ChildFailed.__name__,
+            "message": f"child run {child.id} {child.status}: "
+            f"{cause.get('type')}: {cause.get('message')}",
+            "child_run": str(child.id),
+        }
+        finish(branch, claimed, "failed", error=error, reason=f"child {child.status}")
+        return "failed"
+    delay = min(0.05 * 2**poll, CHILD_POLL_MAX)
+    publish_later(run_id, branch.group_position, branch.position, branch.attempt, delay, poll + 1)
+    return "polling"

@@ -1,0 +1,194 @@
+"""`ctx.all` / `ctx.map`: run registered steps or child workflows as parallel branches.
+
+A fan-out of N branches takes the next N positions. The first execution records every branch
+(a pending step row and its step_created event) and the group row in ONE synchronous
+checkpoint, publishes the first `max_concurrency` branch messages only after that commit, and
+suspends the run. Branches run on any worker (runtime.fanout.branch); the completion that decides
+the group wakes the run, and replay reads the outcome from the recorded branch rows.
+
+A replay that finds the group still open republishes its released unfinished branches (a
+duplicate loses its claim) and suspends again: this is how a retryable publish failure, or a
+crash between commit and publish, is repaired. A permanent publish failure fails the run.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from datetime import timedelta
+from typing import Any
+
+from publisher import PublishError
+from runtime.core import history
+from runtime.core.control import Suspend
+from runtime.core.errors import NonDeterminismError, StepFailed
+from runtime.core.fanin import (
+    FAILED,
+    BranchDispatch,
+    BranchState,
+    Failure,
+    FanInRule,
+    due_dispatches,
+    initial_release,
+    settle,
+)
+from runtime.core.identity import group_id, step_id
+from runtime.core.writes import FanoutGroupRow, HistoryWrite, StepRow, step_created
+from runtime.dispatch import publish_branches
+from runtime.fanout.takeover import interrupt_at_most_once
+from runtime.registry import Signature, registry
+from runtime.replay import ReplayCursor
+from runtime.store.fanout_groups import group_row
+
+log = logging.getLogger("fanfold.fanout")
+
+REPUBLISH_DELAY = 1.0  # seconds before a run whose branch publish failed (retryably) tries again
+
+
+def run_all(
+    cursor: ReplayCursor,
+    signatures: list[Signature],
+    *,
+    max_concurrency: int | None = None,
+    return_exceptions: bool = False,
+    min_successful: int | None = None,
+    tolerated_failures: int | None = None,
+) -> list[Any]:
+    """Run `signatures` as parallel branches and return their results in signature order.
+
+    If the fan-out fails (a branch failed for good, or more than `tolerated_failures` did, or
+    `min_successful` became unreachable) raises `StepFailed` for the first failed branch in
+    the event log. Failed or cancelled branches of a successful fan-out appear in place as
+    `StepFailed` objects. `min_successful` succeeds early and cancels the unfinished rest.
+    """
+    _check_signatures(signatures)
+    rule = FanInRule.resolve(
+        len(signatures),
+        min_successful=min_successful,
+        tolerated_failures=tolerated_failures,
+        return_exceptions=return_exceptions,
+    )
+    window = initial_release(len(signatures), max_concurrency)
+    if not signatures:
+        return []
+    positions = [cursor.next_position() for _ in signatures]
+    recorded = [cursor.recorded(p) for p in positions]
+    if all(r is None for r in recorded):
+        _start(cursor, signatures, positions, rule, window)
+    for sig, rec, position in zip(signatures, recorded, positions, strict=True):
+        cursor.identity_checked(functools.partial(_check, position, rec, sig))
+    branches = [_branch_state(r) for r in recorded if r is not None]
+    return _resume(cursor, rule, branches, positions[0])
+
+
+def _check_signatures(signatures: list[Signature]) -> None:
+    for sig in signatures:
+        if not isinstance(sig, Signature):
+            raise TypeError(
+                f"ctx.all takes signatures (step_fn.s(...), workflow_fn.s(...)), got {sig!r}"
+            )
+        if sig.kind == "step":
+            registry.step(sig.name)  # another worker must find it by name
+        elif sig.kind == "child":
+            registry.workflow(sig.name)
+        else:
+            raise TypeError(f"signature {sig.name!r} has unknown kind {sig.kind!r}")
+
+
+def _start(
+    cursor: ReplayCursor,
+    signatures: list[Signature],
+    positions: list[int],
+    rule: FanInRule,
+    window: int,
+) -> None:
+    """Record every branch and the group in one checkpoint, publish the first window, suspend."""
+    now = cursor.clock.now()
+    first = positions[0]
+    rows: list[StepRow] = []
+    events = []
+    input_bytes = 0
+    for index, (sig, position) in enumerate(zip(signatures, positions, strict=True)):
+        sid = step_id(cursor.run_id, position)
+        what = f"{'child workflow' if sig.kind == 'child' else 'step'} {sig.name!r} input"
+        branch_input, size = cursor.checked(
+            {"args": list(sig.args), "kwargs": dict(sig.kwargs)}, what
+        )
+        input_bytes += size
+        # A released branch's wake_at is when it was dispatched (the sweep's lost-message clock).
+        wake_at = now if index < window else None
+        rows.append(StepRow(sid, position, sig.name, sig.kind, history.PENDING, 0, now,
+                            input=branch_input, wake_at=wake_at))  # fmt: skip
+        events.append(
+            step_created(sid, position, sig.name, sig.kind, branch_input, now, fanout=first)
+        )
+    group = FanoutGroupRow(
+        group_id(cursor.run_id, first), first, len(rows), window, rule.need, rule.failure_limit, now
+    )
+    write = HistoryWrite(
+        cursor.run_id, cursor.session.guard, tuple(events), tuple(rows), fanouts=(group,)
+    )
+    cursor.checkpoint(write, sync=True, payload_bytes=input_bytes)
+    for row in rows:
+        cursor.remember(history.RecordedStep.of(row))
+    _publish(cursor, first, [BranchDispatch(p, 1) for p in positions[:window]])
+    raise Suspend(None)
+
+
+def _resume(
+    cursor: ReplayCursor, rule: FanInRule, branches: list[BranchState], first: int
+) -> list[Any]:
+    group = None
+    if any(b.status == history.FAILED for b in branches):
+        group = group_row(cursor.run_id, first)
+    settled = settle(rule, branches, group.first_failure if group else None)
+    if settled is None:
+        group = group or group_row(cursor.run_id, first)
+        released = group.released if group is not None else len(branches)
+        # Republish the whole released, unfinished set: this replay may follow a lost publish.
+        due = due_dispatches(branches, first, released, cursor.clock.now(), pending_grace=0.0)
+        running = {b.position: b.name for b in branches if b.status == history.RUNNING}
+        due = interrupt_at_most_once(cursor.run_id, first, running, due)
+        _publish(cursor, first, due)
+        raise Suspend(None)
+    if settled.verdict == FAILED and settled.first_failure is not None:
+        raise _step_failed(settled.first_failure)
+    return [_step_failed(v) if isinstance(v, Failure) else v for v in settled.values]
+
+
+def _publish(cursor: ReplayCursor, first: int, dispatches: list[BranchDispatch]) -> None:
+    try:
+        publish_branches(cursor.run_id, first, dispatches)
+    except PublishError as exc:
+        if exc.retryable:
+            # The branches are recorded: the run is delivered again shortly and replay
+            # republishes the whole set; duplicates lose their claim.
+            log.warning(
+                "run %s: publishing branches failed (%s); retrying in %ss",
+                cursor.run_id,
+                exc,
+                REPUBLISH_DELAY,
+            )
+            raise Suspend(cursor.clock.now() + timedelta(seconds=REPUBLISH_DELAY)) from exc
+        cursor.fail(exc)  # workflow code catching it must not hide a branch that can never leave
+        raise
+
+
+def _step_failed(failure: Failure) -> StepFailed:
+    return StepFailed.from_record(failure.name, failure.position, failure.error)
+
+
+def _branch_state(rec: history.RecordedStep) -> BranchState:
+    return BranchState(
+        rec.position, rec.name, rec.status, rec.attempt, rec.result, rec.error, rec.wake_at
+    )
+
+
+def _check(position: int, rec: history.RecordedStep | None, sig: Signature) -> history.StepAction:
+    if rec is None:
+        raise NonDeterminismError(
+            f"replay reached fan-out branch {sig.kind} {sig.name!r} at position {position}, "
+            "but the history recorded a smaller fan-out there"
+        )
+    history.check_identity(rec, sig.name, sig.kind)
+    return history.ReturnRecorded(None)

@@ -1,0 +1,139 @@
+"""A branch attempt's outcome: committed through the checkpoint writer, then acted on.
+
+A `BranchReport` is counted on its group in the same transaction (runtime.store.
+branch_reports); its receipt says whether it was recorded (a stale report is not), which
+branches its completion released and whether it settled the fan-out. After the commit the
+receipt's actions run: publish the released branches, enqueue the workflow once.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from publisher import PublishError
+from runtime.core.errors import describe_exception
+from runtime.core.fanin import BranchDispatch, BranchReceipt
+from runtime.core.identity import group_id, step_id
+from runtime.core.jsonvalues import encoded_size
+from runtime.core.retry import GiveUp, RetryPolicy, decide
+from runtime.core.writes import BranchReport
+from runtime.dispatch import enqueue_run, publish_branches, publish_later
+from runtime.store import write_now
+
+log = logging.getLogger("fanfold.branches")
+
+
+@dataclass(frozen=True)
+class BranchAttempt:
+    """One attempt of one fan-out branch: what every branch message names."""
+
+    run_id: uuid.UUID
+    position: int
+    attempt: int
+    group_position: int  # the fan-out's first position
+
+    @property
+    def step_id(self) -> uuid.UUID:
+        return step_id(self.run_id, self.position)
+
+    @property
+    def group_id(self) -> uuid.UUID:
+        return group_id(self.run_id, self.group_position)
+
+
+@dataclass(frozen=True)
+class ClaimedBranch:
+    """What a won claim hands the branch: the step's name, kind, input and start time."""
+
+    name: str
+    kind: str
+    input: dict[str, Any]
+    started_at: datetime
+
+
+def report(
+    branch: BranchAttempt,
+    claimed: ClaimedBranch,
+    outcome: str,
+    size: int | None = None,
+    **values: Any,
+) -> BranchReport:
+    """Commit one attempt's outcome (`size`: its result's JSON bytes, if already measured)."""
+    written = BranchReport(
+        run_id=branch.run_id,
+        step_id=branch.step_id,
+        position=branch.position,
+        group_id=branch.group_id,
+        attempt=branch.attempt,
+        outcome=outcome,
+        started_at=claimed.started_at,
+        finished_at=timezone.now(),
+        **values,
+    )
+    if size is None:
+        size = encoded_size(written.result) if written.result is not None else 0
+    write_now(written, session=f"branch/{written.step_id}/{branch.attempt}", size=256 + size)
+    return written
+
+
+def finish(
+    branch: BranchAttempt, claimed: ClaimedBranch, outcome: str, **values: Any
+) -> BranchReport:
+    """Commit a final outcome, then carry out its receipt (release, resume)."""
+    written = report(branch, claimed, outcome, **values)
+    after_commit(branch, written.receipt)
+    return written
+
+
+def report_failure(
+    branch: BranchAttempt,
+    claimed: ClaimedBranch,
+    exc: BaseException,
+    policy: RetryPolicy,
+    lease_expired_by: datetime | None = None,
+) -> str:
+    """Record a failed attempt: for good, or a retry published after its delay."""
+    error = describe_exception(exc)
+    decision = decide(policy, branch.attempt, exc)
+    if isinstance(decision, GiveUp):
+        written = finish(
+            branch, claimed, "failed", error=error, reason=decision.reason,
+            lease_expired_by=lease_expired_by,
+        )  # fmt: skip
+        return "failed" if written.receipt.recorded else "stale"
+    wake_at = timezone.now() + timedelta(seconds=decision.delay)
+    written = report(
+        branch, claimed, "retrying", error=error, wake_at=wake_at,
+        lease_expired_by=lease_expired_by,
+    )  # fmt: skip
+    if not written.receipt.recorded:
+        return "stale"
+    publish_later(
+        branch.run_id, branch.group_position, branch.position, branch.attempt + 1, decision.delay
+    )
+    return "retrying"
+
+
+def after_commit(branch: BranchAttempt, receipt: BranchReceipt) -> None:
+    """The receipt's actions: release the next branches, resume the workflow once."""
+    if receipt.release:
+        try:
+            dispatches = [BranchDispatch(p, 1) for p in receipt.release]
+            publish_branches(branch.run_id, branch.group_position, dispatches)
+        except PublishError:
+            # The release is committed; the fan-out sweep republishes what did not leave.
+            log.warning(
+                "run %s: releasing %s failed; the sweep retries",
+                branch.run_id,
+                receipt.release,
+                exc_info=True,
+            )
+    if receipt.wake:
+        # If this is lost, Run.wake_at (set with the settle) lets the recovery sweep do it.
+        enqueue_run(branch.run_id)

@@ -1,0 +1,1 @@
+"""What keeps runs moving when messages are lost or workers die: leases and the sweeps."""

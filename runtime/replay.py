@@ -1,0 +1,95 @@
+"""`ReplayCursor`: a run's recorded history as workflow code walks through it.
+
+Each durable call of a workflow takes the next position from the cursor. If the history holds
+that position the call answers from the record; otherwise it runs and records what happened
+through the cursor, which checkpoints it and keeps the in-memory history in step. The context
+(runtime.context), callbacks and fan-outs all go through this one public surface.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from runtime.core.clock import Clock
+from runtime.core.errors import NonDeterminismError
+from runtime.core.history import RecordedStep, StepAction
+from runtime.core.jsonvalues import checked
+from runtime.core.writes import EventDraft, HistoryWrite, StepRow
+from runtime.session import ExecutionSession
+
+
+class ReplayCursor:
+    """Positions, recorded steps and the writes of one execution of one run."""
+
+    def __init__(
+        self,
+        session: ExecutionSession,
+        recorded: dict[int, RecordedStep],
+        clock: Clock,
+        payload_limit: int,
+    ) -> None:
+        self.session = session
+        self.clock = clock
+        self._recorded = recorded
+        self._last_recorded = max(recorded, default=0)
+        self._position = 0
+        self._limit = payload_limit
+        self.fatal: BaseException | None = None  # set when user code swallowed a fatal error
+
+    @property
+    def run_id(self) -> uuid.UUID:
+        return self.session.run_id
+
+    @property
+    def is_replaying(self) -> bool:
+        """True while the workflow re-executes positions the history already holds."""
+        return self._position < self._last_recorded
+
+    def next_position(self) -> int:
+        """Take the next position; raises the fatal error if user code swallowed one."""
+        if self.fatal is not None:
+            # The history no longer matches, so no later durable call may run a body, record
+            # anything or suspend the run.
+            raise self.fatal
+        self._position += 1
+        return self._position
+
+    def recorded(self, position: int) -> RecordedStep | None:
+        return self._recorded.get(position)
+
+    def remember(self, record: RecordedStep) -> None:
+        """Replace what the history holds at `record.position` (after a write or a reload)."""
+        self._recorded[record.position] = record
+
+    def fail(self, exc: BaseException) -> None:
+        """Make `exc` sticky: user code catching it must not hide it."""
+        self.fatal = exc
+
+    def identity_checked(self, decide_action: Callable[[], StepAction]) -> StepAction:
+        """Run a replay decision; a NonDeterminismError it raises becomes sticky."""
+        try:
+            return decide_action()
+        except NonDeterminismError as exc:
+            self.fail(exc)
+            raise
+
+    def checked(self, value: Any, what: str) -> tuple[Any, int]:
+        """`value` checked as a JSON value within the payload limit, and its size."""
+        return checked(value, what, self._limit)
+
+    def write(
+        self, events: Iterable[EventDraft], row: StepRow, *, sync: bool, payload_bytes: int = 0
+    ) -> None:
+        """Checkpoint one step's new state with its events, and remember it."""
+        self.checkpoint(
+            HistoryWrite(self.run_id, self.session.guard, tuple(events), (row,)),
+            sync=sync,
+            payload_bytes=payload_bytes,
+        )
+        self.remember(RecordedStep.of(row))
+
+    def checkpoint(self, write: HistoryWrite, *, sync: bool, payload_bytes: int = 0) -> None:
+        """Checkpoint a write of this execution as it is (a fan-out's start, a barrier)."""
+        self.session.checkpoint(write, sync=sync, payload_bytes=payload_bytes)

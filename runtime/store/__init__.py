@@ -1,0 +1,53 @@
+"""The checkpoint store: the database sink and every SQL statement of the runtime.
+
+`writer()` is this process's checkpoint writer over a `DatabaseSink`; `write_now` commits one
+checkpoint on its own (a cancel, a callback post, a branch's claim or report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from runtime import conf
+from runtime.checkpoint.batching import BatchLimits, Checkpoint
+from runtime.checkpoint.process_local import ProcessLocal
+from runtime.checkpoint.sink import Sink
+from runtime.checkpoint.writer import CheckpointWriter
+from runtime.store.sink import DatabaseSink
+
+
+def new_writer(sink: Callable[[], Sink] = DatabaseSink) -> CheckpointWriter:
+    """A checkpoint writer over a new `sink()`, with the configured batch limits."""
+    settings = conf.get()
+    limits = BatchLimits(
+        max_items=settings.CHECKPOINT_MAX_ITEMS,
+        max_bytes=settings.CHECKPOINT_MAX_BYTES,
+        async_window=settings.CHECKPOINT_ASYNC_WINDOW,
+    )
+    return CheckpointWriter(sink(), limits)
+
+
+_process_writer: ProcessLocal[CheckpointWriter] = ProcessLocal(new_writer)
+
+
+def writer() -> CheckpointWriter:
+    """This process's checkpoint writer (a fresh one in each forked Celery child)."""
+    return _process_writer.get()
+
+
+def install_writer(
+    local: ProcessLocal[CheckpointWriter],
+) -> ProcessLocal[CheckpointWriter]:
+    """Make `local` the source of `writer()`; returns the one it replaces (runtime.testing)."""
+    global _process_writer
+    previous, _process_writer = _process_writer, local
+    return previous
+
+
+def write_now(payload: object, *, session: str, size: int) -> None:
+    """Commit one checkpoint in a session of its own; raises CheckpointFailed if it was not."""
+    w = writer()
+    try:
+        w.write(Checkpoint(session=session, payload=payload, size=size, sync=True))
+    finally:
+        w.reset_session(session)

@@ -1,0 +1,122 @@
+"""Branch claims, database side: a batch of claims taken with one conditional update.
+
+Concurrent branch threads of a worker group-commit their claims through the checkpoint writer
+(a `BranchClaim` payload). Inside the sink's batch transaction the claims become one
+`UPDATE ... FROM (VALUES ...) ... RETURNING` per kind of claim (fresh, or a child's next poll),
+run together with the batch's reports (runtime.fanin). A step attempt is won by at most one
+claim: duplicates within a batch lose before the statement (the first one queued wins),
+duplicates across batches lose the conditional update.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from runtime import conf
+from runtime.core.fanin import ClaimReceipt
+from runtime.core.writes import BranchClaim
+from runtime.models import ACTIVE_RUN_STATES, Run, Step, StepStatus
+from runtime.store.dialect import (
+    Statement,
+    as_uuid,
+    cast,
+    chunks,
+    time_param,
+    uuid_param,
+    values_cte,
+)
+
+_Key = tuple[tuple[uuid.UUID, int], bool]
+
+
+@dataclass
+class ClaimBatch:
+    """The statements that take a batch of claims, and how to read their rows back."""
+
+    claims: Sequence[BranchClaim]
+    now: datetime
+    statements: list[Statement] = field(default_factory=list)
+    _kinds: list[bool] = field(default_factory=list)  # `continuing` of each statement
+    _first: dict[_Key, BranchClaim] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for c in self.claims:
+            self._first.setdefault(((c.step_id, c.attempt), c.continuing), c)
+        lease_until = self.now + timedelta(seconds=conf.get().LEASE_SECONDS)
+        for continuing in (False, True):
+            batch = [c for (_, cont), c in self._first.items() if cont is continuing]
+            for part in chunks(sorted(batch, key=lambda c: c.step_id.hex), 2):
+                # Sorted by id: one lock order for every writer.
+                self.statements.append(_statement(part, continuing, self.now, lease_until))
+                self._kinds.append(continuing)
+
+    def receipts(self, results: Sequence[Sequence[tuple[Any, ...]]]) -> list[Callable[[], None]]:
+        """Receipt fills (to run after commit) from the rows of `statements`, in order."""
+        won: dict[_Key, ClaimReceipt] = {}
+        for continuing, rows in zip(self._kinds, results, strict=True):
+            for sid, attempt, name, kind, raw, started in rows:
+                data = json.loads(raw) if isinstance(raw, str) else raw
+                started_at = _started_at(started, self.now) if continuing else self.now
+                key = ((as_uuid(sid), int(attempt)), continuing)
+                won[key] = ClaimReceipt(True, name, kind, data or {}, started_at)
+        fills: list[Callable[[], None]] = []
+        for c in self.claims:
+            key = ((c.step_id, c.attempt), c.continuing)
+            value = won.get(key) if self._first[key] is c else None
+            fills.append(_filler(c.receipt, value or ClaimReceipt()))
+        return fills
+
+
+def _statement(
+    claims: Sequence[BranchClaim], continuing: bool, now: datetime, lease_until: datetime
+) -> Statement:
+    step_table, run_table = Step._meta.db_table, Run._meta.db_table
+    attempt = cast("v_attempt", "integer")
+    lease = time_param(lease_until)
+    if continuing:
+        sets, set_params = "wake_at = %s", [lease]
+        cond = f"status = %s AND attempt = {attempt}"
+        cond_params: list[Any] = [StepStatus.RUNNING.value]
+    else:
+        sets = f"status = %s, attempt = {attempt}, started_at = %s, wake_at = %s"
+        set_params = [StepStatus.RUNNING.value, time_param(now), lease]
+        cond = f"attempt = {attempt} - 1 AND (status = %s OR (status = %s AND wake_at < %s))"
+        cond_params = [StepStatus.PENDING.value, StepStatus.RUNNING.value, time_param(now)]
+    states = ", ".join(["%s"] * len(ACTIVE_RUN_STATES))
+    cte, params = values_cte(
+        "v", ["v_id", "v_attempt"], [(uuid_param(c.step_id), c.attempt) for c in claims]
+    )
+    sql = (
+        f"{cte}UPDATE {step_table} SET {sets} FROM v "
+        f"WHERE id = {cast('v_id', 'uuid')} AND {cond} AND EXISTS "
+        f"(SELECT 1 FROM {run_table} r WHERE r.id = {step_table}.run_id "
+        f"AND r.status IN ({states})) "
+        "RETURNING id, attempt, name, kind, input, started_at"
+    )
+    return sql, [*params, *set_params, *cond_params, *map(str, ACTIVE_RUN_STATES)]
+
+
+def _filler(target: ClaimReceipt, value: ClaimReceipt) -> Callable[[], None]:
+    def fill() -> None:
+        target.won = value.won
+        target.name, target.kind = value.name, value.kind
+        target.input, target.started_at = value.input, value.started_at
+
+    return fill
+
+
+def _started_at(value: Any, default: datetime) -> datetime:
+    """A started_at column read back: aware on PostgreSQL, naive UTC or text on SQLite."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if not isinstance(value, datetime):
+        return default
+    return value if timezone.is_aware(value) else timezone.make_aware(value, UTC)

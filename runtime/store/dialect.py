@@ -1,0 +1,108 @@
+"""Portable SQL pieces for the set-based branch writes (claims and reports).
+
+A batch of branch claims or reports is written as one `UPDATE ... FROM v` joined on a `WITH v(...)
+AS (VALUES ...)` table of per-row values. That form runs on PostgreSQL and on SQLite (3.33+,
+`RETURNING` 3.35+); only the casts and the parameter forms differ. On PostgreSQL a list of
+statements goes out in one psycopg pipeline (one round trip, server-side binding): the run's
+row lock is held across as few round trips as possible.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from django.db import connection
+
+from runtime.store.connection import raw_connection
+
+MAX_PARAMS = 30_000  # below SQLite's default variable limit (32766) and PostgreSQL's (65535)
+
+Statement = tuple[str, list[Any]]
+
+
+def postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def cast(expr: str, pg_type: str) -> str:
+    """`expr::pg_type` on PostgreSQL, `expr` elsewhere."""
+    return f"{expr}::{pg_type}" if postgres() else expr
+
+
+def uuid_param(value: uuid.UUID | None) -> Any:
+    """A UUID column's parameter: hex without dashes on SQLite, as Django stores it there."""
+    if value is None or postgres():
+        return value
+    return value.hex
+
+
+def time_param(value: datetime | None) -> Any:
+    """A datetime column's parameter: an aware datetime, or Django's text form on SQLite."""
+    if value is None or postgres():
+        return value
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def json_param(value: Any) -> str | None:
+    """A JSON column's parameter: None is SQL NULL, as the ORM writes it."""
+    return None if value is None else json.dumps(value)
+
+
+def in_list(values: Iterable[Any]) -> tuple[str, list[str]]:
+    """`%s, %s, ...` for an `IN (...)` of these values, and the values as text parameters."""
+    params = [str(v) for v in values]
+    return ", ".join(["%s"] * len(params)), params
+
+
+def values_cte(
+    name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> tuple[str, list[Any]]:
+    """`WITH name(columns) AS (VALUES (%s, ...), ...)` and its flattened parameters."""
+    row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    sql = f"WITH {name}({', '.join(columns)}) AS (VALUES {', '.join([row_sql] * len(rows))}) "
+    return sql, [value for row in rows for value in row]
+
+
+def chunks(rows: Sequence[Any], width: int) -> list[Sequence[Any]]:
+    """`rows` split so that no statement binds more than MAX_PARAMS parameters."""
+    size = max(MAX_PARAMS // max(width, 1), 1)
+    return [rows[i : i + size] for i in range(0, len(rows), size)]
+
+
+def as_uuid(value: Any) -> uuid.UUID:
+    """A UUID column read back: a UUID on PostgreSQL, a hex string on SQLite."""
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+def execute(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+    """Run `statements` in order in the current transaction; returns each one's rows.
+
+    On PostgreSQL they share one pipeline (one round trip); elsewhere they run one by one.
+    """
+    if not statements:
+        return []
+    if not postgres():
+        results: list[list[tuple[Any, ...]]] = []
+        for sql, params in statements:
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                results.append(list(cursor.fetchall()) if cursor.description else [])
+        return results
+    raw = raw_connection()
+    with connection.wrap_database_errors:
+        cursors = []
+        try:
+            with raw.pipeline():
+                for sql, params in statements:
+                    pg_cursor = psycopg.Cursor(raw)
+                    cursors.append(pg_cursor)
+                    pg_cursor.execute(sql, params, prepare=True)
+            return [list(c.fetchall()) if c.description else [] for c in cursors]
+        finally:
+            for c in cursors:
+                c.close()

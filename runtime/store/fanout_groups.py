@@ -1,0 +1,39 @@
+"""Fan-out group rows: their insert with the batch that records the branches, and reads."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+
+from runtime.core.identity import group_id
+from runtime.core.writes import FanoutGroupRow
+from runtime.models import FanoutGroup
+
+
+def insert_groups_txn(rows: Sequence[tuple[uuid.UUID, FanoutGroupRow]], check_at: datetime) -> None:
+    """Insert new fan-out groups; a replayed insert of the same group does nothing."""
+    if not rows:
+        return
+    FanoutGroup.objects.bulk_create(
+        [
+            FanoutGroup(
+                id=row.id,
+                run_id=run_id,
+                first_position=row.first_position,
+                total=row.total,
+                released=row.released,
+                need=row.need,
+                failure_limit=row.failure_limit,
+                created_at=row.created_at,
+                check_at=check_at,
+            )
+            for run_id, row in rows
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def group_row(run_id: uuid.UUID, group_position: int) -> FanoutGroup | None:
+    """The fan-out group whose first branch is at `group_position`, if it was recorded."""
+    return FanoutGroup.objects.filter(id=group_id(run_id, group_position)).first()

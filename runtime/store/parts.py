@@ -1,0 +1,54 @@
+"""`RunPart`: one run's share of a checkpoint batch, merged from one session's writes."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from runtime.core.writes import EventDraft, FanoutGroupRow, Guard, HistoryWrite, RunPatch, StepRow
+
+# Written on every upsert of a step row; input and created_at are written once, at creation.
+STEP_UPDATE_FIELDS = (
+    "name",
+    "kind",
+    "status",
+    "attempt",
+    "result",
+    "error",
+    "started_at",
+    "finished_at",
+    "wake_at",
+)
+
+
+@dataclass
+class RunPart:
+    """What a batch writes for one run under one guard: events, step rows, a run patch."""
+
+    run_id: uuid.UUID
+    guard: Guard
+    events: list[EventDraft] = field(default_factory=list)
+    steps: dict[uuid.UUID, StepRow] = field(default_factory=dict)
+    patch: RunPatch | None = None
+    wakes: int = 0
+    cancel_open_steps: bool = False
+    fanouts: list[FanoutGroupRow] = field(default_factory=list)
+
+
+def run_parts(writes: Sequence[tuple[str, HistoryWrite]]) -> list[RunPart]:
+    """Merge each session's writes per run and guard; different sessions never merge, so each
+    keeps its own guard check (two callback posts to one token must not pass as one)."""
+    parts: dict[tuple[str, uuid.UUID, Guard], RunPart] = {}
+    for session, w in writes:
+        part = parts.setdefault((session, w.run_id, w.guard), RunPart(w.run_id, w.guard))
+        part.events.extend(w.events)
+        for row in w.steps:
+            part.steps.pop(row.id, None)  # the latest state wins and keeps FIFO placement
+            part.steps[row.id] = row
+        if w.run is not None:
+            part.patch = w.run if part.patch is None else part.patch.merged(w.run)
+        part.wakes += int(w.wake)
+        part.cancel_open_steps = part.cancel_open_steps or w.cancel_open_steps
+        part.fanouts.extend(w.fanouts)
+    return list(parts.values())

@@ -1,0 +1,187 @@
+"""The SQL of fan-in: the statements that record a batch of branch reports.
+
+Each builder returns one `(sql, params)` in the portable form of runtime.store.dialect.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from runtime.core.fanin import CANCELLED_ERROR
+from runtime.core.writes import BranchReport
+from runtime.models import ACTIVE_RUN_STATES, Event, FanoutGroup, Run, Step, StepStatus
+from runtime.store.dialect import (
+    Statement,
+    cast,
+    chunks,
+    in_list,
+    json_param,
+    time_param,
+    uuid_param,
+    values_cte,
+)
+
+OUTCOME_STATUS = {
+    "completed": StepStatus.COMPLETED,
+    "failed": StepStatus.FAILED,
+    "retrying": StepStatus.PENDING,
+}
+OUTCOME_EVENT = {
+    "completed": "step_completed",
+    "failed": "step_failed",
+    "retrying": "step_retrying",
+}
+
+
+def lock_statement(run_id: uuid.UUID, now: datetime) -> Statement:
+    """Take the run's row lock; no row if the run is no longer active (its reports are stale)."""
+    states, active = in_list(ACTIVE_RUN_STATES)
+    return (
+        f"UPDATE {Run._meta.db_table} SET updated_at = %s "
+        f"WHERE id = {cast('%s', 'uuid')} AND status IN ({states}) RETURNING id",
+        [time_param(now), uuid_param(run_id), *active],
+    )
+
+
+def step_statements(reports: list[BranchReport]) -> list[Statement]:
+    """Write every report whose step still runs its attempt (in an active run)."""
+    if not reports:
+        return []
+    columns = [
+        "v_id", "v_attempt", "v_status", "v_result", "v_error", "v_finished", "v_wake", "v_expired"
+    ]  # fmt: skip
+    rows = [
+        (
+            uuid_param(r.step_id),
+            r.attempt,
+            OUTCOME_STATUS[r.outcome].value,
+            json_param(r.result if r.outcome == "completed" else None),
+            json_param(r.error),
+            time_param(r.finished_at if r.outcome != "retrying" else None),
+            time_param(r.wake_at if r.outcome == "retrying" else None),
+            time_param(r.lease_expired_by),
+        )
+        for r in sorted(reports, key=lambda r: r.step_id.hex)  # one lock order for every writer
+    ]
+    step_table, run_table = Step._meta.db_table, Run._meta.db_table
+    states, active = in_list(ACTIVE_RUN_STATES)
+    statements: list[Statement] = []
+    for part in chunks(rows, len(columns)):
+        cte, params = values_cte("v", columns, part)
+        sql = (
+            f"{cte}UPDATE {step_table} SET status = v_status, "
+            f"result = {cast('v_result', 'jsonb')}, error = {cast('v_error', 'jsonb')}, "
+            f"finished_at = {cast('v_finished', 'timestamptz')}, "
+            f"wake_at = {cast('v_wake', 'timestamptz')} "
+            f"FROM v WHERE id = {cast('v_id', 'uuid')} AND attempt = {cast('v_attempt', 'integer')}"
+            f" AND status = %s AND ({cast('v_expired', 'timestamptz')} IS NULL"
+            f" OR wake_at < {cast('v_expired', 'timestamptz')})"
+            f" AND EXISTS (SELECT 1 FROM {run_table} r "
+            f"WHERE r.id = {step_table}.run_id AND r.status IN ({states})) RETURNING id, attempt"
+        )
+        statements.append((sql, [*params, StepStatus.RUNNING.value, *active]))
+    return statements
+
+
+def count_statement(group_id: uuid.UUID, succeeded: int, failed: int) -> Statement:
+    """Add a batch's finished branches to the group's counters, unless it has settled."""
+    return (
+        f"UPDATE {FanoutGroup._meta.db_table} SET succeeded = succeeded + %s, "
+        f"failed = failed + %s WHERE id = {cast('%s', 'uuid')} AND verdict IS NULL "
+        "RETURNING total, released, succeeded, failed, need, failure_limit, first_position",
+        [succeeded, failed, uuid_param(group_id)],
+    )
+
+
+def cancel_statement(
+    run_id: uuid.UUID, span: tuple[int, int] | None, late: list[uuid.UUID], now: datetime
+) -> Statement:
+    """Cancel the unfinished branches in `span` (a settle) and the `late` reports' steps."""
+    conditions: list[str] = []
+    params: list[Any] = []
+    if span is not None:
+        conditions.append("(position >= %s AND position < %s AND status IN (%s, %s))")
+        params += [*span, StepStatus.PENDING.value, StepStatus.RUNNING.value]
+    if late:
+        ids = ", ".join([cast("%s", "uuid")] * len(late))
+        conditions.append(f"id IN ({ids})")
+        params += [uuid_param(sid) for sid in late]
+    return (
+        f"UPDATE {Step._meta.db_table} SET status = %s, result = NULL, "
+        f"error = {cast('%s', 'jsonb')}, finished_at = %s, wake_at = NULL "
+        f"WHERE run_id = {cast('%s', 'uuid')} AND ({' OR '.join(conditions)})",
+        [
+            StepStatus.CANCELLED.value,
+            json_param(CANCELLED_ERROR),
+            time_param(now),
+            uuid_param(run_id),
+            *params,
+        ],
+    )
+
+
+def seq_statement(run_id: uuid.UUID, count: int, wake: bool, now: datetime) -> Statement:
+    """Take `count` event seqs under the run's row lock; a wake also makes the run due now."""
+    sets = ["last_seq = last_seq + %s"]
+    params: list[Any] = [count]
+    if wake:
+        # wake_at = now: if the enqueue after commit is lost, the recovery sweep runs it.
+        sets += ["wakeups = wakeups + 1", "wake_at = %s"]
+        params.append(time_param(now))
+    return (
+        f"UPDATE {Run._meta.db_table} SET {', '.join(sets)} WHERE id = {cast('%s', 'uuid')}",
+        [*params, uuid_param(run_id)],
+    )
+
+
+def event_statements(rows: list[tuple[Any, ...]]) -> list[Statement]:
+    """Insert (run, back, type, step, payload, at) rows; seq = the run's new last_seq - back."""
+    statements: list[Statement] = []
+    columns = ["e_run", "e_back", "e_type", "e_step", "e_payload", "e_at"]
+    for part in chunks(rows, len(columns)):
+        cte, params = values_cte("e", columns, part)
+        sql = (
+            f"{cte}INSERT INTO {Event._meta.db_table} "
+            "(run_id, seq, type, step_id, payload, created_at) "
+            f"SELECT r.id, r.last_seq - {cast('e_back', 'integer')}, e_type, "
+            f"{cast('e_step', 'uuid')}, {cast('e_payload', 'jsonb')}, "
+            f"{cast('e_at', 'timestamptz')} "
+            f"FROM e JOIN {Run._meta.db_table} r ON r.id = {cast('e_run', 'uuid')}"
+        )
+        statements.append((sql, params))
+    return statements
+
+
+def event_payload(report: BranchReport) -> dict[str, Any]:
+    payload: dict[str, Any] = {"attempt": report.attempt}
+    if report.outcome == "completed":
+        payload["result"] = report.result
+    else:
+        payload["error"] = report.error
+    if report.outcome == "failed":
+        payload["reason"] = report.reason
+    if report.outcome == "retrying" and report.wake_at is not None:
+        payload["delay"] = max((report.wake_at - report.finished_at).total_seconds(), 0.0)
+        payload["wake_at"] = report.wake_at.isoformat()
+    return payload
+
+
+def release_statement(run_id: uuid.UUID, start: int, stop: int, now: datetime) -> Statement:
+    """Mark the branches at positions [start, stop) dispatched now."""
+    # A released branch's wake_at is its dispatch time: the sweep republishes it if its
+    # message never arrives.
+    return (
+        f"UPDATE {Step._meta.db_table} SET wake_at = %s WHERE run_id = %s "
+        "AND position >= %s AND position < %s AND status = %s",
+        [time_param(now), uuid_param(run_id), start, stop, StepStatus.PENDING.value],
+    )
+
+
+def group_update_statement(group_id: uuid.UUID, sets: list[str], params: list[Any]) -> Statement:
+    table = FanoutGroup._meta.db_table
+    return (
+        f"UPDATE {table} SET {', '.join(sets)} WHERE id = {cast('%s', 'uuid')}",
+        [*params, uuid_param(group_id)],
+    )

@@ -1,0 +1,107 @@
+"""The run table's statements: the guarded UPDATE every checkpoint batch starts with, the
+run lease claim and the history load of an execution."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connection
+
+from runtime import conf
+from runtime.core.history import RecordedStep
+from runtime.core.writes import Guard, LeaseGuard, RunPatch, SuspendGuard, UnfinishedGuard
+from runtime.models import ACTIVE_RUN_STATES, Run, Step
+from runtime.store.columns import JSON_COLUMNS
+from runtime.store.dialect import in_list, uuid_param
+
+
+def run_update_statement(
+    guard: Guard,
+    events: int,
+    wakes: int,
+    patch: RunPatch | None,
+    now: datetime,
+    *,
+    json_param: Callable[[str, Any], Any],
+    run_param: Any,
+) -> tuple[str, list[Any]]:
+    """The guarded `UPDATE runtime_run ... RETURNING last_seq` of one run in a batch."""
+    sets = ["last_seq = last_seq + %s", "updated_at = %s"]
+    params: list[Any] = [events, now]
+    if wakes:
+        sets.append("wakeups = wakeups + %s")
+        params.append(wakes)
+    patch = patch or RunPatch()
+    for column, value in patch.columns().items():
+        sets.append(f"{column} = %s")
+        params.append(json_param(column, value) if column in JSON_COLUMNS else value)
+    where = ["id = %s"]
+    where_params: list[Any] = [run_param]
+    if isinstance(guard, LeaseGuard | SuspendGuard):
+        where.append("lease_token = %s")
+        where_params.append(guard.token)
+        if isinstance(guard, SuspendGuard):
+            where.append("wakeups = %s")
+            where_params.append(guard.wakeups)
+    elif isinstance(guard, UnfinishedGuard):
+        states, state_params = in_list(ACTIVE_RUN_STATES)
+        where.append(f"status IN ({states})")
+        where_params.extend(state_params)
+    if patch.release_lease:
+        sets.extend(["lease_token = NULL", "lease_expires_at = NULL"])
+    # The lease is extended by the heartbeat thread, not here: lease_expires_at is indexed, and
+    # touching it would turn every checkpoint's cheap HOT update of the run row into a full one.
+    table = Run._meta.db_table
+    sql = f"UPDATE {table} SET {', '.join(sets)} WHERE {' AND '.join(where)} RETURNING last_seq"
+    return sql, params + where_params
+
+
+@dataclass(frozen=True)
+class RunClaim:
+    """What an execution needs of the run whose lease it took."""
+
+    status: str
+    wakeups: int
+    workflow: str
+    input: dict[str, Any]
+
+
+def claim_run(run_id: uuid.UUID, token: str, now: datetime) -> RunClaim | None:
+    """Take the run's lease if it is active and nobody live holds it."""
+    lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
+    states, state_params = in_list(ACTIVE_RUN_STATES)
+    sql = (
+        f"UPDATE {Run._meta.db_table} SET lease_token = %s, lease_expires_at = %s "
+        f"WHERE id = %s AND status IN ({states}) "
+        "AND (lease_token IS NULL OR lease_expires_at < %s) "
+        "RETURNING status, wakeups, workflow, input"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [token, lease_until, uuid_param(run_id), *state_params, now])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    raw_input = json.loads(row[3]) if isinstance(row[3], str) else row[3]
+    return RunClaim(status=row[0], wakeups=int(row[1]), workflow=row[2], input=raw_input)
+
+
+def load_history(run_id: uuid.UUID) -> dict[int, RecordedStep]:
+    """The run's step records by position, as replay reads them."""
+    rows = Step.objects.filter(run_id=run_id).values_list(
+        "position",
+        "name",
+        "kind",
+        "status",
+        "attempt",
+        "result",
+        "error",
+        "wake_at",
+        "started_at",
+        "callback_token",
+    )
+    return {row[0]: RecordedStep(*row) for row in rows.iterator(chunk_size=5000)}

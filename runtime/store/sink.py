@@ -1,0 +1,172 @@
+"""`DatabaseSink`: the database side of the checkpoint store, one transaction per batch.
+
+The pure writer (runtime.checkpoint) decides what goes into a batch; the sink writes it on a
+connection of its own, by one of three paths:
+
+1. a batch of nothing but branch claims, on PostgreSQL: one conditional UPDATE in autocommit;
+2. plain checkpoints on PostgreSQL: one prepared statement per run's part, one round trip
+   (runtime.store.pg_statements);
+3. everything else, and any batch path 2 rolled back: one ORM transaction
+   (runtime.store.orm), with the fan-out reports and claims (runtime.store.branch_reports)
+   in the same transaction; a failed guard is named exactly there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+import psycopg
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.utils import timezone
+
+from runtime import conf
+from runtime.checkpoint.batching import Checkpoint
+from runtime.checkpoint.errors import OutcomeUnknown
+from runtime.core.writes import (
+    BranchClaim,
+    BranchReport,
+    HistoryWrite,
+    LeaseGuard,
+    SuspendGuard,
+    UnfinishedGuard,
+)
+from runtime.store import branch_reports, fanout_groups, pg_statements
+from runtime.store.branch_claims import ClaimBatch
+from runtime.store.connection import SinkConnection
+from runtime.store.dialect import execute
+from runtime.store.orm import write_parts_txn
+from runtime.store.parts import STEP_UPDATE_FIELDS, RunPart, run_parts
+
+_IDLE_CHECK = 10.0  # seconds without a batch after which the connection is tested first
+
+BranchWrite = BranchReport | BranchClaim
+
+
+class DatabaseSink:
+    """Writes batches of checkpoints through a connection of its own."""
+
+    def __init__(self) -> None:
+        self._connection = SinkConnection()
+        self.transactions = 0
+        self._committing = False
+        self._last_used = 0.0
+
+    def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
+        with self._connection.lent():
+            self._write_checkpoints(checkpoints)
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def _write_checkpoints(self, checkpoints: Sequence[Checkpoint]) -> None:
+        writes = [
+            (cp.session, cp.payload) for cp in checkpoints if isinstance(cp.payload, HistoryWrite)
+        ]
+        branch_writes = [cp.payload for cp in checkpoints if isinstance(cp.payload, BranchWrite)]
+        if not writes and not branch_writes:
+            return
+        parts = run_parts(writes)
+        self._drop_dead_connection()
+        try:
+            self._write(parts, branch_writes)
+        except (InterfaceError, OperationalError) as exc:
+            # Only a failure before COMMIT is retried: the transaction is rolled back for sure.
+            # A failure during COMMIT leaves the outcome unknown, and replay settles it.
+            if self._committing:
+                connection.close()
+                raise OutcomeUnknown(f"the batch's COMMIT failed: {exc}") from exc
+            connection.close()  # a connection that died between batches: reconnect once
+            self._write(parts, branch_writes)
+        finally:
+            self._last_used = time.monotonic()
+
+    def _drop_dead_connection(self) -> None:
+        # After a quiet spell the server may have dropped the connection (restart, failover,
+        # idle timeout). Finding out before the batch keeps a dead socket from being mistaken
+        # for a COMMIT of unknown outcome.
+        if connection.connection is None or time.monotonic() - self._last_used < _IDLE_CHECK:
+            return
+        if not connection.is_usable():
+            connection.close()
+
+    def _write(self, parts: list[RunPart], branch_writes: Sequence[BranchWrite]) -> None:
+        self._committing = False
+        now = timezone.now()
+        if not parts and self._claims_alone(branch_writes, now):
+            return
+        if not branch_writes and self._one_round_trip(parts, now):
+            return
+        with transaction.atomic():
+            write_parts_txn(parts, now)
+            fanout_groups.insert_groups_txn(
+                [(part.run_id, row) for part in parts for row in part.fanouts],
+                first_check_at(now),
+            )
+            receipts = branch_reports.record_branch_writes_txn(branch_writes, now)
+            self._committing = True
+        self._committing = False
+        self.transactions += 1
+        receipts.deliver()  # only a committed report gets its receipt
+
+    def _claims_alone(self, writes: Sequence[BranchWrite], now: datetime) -> bool:
+        """A batch of nothing but branch claims, on PostgreSQL: one statement in autocommit.
+
+        The claims are one conditional UPDATE, atomic by itself, so it needs no BEGIN and
+        COMMIT round trips of its own. Returns False when the batch is not such a batch.
+        """
+        claims = [w for w in writes if isinstance(w, BranchClaim)]
+        if connection.vendor != "postgresql" or not claims or len(claims) != len(writes):
+            return False
+        batch = ClaimBatch(claims, now)
+        if len(batch.statements) != 1:
+            return False  # fresh and continuing claims: two statements, one transaction
+        try:
+            results = execute(batch.statements)
+        except DatabaseError as exc:
+            _raise_if_cut_off(exc.__cause__)
+            raise  # the server answered: rolled back, so write_batch may write it again
+        self.transactions += 1
+        for fill in batch.receipts(results):
+            fill()
+        return True
+
+    def _one_round_trip(self, parts: list[RunPart], now: datetime) -> bool:
+        """Plain checkpoints on PostgreSQL in one round trip; False if the batch is not one."""
+        if not _plain_parts(parts):
+            return False
+        try:
+            written = pg_statements.write_parts(parts, now, STEP_UPDATE_FIELDS, first_check_at(now))
+        except psycopg.Error as exc:
+            _raise_if_cut_off(exc)
+            # The server rolled the batch back (usually a failed guard): the portable path
+            # writes it again or names exactly what failed.
+            return False
+        if written:
+            self.transactions += 1
+        return written
+
+
+def first_check_at(now: datetime) -> datetime:
+    """When the fan-out sweep first looks at a new group: one lease from its start."""
+    return now + timedelta(seconds=conf.get().LEASE_SECONDS)
+
+
+def _raise_if_cut_off(exc: BaseException | None) -> None:
+    """A statement run in autocommit whose connection broke before the server answered may
+    have committed: the batch's outcome is unknown, and it must never be written again."""
+    if isinstance(exc, psycopg.Error) and exc.sqlstate is None:
+        connection.close()
+        raise OutcomeUnknown(f"the batch was cut off: {exc}") from exc
+
+
+def _plain_parts(parts: list[RunPart]) -> bool:
+    runs = [part.run_id for part in parts]
+    if connection.vendor != "postgresql" or len(set(runs)) != len(runs):
+        return False  # event seqs come from the run's final last_seq: one part per run
+    return all(
+        isinstance(part.guard, LeaseGuard | SuspendGuard | UnfinishedGuard)
+        and not part.cancel_open_steps
+        for part in parts
+    )

@@ -1,0 +1,144 @@
+"""Test seams for Fanfold's own tests and for users testing their workflows.
+
+- `use_dispatcher(d)`: send every message of this process to `d` for a block.
+- `InMemoryDispatcher`: keeps what the runtime sends; `join()` runs it in this process (run
+  executions and branch attempts, delayed ones when they are due) until nothing is left, the
+  way dramatiq's StubBroker is joined. No broker, no worker.
+- `use_writer(sink=...)`: a fresh checkpoint writer for a block, closed (with its database
+  connection) after it; `sink` builds its sink (a `DatabaseSink` by default).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from runtime import dispatch, executor, store
+from runtime.checkpoint.process_local import ProcessLocal
+from runtime.checkpoint.sink import Sink
+from runtime.checkpoint.writer import CheckpointWriter
+from runtime.core.fanin import BranchDispatch
+from runtime.fanout import branch
+from runtime.fanout.report import BranchAttempt
+from runtime.store.sink import DatabaseSink
+
+
+@contextmanager
+def use_dispatcher(dispatcher: dispatch.Dispatcher) -> Iterator[dispatch.Dispatcher]:
+    """Make `dispatcher` the process's dispatcher inside the block."""
+    previous = dispatch.install(dispatcher)
+    try:
+        yield dispatcher
+    finally:
+        dispatch.install(previous)
+
+
+@contextmanager
+def use_writer(sink: Callable[[], Sink] = DatabaseSink) -> Iterator[ProcessLocal[CheckpointWriter]]:
+    """A fresh process checkpoint writer over `sink()` inside the block, closed after it."""
+    local: ProcessLocal[CheckpointWriter] = ProcessLocal(lambda: store.new_writer(sink))
+    previous = store.install_writer(local)
+    try:
+        yield local
+    finally:
+        store.install_writer(previous)
+        local.get().close(timeout=10)  # drains, then closes the sink's connection
+
+
+@dataclass(frozen=True)
+class SentRun:
+    """An `enqueue_run` the in-memory dispatcher kept."""
+
+    run_id: uuid.UUID
+    countdown: float | None
+    due: float  # time.monotonic() when it may run
+
+
+@dataclass(frozen=True)
+class SentBranch:
+    """A branch attempt the in-memory dispatcher kept."""
+
+    run_id: uuid.UUID
+    group_position: int
+    position: int
+    attempt: int
+    countdown: float
+    poll: int
+    due: float
+
+
+@dataclass
+class InMemoryDispatcher:
+    """Keeps every message in order; `join()` delivers them in this process."""
+
+    runs: list[SentRun] = field(default_factory=list)
+    branches: list[SentBranch] = field(default_factory=list)
+    _queue: list[SentRun | SentBranch] = field(default_factory=list, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def enqueue_run(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
+        sent = SentRun(run_id, countdown, time.monotonic() + (countdown or 0.0))
+        with self._lock:
+            self.runs.append(sent)
+            self._queue.append(sent)
+
+    def publish_branches(
+        self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
+    ) -> None:
+        for d in dispatches:
+            self.publish_later(run_id, group_position, d.position, d.attempt, d.countdown)
+
+    def publish_later(
+        self,
+        run_id: uuid.UUID,
+        group_position: int,
+        position: int,
+        attempt: int,
+        countdown: float,
+        poll: int = 0,
+    ) -> None:
+        due = time.monotonic() + max(countdown, 0.0)
+        sent = SentBranch(run_id, group_position, position, attempt, countdown, poll, due)
+        with self._lock:
+            self.branches.append(sent)
+            self._queue.append(sent)
+
+    def join(self, timeout: float = 30.0) -> int:
+        """Deliver kept messages until none is left; returns how many were delivered.
+
+        Delayed messages are delivered when due (this waits for them). Raises TimeoutError
+        if messages are still left after `timeout` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        delivered = 0
+        while True:
+            message = self._take_due()
+            if message is None:
+                with self._lock:
+                    if not self._queue:
+                        return delivered
+                    wait = min(m.due for m in self._queue) - time.monotonic()
+                if time.monotonic() + max(wait, 0.0) > deadline:
+                    raise TimeoutError(f"messages still queued after {timeout} s")
+                time.sleep(min(max(wait, 0.0), 0.05))
+                continue
+            delivered += 1
+            if isinstance(message, SentRun):
+                executor.execute(message.run_id)
+            else:
+                attempt = BranchAttempt(
+                    message.run_id, message.position, message.attempt, message.group_position
+                )
+                branch.run_branch(attempt, message.poll)
+
+    def _take_due(self) -> SentRun | SentBranch | None:
+        now = time.monotonic()
+        with self._lock:
+            for index, message in enumerate(self._queue):
+                if message.due <= now:
+                    return self._queue.pop(index)
+        return None
