@@ -254,66 +254,7 @@ class RunAdmin(_RunModelAdmin):
         return super().change_view(request, object_id, form_url, context)
 
     def _history_context(self, request: HttpRequest, run: Run) -> dict[str, Any]:
-        by_status = dict(
-            Step.objects.filter(run=run)
-            .order_by()
-            .values_list("status")
-            .annotate(n=Count("pk"))
-            .values_list("status", "n")
-        )
-        steps = _page(
-            request,
-            "steps_page",
-            Step.objects.filter(run=run)
-            .order_by("position")
-            .only(
-                "position",
-                "name",
-                "kind",
-                "status",
-                "attempt",
-                "error",
-                "started_at",
-                "finished_at",
-                "run_id",
-            ),
-            STEPS_PER_PAGE,
-        )
-        events = _page(
-            request,
-            "events_page",
-            Event.objects.filter(run=run)
-            .order_by("seq")
-            .select_related("step")
-            .only("seq", "type", "payload", "created_at", "run_id", "step__name", "step__position"),
-            EVENTS_PER_PAGE,
-        )
-        return {
-            "step_status_counts": [
-                (label, by_status[value])
-                for value, label in StepStatus.choices
-                if value in by_status
-            ],
-            "step_total": sum(by_status.values()),
-            "steps_pager": _pager(request, "steps_page", steps, "steps"),
-            "step_rows": [
-                {
-                    "step": step,
-                    "duration": seconds_between(step.started_at, step.finished_at),
-                    "error": _error_summary(step.error),
-                }
-                for step in steps
-            ],
-            "events_pager": _pager(request, "events_page", events, "timeline"),
-            "event_rows": [
-                {
-                    "event": event,
-                    "offset": relative_time(run.created_at, event.created_at),
-                    "payload": _compact(event.payload),
-                }
-                for event in events
-            ],
-        }
+        return {**_steps_context(request, run), **_events_context(request, run)}
 
     # --- actions -----------------------------------------------------------------------------
 
@@ -392,3 +333,66 @@ def _compact(payload: Any) -> str:
     if len(text) > EVENT_PAYLOAD_LIMIT:
         return text[:EVENT_PAYLOAD_LIMIT] + "…"
     return text
+
+
+_STEP_LIST_FIELDS = (
+    "position",
+    "name",
+    "kind",
+    "status",
+    "attempt",
+    "error",
+    "started_at",
+    "finished_at",
+    "run_id",
+)
+
+
+def _steps_context(request: HttpRequest, run: Run) -> dict[str, Any]:
+    """The run page's step counts and its page of the step table."""
+    by_status = dict(
+        Step.objects.filter(run=run)
+        .order_by()
+        .values_list("status")
+        .annotate(n=Count("pk"))
+        .values_list("status", "n")
+    )
+    rows = Step.objects.filter(run=run).order_by("position").only(*_STEP_LIST_FIELDS)
+    steps = _page(request, "steps_page", rows, STEPS_PER_PAGE)
+    return {
+        "step_status_counts": [
+            (label, by_status[value]) for value, label in StepStatus.choices if value in by_status
+        ],
+        "step_total": sum(by_status.values()),
+        "steps_pager": _pager(request, "steps_page", steps, "steps"),
+        "step_rows": [
+            {
+                "step": step,
+                "duration": seconds_between(step.started_at, step.finished_at),
+                "error": _error_summary(step.error),
+            }
+            for step in steps
+        ],
+    }
+
+
+def _events_context(request: HttpRequest, run: Run) -> dict[str, Any]:
+    """The run page's page of the event log."""
+    rows = (
+        Event.objects.filter(run=run)
+        .order_by("seq")
+        .select_related("step")
+        .only("seq", "type", "payload", "created_at", "run_id", "step__name", "step__position")
+    )
+    events = _page(request, "events_page", rows, EVENTS_PER_PAGE)
+    return {
+        "events_pager": _pager(request, "events_page", events, "timeline"),
+        "event_rows": [
+            {
+                "event": event,
+                "offset": relative_time(run.created_at, event.created_at),
+                "payload": _compact(event.payload),
+            }
+            for event in events
+        ],
+    }

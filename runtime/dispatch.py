@@ -19,7 +19,7 @@ from typing import Protocol
 
 from celery import Celery, current_app
 
-from publisher import CeleryTransport, Message, publish_messages
+from publisher import CeleryTransport, Message, Transport, publish_messages
 from publisher.messages import IDEMPOTENCY_HEADER
 from runtime import conf
 from runtime.core.fanin import BranchDispatch
@@ -62,10 +62,19 @@ def branch_message(run_id: uuid.UUID, group_position: int, position: int, attemp
 
 
 class CeleryDispatcher:
-    """Sends through the current Celery app; `before_send` runs first (the embedded worker)."""
+    """Sends through the current Celery app; `before_send` runs first (the embedded worker).
 
-    def __init__(self, before_send: Callable[[], None] | None = None) -> None:
+    Branch messages go through `transport` when one is given (a `publisher` transport such as
+    `publisher.fake.FakeTransport`), else through a `CeleryTransport` of the current app.
+    """
+
+    def __init__(
+        self,
+        before_send: Callable[[], None] | None = None,
+        transport: Transport | None = None,
+    ) -> None:
         self._before_send = before_send
+        self._given_transport = transport
         self._transport: CeleryTransport | None = None
 
     def _app(self) -> Celery:
@@ -88,9 +97,10 @@ class CeleryDispatcher:
             return
         now = [d for d in dispatches if d.countdown <= 0]
         if now:
-            transport = self._batch_transport(self._app())
+            batch_size = conf.get().PUBLISH_BATCH_SIZE
+            transport = self._given_transport or self._celery_transport(batch_size)
             messages = [branch_message(run_id, group_position, d.position, d.attempt) for d in now]
-            publish_messages(messages, transport, batch_size=transport.batch_size)
+            publish_messages(messages, transport, batch_size=batch_size)
         for d in dispatches:
             if d.countdown > 0:
                 self.publish_later(run_id, group_position, d.position, d.attempt, d.countdown)
@@ -115,8 +125,8 @@ class CeleryDispatcher:
             ignore_result=True,
         )
 
-    def _batch_transport(self, app: Celery) -> CeleryTransport:
-        batch_size = conf.get().PUBLISH_BATCH_SIZE
+    def _celery_transport(self, batch_size: int) -> CeleryTransport:
+        app = self._app()
         transport = self._transport
         if transport is None or transport.app is not app or transport.batch_size != batch_size:
             transport = self._transport = CeleryTransport(app, batch_size=batch_size)

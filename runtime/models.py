@@ -217,7 +217,8 @@ class Step(models.Model):
     # deadline, a running branch's lease expiry, a released branch's dispatch time (the
     # fan-out sweep republishes it if its message never arrives).
     wake_at = models.DateTimeField(null=True, blank=True)
-    # The credential a callback's result is posted with (runtime.callbacks); null otherwise.
+    # The credential a callback's result is posted with (runtime.services.post_callback);
+    # null otherwise.
     # Unique through a partial constraint: no index entry (and no LIKE index) for the many
     # ordinary steps that have no token.
     callback_token = models.CharField(max_length=64, null=True, blank=True, editable=False)

@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 
 from runtime.models import Run, RunStatus
-from tests.support.process_writer import fresh_process_writer
+from runtime.testing import use_writer
 from tests.support.run_rows import finished_run, waiting_run
 from tests.support.workers import ARTIFACTS
 
@@ -39,9 +39,9 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(autouse=True)
-def _process_writer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _process_writer() -> Iterator[None]:
     """The live server cancels through the checkpoint writer thread: a fresh one, closed after."""
-    with fresh_process_writer(monkeypatch):
+    with use_writer():
         yield
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from runtime.workerprocess import ROOT, database_url
+from bench.workers import ROOT, database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,19 +14,17 @@ from typing import Any
 
 import pytest
 
-import runtime.branch_dispatch
-import runtime.dispatch
-import runtime.fanout_sweep
 from config.celery import app
 from publisher import CeleryTransport, Message, Outcome, counters
 from runtime import RunHandle
 from runtime.core.identity import dispatch_key
-from runtime.executor import Outcome as Execution
+from runtime.dispatch import CeleryDispatcher
+from runtime.executor import ExecutionOutcome as Execution
 from runtime.executor import execute
 from runtime.models import Event, Run
 from runtime.services import start_run
+from runtime.testing import InMemoryDispatcher, use_dispatcher, use_writer
 from tests.acceptance import fanout_flows as flows
-from tests.support.process_writer import fresh_process_writer
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,18 +33,16 @@ WORKER_ENV = {"FANFOLD_WORKFLOW_MODULES": flows.MODULE}
 
 
 @pytest.fixture(autouse=True)
-def in_process(redis_broker: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(runtime.fanout_sweep, "start_fanout_sweeper", lambda: None)
-    with fresh_process_writer(monkeypatch):
+def in_process(redis_broker: Any) -> Iterator[None]:
+    with use_writer():
         counters.reset()
         yield
         counters.reset()
 
 
-def start_quietly(monkeypatch: pytest.MonkeyPatch, n: int) -> RunHandle:
+def start_quietly(n: int) -> RunHandle:
     """Start a run without its start message: this process executes it first."""
-    with monkeypatch.context() as patch:
-        patch.setattr(runtime.dispatch, "enqueue_run", lambda *a, **k: None)
+    with use_dispatcher(InMemoryDispatcher()):
         run, _ = start_run(flows.marks, [n])
     return RunHandle(run.id)
 
@@ -72,9 +68,9 @@ def assert_each_step_once(run_id: Any, n: int, client: Any) -> None:
 
 @pytest.mark.parametrize(("n", "sizes"), [(64, {64: 1}), (140, {100: 1, 40: 1})])
 def test_fanout_branches_leave_in_batches_with_keys_and_order_intact(
-    redis_broker: Any, monkeypatch: pytest.MonkeyPatch, n: int, sizes: dict[int, int]
+    redis_broker: Any, n: int, sizes: dict[int, int]
 ) -> None:
-    handle = start_quietly(monkeypatch, n)
+    handle = start_quietly(n)
     assert execute(handle.id).outcome is Execution.SUSPENDED
     snapshot = counters.snapshot()
     assert snapshot.batch_sizes == sizes and snapshot.failures == 0
@@ -108,12 +104,12 @@ class HalfBroken:
 
 
 def test_fanout_partial_publish_failure_then_republish_runs_each_step_once(
-    redis_broker: Any, monkeypatch: pytest.MonkeyPatch
+    redis_broker: Any,
 ) -> None:
     broken = HalfBroken(CeleryTransport(app, batch_size=100))
-    monkeypatch.setattr(runtime.branch_dispatch, "_transport", lambda batch_size: broken)
-    handle = start_quietly(monkeypatch, 40)
-    execution = execute(handle.id)
+    handle = start_quietly(40)
+    with use_dispatcher(CeleryDispatcher(transport=broken)):
+        execution = execute(handle.id)
     assert execution.outcome is Execution.SUSPENDED and execution.wake_at is not None
     assert counters.snapshot().failures == 20
     assert len(queued_task_ids(redis_broker)) == 21  # 20 branches and the run's retry timer

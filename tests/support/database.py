@@ -16,7 +16,7 @@ from django.db import connection
 @pytest.fixture(scope="session", autouse=True)
 def _release_test_database(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     yield
-    from runtime.store import writer
+    from runtime.store import writer  # importing runtime needs the app registry pytest sets up
 
     writer().close()
     if connection.vendor != "postgresql":

@@ -1,11 +1,11 @@
-"""Real `celery -A config worker` processes for acceptance tests (runtime.workerprocess)."""
+"""Real `celery -A config worker` processes for acceptance tests (bench.workers)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from runtime.workerprocess import ROOT, WorkerProcess
+from bench.workers import ROOT, WorkerProcess
 
 ARTIFACTS = ROOT / "artifacts"
 

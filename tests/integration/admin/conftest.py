@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from tests.support.process_writer import fresh_process_writer
+from runtime.testing import use_writer
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def staff_client(client: Client, staff_user: User) -> Client:
 
 
 @pytest.fixture(autouse=True)
-def _process_writer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _process_writer() -> Iterator[None]:
     """Cancelling goes through the checkpoint writer thread: a fresh one per test."""
-    with fresh_process_writer(monkeypatch):
+    with use_writer():
         yield

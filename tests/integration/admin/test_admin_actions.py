@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from django.http import HttpResponse
 from django.test import Client
 
 from runtime.models import EventType, Run, RunStatus, StepStatus
+from runtime.testing import InMemoryDispatcher, use_dispatcher
 from tests.support.run_rows import finished_run, make_run, waiting_run
 
 
@@ -70,16 +70,16 @@ def test_cancel_button_on_the_run_page(staff_client: Client) -> None:
 
 
 @pytest.fixture
-def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[uuid.UUID]:
-    calls: list[uuid.UUID] = []
-    monkeypatch.setattr("runtime.dispatch.enqueue_run", lambda run_id, **_: calls.append(run_id))
-    return calls
+def enqueued() -> Iterator[InMemoryDispatcher]:
+    with use_dispatcher(InMemoryDispatcher()) as dispatcher:
+        assert isinstance(dispatcher, InMemoryDispatcher)
+        yield dispatcher
 
 
 @pytest.mark.django_db
 def test_rerun_action_starts_a_new_run_with_the_same_input(
     staff_client: Client,
-    enqueued: list[uuid.UUID],
+    enqueued: InMemoryDispatcher,
     django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
     old = finished_run(step_count=3, idempotency_key="nightly-1")
@@ -91,7 +91,7 @@ def test_rerun_action_starts_a_new_run_with_the_same_input(
     assert (new.workflow, new.input) == (old.workflow, old.input)
     assert new.idempotency_key is None
     assert new.status == RunStatus.PENDING
-    assert enqueued == [new.id]
+    assert [sent.run_id for sent in enqueued.runs] == [new.id]
     [(level, text)] = messages_of(response)
     assert level == "success"
     assert f"<a href='{change_url(new)}'>{new.id}</a> (from {old.id})" in text
@@ -99,7 +99,7 @@ def test_rerun_action_starts_a_new_run_with_the_same_input(
 
 @pytest.mark.django_db
 def test_rerun_action_reports_a_workflow_that_is_gone(
-    staff_client: Client, enqueued: list[uuid.UUID]
+    staff_client: Client, enqueued: InMemoryDispatcher
 ) -> None:
     old = make_run(workflow="examples.removed_long_ago")
 
@@ -109,4 +109,4 @@ def test_rerun_action_reports_a_workflow_that_is_gone(
     assert level == "error"
     assert text.startswith(f"Could not re-run {old.id}:")
     assert Run.objects.count() == 1
-    assert enqueued == []
+    assert enqueued.runs == []

@@ -16,6 +16,8 @@ from rest_framework.test import APIClient
 
 from runtime import conf
 from runtime.core.clock import FakeClock
+from runtime.testing import use_dispatcher
+from tests.support.dispatch import RecordingDispatcher
 
 Enqueued = list[tuple[uuid.UUID, float | None]]
 
@@ -29,14 +31,10 @@ def _fresh_state(transactional_db: Any) -> Iterator[None]:
 
 
 @pytest.fixture
-def enqueued(monkeypatch: pytest.MonkeyPatch) -> Enqueued:
-    calls: Enqueued = []
-
-    def record(run_id: uuid.UUID, countdown: float | None = None) -> None:
-        calls.append((run_id, countdown))
-
-    monkeypatch.setattr("runtime.dispatch.enqueue_run", record)
-    return calls
+def enqueued() -> Iterator[Enqueued]:
+    with use_dispatcher(RecordingDispatcher()) as dispatcher:
+        assert isinstance(dispatcher, RecordingDispatcher)
+        yield dispatcher.enqueued.calls
 
 
 @pytest.fixture

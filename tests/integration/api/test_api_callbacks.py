@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from api.throttling import CallbackRateThrottle
 from api.views.callbacks import CallbackView
 from runtime.core.clock import FakeClock
-from runtime.executor import Outcome, execute
+from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Run, Step
 
 
@@ -24,7 +24,7 @@ def waiting(client: APIClient, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
     body = {"workflow": "tests.api.approval"}
     response = client.post("/api/runs/", json.dumps(body), content_type="application/json")
     run_id = uuid.UUID(response.json()["id"])
-    assert execute(run_id, clock=clock).outcome is Outcome.SUSPENDED
+    assert execute(run_id, clock=clock).outcome is ExecutionOutcome.SUSPENDED
     return run_id
 
 
@@ -45,7 +45,7 @@ def test_api_callback_round_trip_completes_run(
     assert response.status_code == 200
     assert response.json() == {"callback": "approval", "status": "completed", "deadline": None}
     assert enqueued == [(waiting, None)]
-    assert execute(waiting, clock=clock).outcome is Outcome.COMPLETED
+    assert execute(waiting, clock=clock).outcome is ExecutionOutcome.COMPLETED
     run = client.get(f"/api/runs/{waiting}/").json()
     assert run["result"] == {"decision": {"approved": True}}
     types = [e["type"] for e in client.get(f"/api/runs/{waiting}/events/").json()["results"]]
@@ -82,9 +82,9 @@ def test_api_callback_heartbeat_keeps_run_waiting_past_heartbeat_timeout(
         response = post(anon, token, {"heartbeat": True})
         assert response.status_code == 200
         assert response.json()["status"] == "running"
-        assert execute(waiting, clock=clock).outcome is Outcome.SUSPENDED
+        assert execute(waiting, clock=clock).outcome is ExecutionOutcome.SUSPENDED
     clock.advance(61)
-    assert execute(waiting, clock=clock).outcome is Outcome.FAILED
+    assert execute(waiting, clock=clock).outcome is ExecutionOutcome.FAILED
     assert Run.objects.get(id=waiting).error["type"] == "CallbackTimedOut"
     late = post(anon, token, {"result": "late"})
     assert late.status_code == 409

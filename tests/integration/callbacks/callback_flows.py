@@ -7,11 +7,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime import CallbackFailed, CallbackTimedOut, workflow
-from runtime.callbacks import post_callback
 from runtime.core.clock import FakeClock
 from runtime.executor import Execution, execute
 from runtime.models import Run, Step
-from runtime.services import start_run
+from runtime.services import post_callback, start_run
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from runtime.core.clock import FakeClock
+from runtime.testing import use_dispatcher
+from tests.support.dispatch import RecordingDispatcher
 
 
 @pytest.fixture
-def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[uuid.UUID, float | None]]:
-    calls: list[tuple[uuid.UUID, float | None]] = []
-
-    def record(run_id: uuid.UUID, countdown: float | None = None) -> None:
-        calls.append((run_id, countdown))
-
-    monkeypatch.setattr("runtime.dispatch.enqueue_run", record)
-    return calls
+def enqueued() -> Iterator[list[tuple[uuid.UUID, float | None]]]:
+    with use_dispatcher(RecordingDispatcher()) as dispatcher:
+        assert isinstance(dispatcher, RecordingDispatcher)
+        yield dispatcher.enqueued.calls
 
 
 @pytest.fixture

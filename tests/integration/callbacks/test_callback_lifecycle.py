@@ -7,15 +7,17 @@ from datetime import timedelta
 import pytest
 from callback_flows import T0, run_once, run_row, start, token_of
 
-from runtime.callbacks import (
+from runtime.core.clock import FakeClock
+from runtime.core.errors import (
     CallbackAlreadyCompleted,
     CallbackNotFound,
-    post_callback,
+    PayloadError,
+    PayloadTooLarge,
+    RunAlreadyFinished,
 )
-from runtime.core.clock import FakeClock
-from runtime.core.errors import PayloadError, PayloadTooLarge, RunAlreadyFinished
-from runtime.executor import Outcome
+from runtime.executor import ExecutionOutcome
 from runtime.models import Event, Step
+from runtime.services import cancel_run, post_callback
 
 pytestmark = pytest.mark.usefixtures("db_ready")
 
@@ -23,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("db_ready")
 def test_callback_wait_suspends_until_result_posted(clock: FakeClock, enqueued: list) -> None:
     run_id = start("tests.callbacks.approval", "o-1")
     first = run_once(run_id, clock)
-    assert first.outcome is Outcome.SUSPENDED
+    assert first.outcome is ExecutionOutcome.SUSPENDED
     assert first.wake_at == T0 + timedelta(minutes=10)
     assert run_row(run_id).status == "waiting"
     enqueued.clear()
@@ -32,7 +34,7 @@ def test_callback_wait_suspends_until_result_posted(clock: FakeClock, enqueued: 
 
     assert receipt.status == "completed"
     assert enqueued == [(run_id, None)]
-    assert run_once(run_id, clock).outcome is Outcome.COMPLETED
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.COMPLETED
     assert run_row(run_id).result == {"order": "o-1", "decision": {"approved": True}}
     types = list(Event.objects.filter(run_id=run_id).values_list("type", flat=True))
     assert types.count("callback_created") == 1
@@ -65,7 +67,7 @@ def test_callback_posted_error_raises_callback_failed(clock: FakeClock) -> None:
     run_id = start("tests.callbacks.approval", "o-4")
     run_once(run_id, clock)
     post_callback(token_of(run_id), error={"type": "Rejected", "message": "too expensive"})
-    assert run_once(run_id, clock).outcome is Outcome.COMPLETED
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.COMPLETED
     assert run_row(run_id).result == {
         "order": "o-4",
         "failed": "Rejected",
@@ -78,7 +80,7 @@ def test_callback_uncaught_error_fails_run_with_callback_failed(clock: FakeClock
     run_id = start("tests.callbacks.uncaught")
     run_once(run_id, clock)
     post_callback(token_of(run_id), error={"type": "Boom", "message": "no"})
-    assert run_once(run_id, clock).outcome is Outcome.FAILED
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.FAILED
     error = run_row(run_id).error
     assert error["type"] == "CallbackFailed"
     assert "Boom" in error["message"]
@@ -88,7 +90,7 @@ def test_callback_null_result_is_a_result(clock: FakeClock) -> None:
     run_id = start("tests.callbacks.uncaught")
     run_once(run_id, clock)
     post_callback(token_of(run_id), result=None)
-    assert run_once(run_id, clock).outcome is Outcome.COMPLETED
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.COMPLETED
     assert run_row(run_id).result is None
 
 
@@ -114,9 +116,9 @@ def test_callback_timeout_raises_callback_timed_out(clock: FakeClock, enqueued: 
     run_id = start("tests.callbacks.approval", "o-6")
     run_once(run_id, clock)
     clock.advance(timedelta(minutes=9))
-    assert run_once(run_id, clock).outcome is Outcome.SUSPENDED
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.SUSPENDED
     clock.advance(timedelta(minutes=1))
-    assert run_once(run_id, clock).outcome is Outcome.COMPLETED
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.COMPLETED
     assert "timed out" in run_row(run_id).result["timed_out"]
     step = Step.objects.get(run_id=run_id, kind="callback")
     assert step.status == "failed"
@@ -133,7 +135,7 @@ def test_callback_late_post_after_timeout_is_rejected(clock: FakeClock) -> None:
     clock.advance(31)
     # The heartbeat deadline passed but the run has not noticed yet: the post still wins.
     post_callback(token, result="just in time", clock=clock)
-    assert run_once(run_id, clock).outcome is Outcome.COMPLETED
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.COMPLETED
     assert run_row(run_id).result == {"done": "just in time"}
 
 
@@ -148,7 +150,7 @@ def test_callback_heartbeat_extends_heartbeat_deadline(clock: FakeClock) -> None
     clock.advance(20)  # 40 s: past the first heartbeat deadline, within the extended one
     assert run_once(run_id, clock).wake_at == T0 + timedelta(seconds=50)
     clock.advance(11)
-    assert run_once(run_id, clock).outcome is Outcome.COMPLETED
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.COMPLETED
     result = run_row(run_id).result
     assert "no heartbeat" in result["timed_out"]
 
@@ -163,17 +165,17 @@ def test_callback_heartbeat_never_extends_past_timeout(clock: FakeClock) -> None
 
 def test_callback_posted_before_wait_is_not_lost(clock: FakeClock) -> None:
     run_id = start("tests.callbacks.sleepy")
-    assert run_once(run_id, clock).outcome is Outcome.SUSPENDED  # asleep, not yet waiting
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.SUSPENDED  # asleep, not yet waiting
     post_callback(token_of(run_id), result="early bird")
-    assert run_once(run_id, clock).outcome is Outcome.SUSPENDED  # still asleep
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.SUSPENDED  # still asleep
     clock.advance(61)
-    assert run_once(run_id, clock).outcome is Outcome.COMPLETED
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.COMPLETED
     assert run_row(run_id).result == "early bird"
 
 
 def test_callback_posted_during_execution_replays_instead_of_sleeping(clock: FakeClock) -> None:
     run_id = start("tests.callbacks.self_posting")
-    assert run_once(run_id, clock).outcome is Outcome.COMPLETED
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.COMPLETED
     assert run_row(run_id).result == {"posted": "inside"}
 
 
@@ -202,15 +204,13 @@ def test_callback_post_rejects_bad_payloads(clock: FakeClock, settings) -> None:
 
 
 def test_callback_cancelled_run_rejects_posts(clock: FakeClock) -> None:
-    from runtime.services import cancel_run
-
     run_id = start("tests.callbacks.uncaught")
     run_once(run_id, clock)
     cancel_run(run_id)
     assert Step.objects.get(run_id=run_id, kind="callback").status == "cancelled"
     with pytest.raises(RunAlreadyFinished):
         post_callback(token_of(run_id), result=1)
-    assert run_once(run_id, clock).outcome is Outcome.SKIPPED
+    assert run_once(run_id, clock).outcome is ExecutionOutcome.SKIPPED
 
 
 def test_callback_result_makes_the_run_due_for_the_sweep(clock: FakeClock, enqueued: list) -> None:

@@ -1,7 +1,7 @@
 """Fixtures for fan-out integration tests on real PostgreSQL, branches driven in-process.
 
 Branch messages go to the publisher's FakeTransport instead of a broker; `Branches` delivers
-them to `runtime.branches.run_branch` on a pool of threads, as workers would. Enqueues of the
+them to `runtime.fanout.branch.run_branch` on a pool of threads, as workers would. Enqueues of the
 workflow and delayed publishes (retries, child polls) are recorded.
 """
 
@@ -11,19 +11,13 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from fanout_harness import Branches, Enqueued, Later
+from fanout_harness import Branches
 
-import runtime.branch_dispatch
-import runtime.branches
-import runtime.dispatch
-import runtime.embedded
-import runtime.fanout_sweep
-import runtime.store
 from publisher.fake import FakeTransport
 from runtime import conf
-from runtime.checkpoint.process_local import ProcessLocal
-from runtime.checkpoint.writer import CheckpointWriter
 from runtime.executor import Execution, execute
+from runtime.testing import use_dispatcher, use_writer
+from tests.support.dispatch import Enqueued, Later, RecordingDispatcher
 
 
 @pytest.fixture(autouse=True)
@@ -34,34 +28,33 @@ def _integration(transactional_db: None) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def writer(_integration: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    local: ProcessLocal[CheckpointWriter] = ProcessLocal(runtime.store._new_writer)
-    monkeypatch.setattr(runtime.store, "_process_writer", local)
-    yield
-    local.get().close(timeout=10)
+def writer(_integration: None) -> Iterator[None]:
+    with use_writer():
+        yield
 
 
 @pytest.fixture(autouse=True)
-def enqueued(monkeypatch: pytest.MonkeyPatch) -> Enqueued:
-    recorder = Enqueued()
-    monkeypatch.setattr(runtime.dispatch, "enqueue_run", recorder)
-    return recorder
+def dispatcher() -> Iterator[RecordingDispatcher]:
+    """Branches go to a fake transport; enqueues and delayed publishes are recorded."""
+    recording = RecordingDispatcher()
+    with use_dispatcher(recording):
+        yield recording
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeTransport:
-    transport = FakeTransport()
-    monkeypatch.setattr(runtime.branch_dispatch, "_transport", lambda batch_size: transport)
-    monkeypatch.setattr(runtime.embedded, "ensure_worker", lambda: None)
-    monkeypatch.setattr(runtime.fanout_sweep, "start_fanout_sweeper", lambda: None)
-    return transport
+def enqueued(dispatcher: RecordingDispatcher) -> Enqueued:
+    return dispatcher.enqueued
 
 
 @pytest.fixture
-def later(monkeypatch: pytest.MonkeyPatch) -> Later:
-    recorder = Later()
-    monkeypatch.setattr(runtime.branches, "publish_later", recorder)
-    return recorder
+def fake(dispatcher: RecordingDispatcher) -> FakeTransport:
+    assert isinstance(dispatcher.transport, FakeTransport)
+    return dispatcher.transport
+
+
+@pytest.fixture
+def later(dispatcher: RecordingDispatcher) -> Later:
+    return dispatcher.later
 
 
 @pytest.fixture

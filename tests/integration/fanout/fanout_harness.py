@@ -5,35 +5,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
 
 from django.db import connection
 
-import runtime.branches
 from publisher.fake import FakeTransport
 from publisher.messages import Message
-
-
-@dataclass
-class Enqueued:
-    calls: list[tuple[uuid.UUID, float | None]] = field(default_factory=list)
-
-    def __call__(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
-        self.calls.append((run_id, countdown))
-
-    def count(self, run_id: uuid.UUID) -> int:
-        return sum(1 for rid, _ in self.calls if rid == run_id)
-
-
-@dataclass
-class Later:
-    """Delayed publishes: (run_id, group_first, position, attempt, countdown, poll)."""
-
-    calls: list[tuple[uuid.UUID, int, int, int, float, int]] = field(default_factory=list)
-
-    def __call__(self, *args: Any) -> None:
-        self.calls.append(tuple(args) + (0,) * (6 - len(args)))  # type: ignore[arg-type]
+from runtime.fanout.branch import run_branch
+from runtime.fanout.report import BranchAttempt
+from tests.support.dispatch import Later
 
 
 class Branches:
@@ -53,10 +32,9 @@ class Branches:
 
         def one(message: Message) -> str:
             try:
-                run_id, position, attempt, group_first, *poll = message.args
-                return runtime.branches.run_branch(
-                    uuid.UUID(run_id), position, attempt, group_first, *poll
-                )
+                run_id, position, attempt, group_position, *poll = message.args
+                branch = BranchAttempt(uuid.UUID(run_id), position, attempt, group_position)
+                return run_branch(branch, *poll)
             finally:
                 connection.close()
 

@@ -12,15 +12,16 @@ import pytest
 from django.utils import timezone
 from fanout_workflows import FAIL, calls
 
-import runtime.store
-from runtime.branches import claim, group_id
+import runtime.store.sink
 from runtime.checkpoint.batching import Checkpoint
-from runtime.core.identity import step_id
+from runtime.core.identity import group_id, step_id
 from runtime.core.writes import BranchClaim, BranchReport
-from runtime.executor import Outcome, execute
+from runtime.executor import ExecutionOutcome, execute
+from runtime.fanout.branch import claim_branch
+from runtime.fanout.report import BranchAttempt
 from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import start_run
-from runtime.store import DatabaseSink
+from runtime.store.sink import DatabaseSink
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +33,7 @@ def _reset(fake: object) -> Iterator[None]:
 
 def _started(n: int, **options: object) -> uuid.UUID:
     run, _ = start_run("tests.fanout.squares", [n], options)
-    assert execute(run.id).outcome is Outcome.SUSPENDED
+    assert execute(run.id).outcome is ExecutionOutcome.SUSPENDED
     return run.id
 
 
@@ -75,7 +76,8 @@ def test_fanout_duplicate_claims_in_one_batch_have_exactly_one_winner() -> None:
     again = BranchClaim(run_id, sid, 1)
     _write([again])
     assert not again.receipt.won  # a later batch loses the conditional update
-    assert claim(run_id, 1, 1) is not None and claim(run_id, 1, 1) is None
+    first = BranchAttempt(run_id, 1, 1, 1)
+    assert claim_branch(first) is not None and claim_branch(first) is None
 
 
 def test_fanout_claims_alone_are_one_statement_without_a_transaction_block(
@@ -86,7 +88,7 @@ def test_fanout_claims_alone_are_one_statement_without_a_transaction_block(
     def no_block(*args: object, **kwargs: object) -> None:
         raise AssertionError("a batch of claims alone should not open a transaction block")
 
-    monkeypatch.setattr(runtime.store.transaction, "atomic", no_block)
+    monkeypatch.setattr(runtime.store.sink.transaction, "atomic", no_block)
     claims = [BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 2, 1)]
     _write(claims)
     monkeypatch.undo()
@@ -107,11 +109,10 @@ def test_fanout_claims_alone_failing_is_retried_only_when_surely_rolled_back(
 ) -> None:
     from django.db import OperationalError
 
-    import runtime.branch_sql
     from runtime.checkpoint.errors import OutcomeUnknown
 
     run_id = _started(2)
-    real = runtime.branch_sql.execute
+    real = runtime.store.sink.execute
     failures = [cause]
 
     def flaky(statements: Any) -> Any:
@@ -119,7 +120,7 @@ def test_fanout_claims_alone_failing_is_retried_only_when_surely_rolled_back(
             raise OperationalError("claims failed") from failures.pop()()
         return real(statements)
 
-    monkeypatch.setattr(runtime.branch_sql, "execute", flaky)
+    monkeypatch.setattr(runtime.store.sink, "execute", flaky)
     claims = [BranchClaim(run_id, step_id(run_id, 1), 1)]
     if cause is _CutOff:
         with pytest.raises(OutcomeUnknown):
@@ -144,7 +145,7 @@ def test_fanout_report_batch_that_settles_the_group_wakes_the_run_once() -> None
     assert Run.objects.get(id=run_id).wakeups == wakeups + 1
     assert FanoutGroup.objects.get(run_id=run_id).verdict == "succeeded"
     assert _seqs_are_dense(run_id)
-    assert execute(run_id).outcome is Outcome.COMPLETED
+    assert execute(run_id).outcome is ExecutionOutcome.COMPLETED
     assert Run.objects.get(id=run_id).result == [0, 1, 4, 9, 16]
 
 
@@ -166,7 +167,7 @@ def test_fanout_report_batch_after_the_deciding_report_is_cancelled_like_a_late_
     assert sorted(cancelled.values_list("position", flat=True)) == [1, 2, 3]
     assert Event.objects.filter(run_id=run_id, type="step_failed").count() == 1
     assert _seqs_are_dense(run_id)
-    assert execute(run_id).outcome is Outcome.FAILED
+    assert execute(run_id).outcome is ExecutionOutcome.FAILED
 
 
 def test_fanout_report_batch_with_min_successful_counts_only_up_to_the_decision() -> None:
@@ -178,7 +179,7 @@ def test_fanout_report_batch_with_min_successful_counts_only_up_to_the_decision(
     assert [r.receipt.wake for r in reports] == [False, True, False, False]
     group = FanoutGroup.objects.get(run_id=run_id)
     assert (group.verdict, group.succeeded, group.failed) == ("succeeded", 2, 0)
-    assert execute(run_id).outcome is Outcome.COMPLETED
+    assert execute(run_id).outcome is ExecutionOutcome.COMPLETED
     assert Run.objects.get(id=run_id).result == [{"failed": 1}, 1, {"failed": 3}, {"failed": 4}, 16]
 
 

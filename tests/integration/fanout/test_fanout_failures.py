@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fanout_harness import Branches, Enqueued, Later
+from fanout_harness import Branches
 from fanout_workflows import FAIL, calls, completed_once, statuses
 
 from publisher.fake import FakeTransport
 from runtime.core.identity import dispatch_key
-from runtime.executor import Outcome, execute
+from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Event, FanoutGroup, Run
 from runtime.services import start_run
+from tests.support.dispatch import Enqueued, Later
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +32,7 @@ def test_fanout_failure_fails_fast_and_dispatches_nothing_after_the_decision(
     execute(run.id)
     branches.drain(threads=1)
     assert len(fake.delivered) == 3  # 0, 1, then 2 failed: 3..7 never left
-    assert execute(run.id).outcome is Outcome.FAILED
+    assert execute(run.id).outcome is ExecutionOutcome.FAILED
     error = Run.objects.get(id=run.id).error
     assert error["type"] == "StepFailed" and error["cause_type"] == "FatalError"
     assert error["step"] == "tests.fanout.square"
@@ -44,7 +45,7 @@ def test_fanout_return_exceptions_puts_failed_branches_in_place(branches: Branch
     run, _ = start_run("tests.fanout.squares", [5], {"return_exceptions": True})
     execute(run.id)
     branches.drain()
-    assert execute(run.id).outcome is Outcome.COMPLETED
+    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
     assert Run.objects.get(id=run.id).result == [0, {"failed": 2}, 4, {"failed": 4}, 16]
 
 
@@ -70,7 +71,7 @@ def test_fanout_tolerated_failures_fails_past_the_count(branches: Branches) -> N
     run, _ = start_run("tests.fanout.squares", [6], {"tolerated_failures": 1})
     execute(run.id)
     branches.drain(threads=1)
-    assert execute(run.id).outcome is Outcome.FAILED
+    assert execute(run.id).outcome is ExecutionOutcome.FAILED
     first_failed = Event.objects.filter(run_id=run.id, type="step_failed").order_by("seq").first()
     assert first_failed is not None
     group = FanoutGroup.objects.get(run_id=run.id)
@@ -99,14 +100,14 @@ def test_fanout_retryable_publish_failure_republishes_the_set_on_replay(
     fake.fail_next_request()  # a whole request fails: retryable
     run, _ = start_run("tests.fanout.squares", [6])
     execution = execute(run.id)
-    assert execution.outcome is Outcome.SUSPENDED and execution.wake_at is not None
+    assert execution.outcome is ExecutionOutcome.SUSPENDED and execution.wake_at is not None
     assert fake.delivered == []
-    assert execute(run.id).outcome is Outcome.SUSPENDED  # replay republishes all six
+    assert execute(run.id).outcome is ExecutionOutcome.SUSPENDED  # replay republishes all six
     assert [m.idempotency_key for m in fake.delivered] == [
         dispatch_key(run.id, p, 1) for p in range(1, 7)
     ]
     branches.drain(times=2)
-    assert execute(run.id).outcome is Outcome.COMPLETED
+    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
     assert sorted(calls.counts.values()) == [1] * 6
     assert set(completed_once(run.id).values()) == {1}
 
@@ -116,7 +117,7 @@ def test_fanout_permanent_publish_failure_fails_the_run_promptly(
 ) -> None:
     run, _ = start_run("tests.fanout.squares", [3])
     fake.fail_messages(dispatch_key(run.id, 2, 1), retryable=False)
-    assert execute(run.id).outcome is Outcome.FAILED
+    assert execute(run.id).outcome is ExecutionOutcome.FAILED
     error = Run.objects.get(id=run.id).error
     assert error["type"] == "PublishError" and "1 of 3" in error["message"]
     branches.drain()  # the two that left find the run finished

@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fanout_harness import Branches, Enqueued
+from fanout_harness import Branches
 from fanout_workflows import FAIL, calls, completed_once, statuses
 
 from publisher.fake import FakeTransport
 from runtime.core.identity import dispatch_key
-from runtime.executor import Outcome, execute
+from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import start_run
+from tests.support.dispatch import Enqueued
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +28,7 @@ def test_fanout_map_records_one_batch_and_resumes_once_with_ordered_results(
     fake: FakeTransport, branches: Branches, enqueued: Enqueued
 ) -> None:
     run, _ = start_run("tests.fanout.squares", [40])
-    assert execute(run.id).outcome is Outcome.SUSPENDED
+    assert execute(run.id).outcome is ExecutionOutcome.SUSPENDED
     created = Event.objects.filter(run_id=run.id, type="step_created")
     assert created.count() == 40
     assert FanoutGroup.objects.get(run_id=run.id).released == 40
@@ -37,7 +38,7 @@ def test_fanout_map_records_one_batch_and_resumes_once_with_ordered_results(
 
     branches.drain(threads=16)
     assert enqueued.count(run.id) == 2  # the start, and the one settling completion
-    assert execute(run.id).outcome is Outcome.COMPLETED
+    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
     assert Run.objects.get(id=run.id).result == [n * n for n in range(40)]
     assert set(completed_once(run.id).values()) == {1} and len(completed_once(run.id)) == 40
     assert all(count == 1 for count in calls.counts.values())

@@ -7,18 +7,20 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from fanout_harness import Branches, Enqueued
+from fanout_harness import Branches
 from fanout_workflows import FAIL, calls, completed_once
-from runtime.branches import interrupt_at_most_once
-from runtime.fanout_sweep import sweep_fanouts_once
 
 from publisher.fake import FakeTransport
-from runtime import branches as branch_executor
 from runtime.core.fanin import BranchDispatch
 from runtime.core.identity import dispatch_key, step_id
-from runtime.executor import Outcome, execute
+from runtime.executor import ExecutionOutcome, execute
+from runtime.fanout.branch import claim_branch, run_branch
+from runtime.fanout.report import BranchAttempt
+from runtime.fanout.sweep import sweep_fanouts_once
+from runtime.fanout.takeover import interrupt_at_most_once
 from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import cancel_run, start_run
+from tests.support.dispatch import Enqueued
 
 
 @pytest.fixture(autouse=True)
@@ -43,7 +45,7 @@ def test_fanout_sweep_takes_over_a_branch_whose_worker_died(
     run, _ = start_run("tests.fanout.squares", [3])
     execute(run.id)
     branches.delivered = len(fake.delivered)  # the three messages went to a worker that dies
-    claimed = branch_executor.claim(run.id, 2, 1)  # ... after claiming position 2
+    claimed = claim_branch(BranchAttempt(run.id, 2, 1, 1))  # ... after claiming position 2
     assert claimed is not None
     long_ago = timezone.now() - timedelta(seconds=60)
     Step.objects.filter(run_id=run.id).update(wake_at=long_ago)  # leases and dispatch expired
@@ -56,12 +58,12 @@ def test_fanout_sweep_takes_over_a_branch_whose_worker_died(
     )
     branches.drain()
     assert enqueued.count(run.id) == 2
-    assert execute(run.id).outcome is Outcome.COMPLETED
+    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
     assert Run.objects.get(id=run.id).result == [0, 1, 4]
     assert Step.objects.get(id=step_id(run.id, 2)).attempt == 2
     assert set(completed_once(run.id).values()) == {1}
     # The dead attempt reporting late is stale: it changes nothing.
-    assert branch_executor.run_branch(run.id, 2, 1, 1) == "skipped"
+    assert run_branch(BranchAttempt(run.id, 2, 1, 1)) == "skipped"
 
 
 def test_fanout_child_workflows_count_as_branches(branches: Branches, enqueued: Enqueued) -> None:
@@ -71,12 +73,12 @@ def test_fanout_child_workflows_count_as_branches(branches: Branches, enqueued: 
     children = list(Run.objects.filter(idempotency_key__startswith=f"ff-child:{run.id}:"))
     assert len(children) == 2
     for child in children:
-        assert execute(child.id).outcome is Outcome.COMPLETED
+        assert execute(child.id).outcome is ExecutionOutcome.COMPLETED
     assert len(branches.later.calls) == 2  # each child branch polls its child
     branches.deliver_later()
     assert branches.later.calls == []
     assert enqueued.count(run.id) == 2
-    assert execute(run.id).outcome is Outcome.COMPLETED
+    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
     assert Run.objects.get(id=run.id).result == [5, 9, 17]
 
 
@@ -86,7 +88,7 @@ def test_fanout_interrupted_at_most_once_branch_is_failed_not_rerun(
     run, _ = start_run("tests.fanout.charges", [2])
     execute(run.id)
     branches.delivered = len(fake.delivered)  # both messages went to a worker that dies
-    assert branch_executor.claim(run.id, 1, 1) is not None  # ... after claiming position 1
+    assert claim_branch(BranchAttempt(run.id, 1, 1, 1)) is not None  # ... after claiming position 1
     long_ago = timezone.now() - timedelta(seconds=60)
     Step.objects.filter(run_id=run.id).update(wake_at=long_ago)
     FanoutGroup.objects.filter(run_id=run.id).update(check_at=long_ago)
@@ -94,7 +96,7 @@ def test_fanout_interrupted_at_most_once_branch_is_failed_not_rerun(
     assert sweep_fanouts_once() == 1  # only position 2 is republished
     branches.drain()
     assert calls.counts == {1: 1}  # the interrupted charge (item 0) never ran again
-    assert execute(run.id).outcome is Outcome.COMPLETED
+    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
     assert Run.objects.get(id=run.id).result == ["StepInterrupted", 1]
 
 
@@ -103,7 +105,7 @@ def test_fanout_at_most_once_branch_whose_lease_was_renewed_is_not_interrupted(
 ) -> None:
     run, _ = start_run("tests.fanout.charges", [2])
     execute(run.id)
-    assert branch_executor.claim(run.id, 1, 1) is not None
+    assert claim_branch(BranchAttempt(run.id, 1, 1, 1)) is not None
     long_ago = timezone.now() - timedelta(seconds=60)
     Step.objects.filter(run_id=run.id, position=1).update(wake_at=long_ago)
     seen_running = {1: "tests.fanout.charge"}  # what a sweep saw: running, lease expired
@@ -128,7 +130,7 @@ def test_fanout_cancelling_the_parent_cancels_its_child_runs(branches: Branches)
     assert children.count() == 2
     finished = children.first()
     assert finished is not None
-    assert execute(finished.id).outcome is Outcome.COMPLETED
+    assert execute(finished.id).outcome is ExecutionOutcome.COMPLETED
 
     cancel_run(run.id)
 

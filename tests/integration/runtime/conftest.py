@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,19 +18,18 @@ from django.db import connection
 from django.utils import timezone
 from run_records import LEASE_TOKEN
 
-import runtime.dispatch
-import runtime.store
-from runtime import conf
+from runtime import conf, store
 from runtime.checkpoint.batching import Checkpoint
-from runtime.checkpoint.process_local import ProcessLocal
-from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.clock import FakeClock
 from runtime.executor import Execution, execute
 from runtime.models import Run
 from runtime.services import start_run
+from runtime.store.sink import DatabaseSink
+from runtime.testing import use_dispatcher, use_writer
+from tests.support.dispatch import Enqueued, RecordingDispatcher
 
 
-class RecordingSink(runtime.store.DatabaseSink):
+class RecordingSink(DatabaseSink):
     """The real database sink, remembering every batch it committed."""
 
     instances: list[RecordingSink] = []
@@ -44,14 +42,6 @@ class RecordingSink(runtime.store.DatabaseSink):
     def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
         super().write_batch(checkpoints)
         self.committed.append(list(checkpoints))
-
-
-@dataclass
-class Enqueued:
-    calls: list[tuple[uuid.UUID, float | None]] = field(default_factory=list)
-
-    def __call__(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
-        self.calls.append((run_id, countdown))
 
 
 @pytest.fixture(autouse=True)
@@ -70,30 +60,24 @@ def _integration(transactional_db: None) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def enqueued(monkeypatch: pytest.MonkeyPatch) -> Enqueued:
+def enqueued() -> Iterator[Enqueued]:
     """Every `enqueue_run` call (start's after-commit and the executor's timers)."""
-    recorder = Enqueued()
-    monkeypatch.setattr(runtime.dispatch, "enqueue_run", recorder)
-    return recorder
+    with use_dispatcher(RecordingDispatcher()) as dispatcher:
+        assert isinstance(dispatcher, RecordingDispatcher)
+        yield dispatcher.enqueued
 
 
 @pytest.fixture(autouse=True)
-def sink(
-    monkeypatch: pytest.MonkeyPatch, _integration: None
-) -> Iterator[Callable[[], RecordingSink]]:
+def sink(_integration: None) -> Iterator[Callable[[], RecordingSink]]:
     """A fresh process checkpoint writer per test; returns a getter for its sink."""
     RecordingSink.instances = []
-    monkeypatch.setattr(runtime.store, "DatabaseSink", RecordingSink)
-    local: ProcessLocal[CheckpointWriter] = ProcessLocal(runtime.store._new_writer)
-    monkeypatch.setattr(runtime.store, "_process_writer", local)
 
     def current() -> RecordingSink:
-        runtime.store.writer()
+        store.writer()
         return RecordingSink.instances[-1]
 
-    yield current
-    if RecordingSink.instances:
-        local.get().close(timeout=10)  # drains, then closes the sink's connection
+    with use_writer(RecordingSink):
+        yield current
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from runtime.bench.sinkfloor import noop_step_write
+from bench.sinkfloor import noop_step_write
 from runtime.checkpoint.batching import Checkpoint
 from runtime.models import Event, Run, Step
 

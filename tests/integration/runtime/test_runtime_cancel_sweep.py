@@ -12,10 +12,10 @@ from django.utils import timezone
 from run_records import BodyCalls, event_types, payloads, run_row, steps
 
 from runtime import RunAlreadyFinished, RunCancelled, get_run, step, workflow
-from runtime.executor import Execution, Outcome
+from runtime.executor import Execution, ExecutionOutcome
 from runtime.models import Run
+from runtime.recovery.run_sweep import due_runs, sweep_once
 from runtime.services import start_run
-from runtime.sweep import due_runs, sweep_once
 
 calls = BodyCalls()
 
@@ -44,7 +44,7 @@ def test_cancel_of_a_sleeping_run_cancels_it_and_its_sleep(
     run_now: Callable[..., Execution], clock: Any
 ) -> None:
     run, _ = start_run("tests.cancel.naps")
-    assert run_now(run.id).outcome is Outcome.SUSPENDED
+    assert run_now(run.id).outcome is ExecutionOutcome.SUSPENDED
     handle = get_run(run.id)
 
     handle.cancel()
@@ -62,7 +62,7 @@ def test_cancel_of_a_sleeping_run_cancels_it_and_its_sleep(
         handle.wait(timeout=0)
 
     clock.advance(60)  # a late timer message finds nothing to do
-    assert run_now(run.id) == Execution(Outcome.SKIPPED)
+    assert run_now(run.id) == Execution(ExecutionOutcome.SKIPPED)
     assert calls.snapshot() == {"before": 1}
 
 
@@ -72,7 +72,7 @@ def test_cancel_of_a_finished_run_raises_and_changes_nothing(
     run, _ = start_run("tests.cancel.naps")
     run_now(run.id)
     clock.advance(60)
-    assert run_now(run.id).outcome is Outcome.COMPLETED
+    assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
     log = event_types(run.id)
 
     with pytest.raises(RunAlreadyFinished):
@@ -88,7 +88,7 @@ def test_cancel_twice_raises_the_second_time(run_now: Callable[..., Execution]) 
     with pytest.raises(RunAlreadyFinished):
         handle.cancel()
     assert event_types(run.id).count("run_cancelled") == 1
-    assert run_now(run.id) == Execution(Outcome.SKIPPED)
+    assert run_now(run.id) == Execution(ExecutionOutcome.SKIPPED)
     assert calls.snapshot() == {}
 
 
@@ -119,7 +119,7 @@ def test_sweep_finds_expired_leases_and_overdue_timers_only(enqueued: Any) -> No
         ids[label] = run.id
     enqueued.calls.clear()
 
-    assert sorted(due_runs()) == sorted([str(ids["orphaned"]), str(ids["overdue"])])
+    assert sorted(due_runs()) == sorted([ids["orphaned"], ids["overdue"]])
     assert sweep_once() == 2
     assert sorted(run_id for run_id, _ in enqueued.calls) == sorted(
         [ids["orphaned"], ids["overdue"]]

@@ -12,15 +12,14 @@ from django.db import connection
 from django.utils import timezone
 from run_records import BodyCalls, event_types, events, run_row, step_at, steps
 
-import runtime.store
-from runtime import step, workflow
+from runtime import step, store, workflow
 from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.core.clock import FakeClock
 from runtime.core.errors import LeaseLost
 from runtime.core.identity import step_id
 from runtime.core.writes import EventDraft, HistoryWrite, LeaseGuard, RunPatch
-from runtime.executor import Execution, Outcome, execute
+from runtime.executor import Execution, ExecutionOutcome, execute
 from runtime.models import Event, Run, Step
 from runtime.services import start_run
 
@@ -94,7 +93,7 @@ def test_checkpoints_at_most_once_start_is_committed_before_the_body_runs(
 ) -> None:
     fanfold_settings(CHECKPOINT_ASYNC_WINDOW="5")  # async writes would linger: only sync flushes
     run, _ = start_run("tests.checkpoints.peeks", [True])
-    assert run_now(run.id).outcome is Outcome.COMPLETED
+    assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
     assert run_row(run.id).result == [[1, "running", 1]]
     assert len(sink().committed) == 3  # run start + step start, completion, run end
 
@@ -104,7 +103,7 @@ def test_checkpoints_at_least_once_start_is_not_waited_for(
 ) -> None:
     fanfold_settings(CHECKPOINT_ASYNC_WINDOW="5")
     run, _ = start_run("tests.checkpoints.peeks", [False])
-    assert run_now(run.id).outcome is Outcome.COMPLETED
+    assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
     assert run_row(run.id).result == []  # the start was still queued, with the completion
     assert step_at(run.id, 1).status == "completed"
 
@@ -114,7 +113,7 @@ def test_checkpoints_async_start_and_sync_completion_coalesce_into_one_transacti
 ) -> None:
     fanfold_settings(CHECKPOINT_ASYNC_WINDOW="5")
     run, _ = start_run("examples.noop_loop", [1])
-    assert run_now(run.id).outcome is Outcome.COMPLETED
+    assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
 
     committed = sink().committed
     assert sink().transactions == 2
@@ -136,7 +135,7 @@ def test_checkpoints_concurrent_workflows_group_commit(sink: Any) -> None:
     runs = [start_run("examples.noop_loop", [40])[0] for _ in range(8)]
     clock = FakeClock()
     gate = threading.Barrier(len(runs))
-    outcomes: dict[uuid.UUID, Outcome] = {}
+    outcomes: dict[uuid.UUID, ExecutionOutcome] = {}
 
     def work(run_id: uuid.UUID) -> None:
         try:
@@ -151,7 +150,7 @@ def test_checkpoints_concurrent_workflows_group_commit(sink: Any) -> None:
     for t in threads:
         t.join()
 
-    assert set(outcomes.values()) == {Outcome.COMPLETED}
+    assert set(outcomes.values()) == {ExecutionOutcome.COMPLETED}
     for run in runs:
         assert [s.result for s in steps(run.id)] == list(range(40))
         events(run.id)  # dense per run despite the shared transactions
@@ -166,7 +165,7 @@ def test_checkpoints_lost_lease_stops_the_run_and_writes_nothing_after(
     run_now: Callable[..., Execution],
 ) -> None:
     run, _ = start_run("tests.checkpoints.loses_lease")
-    assert run_now(run.id) == Execution(Outcome.LOST)
+    assert run_now(run.id) == Execution(ExecutionOutcome.LOST)
 
     assert calls.snapshot() == {"before": 1, "steal": 1}  # the step after it never ran
     row = run_row(run.id)
@@ -183,13 +182,13 @@ def test_checkpoints_lost_lease_stops_the_run_and_writes_nothing_after(
 
     # The writer itself is healthy: other runs still complete.
     other, _ = start_run("examples.noop_loop", [2])
-    assert run_now(other.id).outcome is Outcome.COMPLETED
+    assert run_now(other.id).outcome is ExecutionOutcome.COMPLETED
 
 
 def test_checkpoints_failed_write_fails_its_caller_and_everything_after_it() -> None:
     run, _ = start_run("examples.noop_loop", [1])
     Run.objects.filter(id=run.id).update(lease_token="mine", lease_expires_at=timezone.now())
-    writer = runtime.store.writer()
+    writer = store.writer()
     session = f"{run.id}/test"
 
     def event(name: str, token: str) -> Checkpoint:

@@ -11,7 +11,7 @@ from run_records import BodyCalls, event_types, payloads, run_row, step_at, step
 
 from runtime import PayloadError, start, step, workflow
 from runtime.core.errors import InvalidArguments, PayloadTooLarge, WorkflowNotFound
-from runtime.executor import Execution, Outcome
+from runtime.executor import Execution, ExecutionOutcome
 from runtime.models import Event, Run
 from runtime.services import start_run
 
@@ -73,7 +73,7 @@ def test_payloads_bad_step_result_fails_the_step_naming_it_and_the_problem(
     fanfold_settings(MAX_PAYLOAD_BYTES="1000")
     run, _ = start_run("tests.payloads.returns", [kind])
 
-    assert run_now(run.id).outcome is Outcome.FAILED  # recorded, not raised at the worker
+    assert run_now(run.id).outcome is ExecutionOutcome.FAILED  # recorded, not raised at the worker
     assert calls[kind] == 1  # never retried
     row = step_at(run.id, 1)
     assert (row.status, row.attempt, row.error["type"]) == ("failed", 1, error_type)
@@ -89,7 +89,7 @@ def test_payloads_bad_step_input_fails_the_run_before_the_body(
     run_now: Callable[..., Execution],
 ) -> None:
     run, _ = start_run("tests.payloads.passes")
-    assert run_now(run.id).outcome is Outcome.FAILED
+    assert run_now(run.id).outcome is ExecutionOutcome.FAILED
     assert calls.snapshot() == {}
     error = run_row(run.id).error
     assert error["type"] == "PayloadError"
@@ -100,7 +100,7 @@ def test_payloads_bad_step_input_fails_the_run_before_the_body(
 
 def test_payloads_bad_workflow_result_fails_the_run(run_now: Callable[..., Execution]) -> None:
     run, _ = start_run("tests.payloads.ends_with_a_set")
-    assert run_now(run.id).outcome is Outcome.FAILED
+    assert run_now(run.id).outcome is ExecutionOutcome.FAILED
     row = run_row(run.id)
     assert (row.status, row.result) == ("failed", None)
     assert row.error["message"] == "workflow result: value of type set at $ is not JSON"
@@ -160,7 +160,7 @@ def test_payloads_idempotent_start_returns_the_first_run_whatever_its_state(
     assert (again.id, first.created, again.created) == (first.id, True, False)
     assert again.status == "pending"
 
-    assert run_now(first.id).outcome is Outcome.COMPLETED
+    assert run_now(first.id).outcome is ExecutionOutcome.COMPLETED
     finished = start("tests.payloads.returns", "third", idempotency_key="order-42")
     assert (finished.id, finished.created, finished.status) == (first.id, False, "completed")
 
@@ -182,7 +182,7 @@ def test_payloads_step_name_the_database_cannot_store_fails_the_run(
     run_now: Callable[..., Execution],
 ) -> None:
     run, _ = start_run("tests.payloads.long_step_name")
-    assert run_now(run.id).outcome is Outcome.FAILED
+    assert run_now(run.id).outcome is ExecutionOutcome.FAILED
     error = run_row(run.id).error
     assert error["type"] == "ValueError"
     assert "step name must be a non-empty string of at most 200 characters" in error["message"]

@@ -11,7 +11,7 @@ from run_records import BodyCalls, event_types, events, payloads, run_row, step_
 
 from runtime import FatalError, StepFailed, step, workflow
 from runtime.core.clock import FakeClock
-from runtime.executor import Execution, Outcome
+from runtime.executor import Execution, ExecutionOutcome
 from runtime.models import Step
 from runtime.services import start_run
 
@@ -77,17 +77,17 @@ def test_replay_does_not_rerun_steps_finished_before_a_sleep(
     run, _ = start_run("tests.replay.steps_sleep_steps")
 
     first = run_now(run.id)
-    assert first == Execution(Outcome.SUSPENDED, clock.now() + timedelta(seconds=30))
+    assert first == Execution(ExecutionOutcome.SUSPENDED, clock.now() + timedelta(seconds=30))
     assert calls.snapshot() == {"a": 1, "b": 1}
     assert run_row(run.id).status == "waiting"
     assert enqueued.calls[-1] == (run.id, 30.0)
 
     clock.advance(29)
-    assert run_now(run.id).outcome is Outcome.SUSPENDED  # the timer has not fired yet
+    assert run_now(run.id).outcome is ExecutionOutcome.SUSPENDED  # the timer has not fired yet
     assert calls.snapshot() == {"a": 1, "b": 1}
 
     clock.advance(1)
-    assert run_now(run.id).outcome is Outcome.COMPLETED
+    assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
     assert calls.snapshot() == {"a": 1, "b": 1, "c": 1}
     assert run_row(run.id).result == ["A", "B", "C"]
     assert [(s.position, s.name, s.kind, s.status, s.attempt) for s in steps(run.id)] == [
@@ -135,10 +135,10 @@ def test_replay_of_a_completed_run_is_skipped(
     run, _ = start_run("tests.replay.steps_sleep_steps")
     run_now(run.id)
     clock.advance(30)
-    assert run_now(run.id).outcome is Outcome.COMPLETED
+    assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
     log_before = [(e.seq, e.type) for e in events(run.id)]
 
-    assert run_now(run.id) == Execution(Outcome.SKIPPED)
+    assert run_now(run.id) == Execution(ExecutionOutcome.SKIPPED)
     assert calls.snapshot() == {"a": 1, "b": 1, "c": 1}
     assert [(e.seq, e.type) for e in events(run.id)] == log_before
 
@@ -147,13 +147,13 @@ def test_replay_reraises_a_recorded_step_failure_without_running_the_body(
     run_now: Callable[..., Execution], clock: FakeClock
 ) -> None:
     run, _ = start_run("tests.replay.catches_failure")
-    assert run_now(run.id).outcome is Outcome.SUSPENDED
+    assert run_now(run.id).outcome is ExecutionOutcome.SUSPENDED
     assert calls["refuse"] == 1
     failed = step_at(run.id, 1)
     assert (failed.status, failed.attempt, failed.error["type"]) == ("failed", 1, "FatalError")
 
     clock.advance(10)
-    assert run_now(run.id).outcome is Outcome.COMPLETED
+    assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
     assert calls["refuse"] == 1  # replay raised the recorded failure
     assert run_row(run.id).result == {
         "step": "tests.replay.refuse",
@@ -168,11 +168,11 @@ def test_replay_nondeterminism_fails_the_run_with_the_error(
     run_now: Callable[..., Execution], clock: FakeClock, swallow: bool
 ) -> None:
     run, _ = start_run("tests.replay.changing", [swallow])
-    assert run_now(run.id).outcome is Outcome.SUSPENDED
+    assert run_now(run.id).outcome is ExecutionOutcome.SUSPENDED
     assert calls.snapshot() == {"original": 1, "after": 1}
 
     FLAGS["renamed"] = True  # the workflow code changed while the run slept
-    assert run_now(run.id).outcome is Outcome.FAILED
+    assert run_now(run.id).outcome is ExecutionOutcome.FAILED
 
     assert calls.snapshot() == {"original": 1, "after": 1}
     row = run_row(run.id)
@@ -191,14 +191,14 @@ def test_replay_nondeterminism_after_the_timer_fired_still_fails_the_run(
     run_now(run.id)
     FLAGS["renamed"] = True
     clock.advance(10)
-    assert run_now(run.id).outcome is Outcome.FAILED
+    assert run_now(run.id).outcome is ExecutionOutcome.FAILED
     assert run_row(run.id).error["type"] == "NonDeterminismError"
     assert calls.snapshot() == {"original": 1, "after": 1}
 
 
 def test_replay_thousand_step_loop_completes_in_one_run(run_now: Callable[..., Execution]) -> None:
     run, _ = start_run("examples.noop_loop", [1000])
-    assert run_now(run.id).outcome is Outcome.COMPLETED
+    assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
     assert run_row(run.id).result == 1000
     assert Step.objects.filter(run_id=run.id).completed().count() == 1000
     assert Step.objects.filter(run_id=run.id).exclude(status="completed").count() == 0

@@ -13,7 +13,7 @@ from run_records import BodyCalls, event_types, events, payloads, run_row, step_
 from runtime import FatalError, RetryableError, RetryPolicy, current_step, step, workflow
 from runtime.core.clock import FakeClock
 from runtime.core.identity import step_id
-from runtime.executor import Execution, Outcome
+from runtime.executor import Execution, ExecutionOutcome
 from runtime.models import Event, Run, Step
 from runtime.services import start_run
 
@@ -121,7 +121,9 @@ def test_retries_count_attempts_and_back_off_with_the_policy_delays(
     run = start("tests.retries.always_fails")
     for attempt, delay in [(1, 2.0), (2, 6.0), (3, 10.0)]:  # 2, 2*3, min(10, 2*9)
         now = clock.now()
-        assert run_now(run.id) == Execution(Outcome.SUSPENDED, now + timedelta(seconds=delay))
+        assert run_now(run.id) == Execution(
+            ExecutionOutcome.SUSPENDED, now + timedelta(seconds=delay)
+        )
         assert calls["always_fails"] == attempt
         row = step_at(run.id, 1)
         assert (row.status, row.attempt, row.wake_at) == (
@@ -137,11 +139,11 @@ def test_retries_count_attempts_and_back_off_with_the_policy_delays(
         assert run_row(run.id).status == "waiting"
 
         clock.advance(delay - 0.5)  # not due yet: the body must not run
-        assert run_now(run.id).outcome is Outcome.SUSPENDED
+        assert run_now(run.id).outcome is ExecutionOutcome.SUSPENDED
         assert calls["always_fails"] == attempt
         clock.advance(0.5)
 
-    assert run_now(run.id).outcome is Outcome.FAILED
+    assert run_now(run.id).outcome is ExecutionOutcome.FAILED
     assert calls["always_fails"] == 4
     row = step_at(run.id, 1)
     assert (row.status, row.attempt, row.error["type"]) == ("failed", 4, "ValueError")
@@ -168,14 +170,14 @@ def test_retries_default_policy_jitters_within_the_first_delay(
     assert step_at(run.id, 1).wake_at == suspended.wake_at
 
     clock.advance(1.0)
-    assert run_now(run.id).outcome is Outcome.COMPLETED
+    assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
     assert run_row(run.id).result == "ok"
     assert step_at(run.id, 1).attempt == 2
 
 
 def test_retries_fatal_error_fails_the_step_at_once(run_now: Callable[..., Execution]) -> None:
     run = start("tests.retries.refuses")
-    assert run_now(run.id).outcome is Outcome.FAILED
+    assert run_now(run.id).outcome is ExecutionOutcome.FAILED
     assert calls["refuses"] == 1
     row = step_at(run.id, 1)
     assert (row.status, row.attempt, row.error["type"]) == ("failed", 1, "FatalError")
@@ -190,9 +192,9 @@ def test_retries_retry_on_stops_at_an_exception_it_does_not_list(
     run_now: Callable[..., Execution], clock: FakeClock
 ) -> None:
     run = start("tests.retries.picky")
-    assert run_now(run.id).outcome is Outcome.SUSPENDED  # ConnectionResetError is listed
+    assert run_now(run.id).outcome is ExecutionOutcome.SUSPENDED  # ConnectionResetError is listed
     clock.advance(1.0)
-    assert run_now(run.id).outcome is Outcome.FAILED  # KeyError is not
+    assert run_now(run.id).outcome is ExecutionOutcome.FAILED  # KeyError is not
     assert calls["picky"] == 2
     row = step_at(run.id, 1)
     assert (row.attempt, row.error["type"]) == (2, "KeyError")
@@ -204,14 +206,14 @@ def test_retries_retry_after_sets_the_delay(
 ) -> None:
     run = start("tests.retries.busy")
     now = clock.now()
-    assert run_now(run.id) == Execution(Outcome.SUSPENDED, now + timedelta(seconds=42))
+    assert run_now(run.id) == Execution(ExecutionOutcome.SUSPENDED, now + timedelta(seconds=42))
     assert payloads(run.id, "step_retrying")[0]["delay"] == 42.0
     assert enqueued.calls[-1] == (run.id, 42.0)
 
     clock.advance(41)
-    assert run_now(run.id).outcome is Outcome.SUSPENDED
+    assert run_now(run.id).outcome is ExecutionOutcome.SUSPENDED
     clock.advance(1)
-    assert run_now(run.id).outcome is Outcome.COMPLETED
+    assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
     assert calls["busy"] == 2
     assert run_row(run.id).result == "served"
 
@@ -256,7 +258,7 @@ def test_retries_interrupted_at_most_once_attempt_fails_without_rerunning(
     run = start("tests.retries.once_no_retry")
     simulate_crashed_attempt(run, "tests.retries.once_no_retry", clock.now())
 
-    assert run_now(run.id).outcome is Outcome.FAILED
+    assert run_now(run.id).outcome is ExecutionOutcome.FAILED
     assert calls["once_no_retry"] == 0
     row = step_at(run.id, 1)
     assert (row.status, row.attempt, row.error["type"]) == ("failed", 1, "StepInterrupted")
@@ -271,14 +273,14 @@ def test_retries_interrupted_at_most_once_attempt_counts_as_a_failed_attempt(
     simulate_crashed_attempt(run, "tests.retries.once_retry", clock.now())
 
     now = clock.now()
-    assert run_now(run.id) == Execution(Outcome.SUSPENDED, now + timedelta(seconds=5))
+    assert run_now(run.id) == Execution(ExecutionOutcome.SUSPENDED, now + timedelta(seconds=5))
     assert calls["once_retry"] == 0
     row = step_at(run.id, 1)
     assert (row.status, row.attempt, row.error["type"]) == ("pending", 1, "StepInterrupted")
     assert payloads(run.id, "step_retrying")[0]["attempt"] == 1
 
     clock.advance(5)
-    assert run_now(run.id).outcome is Outcome.COMPLETED
+    assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
     assert calls["once_retry"] == 1
     assert run_row(run.id).result == "ran attempt 2"
     assert step_at(run.id, 1).attempt == 2
@@ -291,7 +293,7 @@ def test_retries_interrupted_at_least_once_attempt_runs_again(
     run = start("tests.retries.at_least_once")
     simulate_crashed_attempt(run, "tests.retries.at_least_once", clock.now())
 
-    assert run_now(run.id).outcome is Outcome.COMPLETED
+    assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
     assert calls["at_least_once"] == 1
     assert run_row(run.id).result == "ran attempt 2"
     assert [p["attempt"] for p in payloads(run.id, "step_started")] == [1, 2]

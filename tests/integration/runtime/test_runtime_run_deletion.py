@@ -16,14 +16,14 @@ from django.db.models.deletion import Collector
 from django.db.models.sql.subqueries import DeleteQuery
 from run_records import noop_step_checkpoint
 
-import runtime.store
 from runtime.core.errors import LeaseLost
 from runtime.models import Event, Run, Step
 from runtime.services import start_run
+from runtime.store.sink import DatabaseSink
 
 
 def write_step(run: Run, position: int) -> None:
-    with closing(runtime.store.DatabaseSink()) as sink:
+    with closing(DatabaseSink()) as sink:
         sink.write_batch([noop_step_checkpoint(run.id, position)])
 
 

@@ -9,14 +9,14 @@ from django.db import connections, transaction
 from django.utils import timezone
 from run_records import events, noop_step_checkpoint
 
-import runtime.store
 from runtime.core.errors import LeaseLost
 from runtime.models import Run, Step
+from runtime.store.sink import DatabaseSink
 
 
 @pytest.fixture
-def own_sink() -> Iterator[runtime.store.DatabaseSink]:
-    sink = runtime.store.DatabaseSink()
+def own_sink() -> Iterator[DatabaseSink]:
+    sink = DatabaseSink()
     yield sink
     sink.close()
 
@@ -26,7 +26,7 @@ class Rollback(Exception):
 
 
 def test_a_caller_inside_its_own_transaction_still_commits_its_checkpoint(
-    own_sink: runtime.store.DatabaseSink, leased_run: Run
+    own_sink: DatabaseSink, leased_run: Run
 ) -> None:
     own = connections["default"]
 
@@ -42,7 +42,7 @@ def test_a_caller_inside_its_own_transaction_still_commits_its_checkpoint(
 
 
 def test_a_failed_batch_gives_the_thread_its_own_connection_back(
-    own_sink: runtime.store.DatabaseSink, leased_run: Run
+    own_sink: DatabaseSink, leased_run: Run
 ) -> None:
     own = connections["default"]
     Run.objects.filter(id=leased_run.id).update(lease_token="someone-else")

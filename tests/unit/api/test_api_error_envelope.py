@@ -8,17 +8,18 @@ from rest_framework import exceptions
 
 from api.errors import exception_handler, runtime_error_status
 from api.exceptions import RequestTooLarge
-from runtime.callbacks import CallbackAlreadyCompleted, CallbackNotFound
 from runtime.core.errors import (
+    CallbackAlreadyCompleted,
+    CallbackNotFound,
     FanfoldError,
     InvalidArguments,
     LeaseLost,
     PayloadError,
     PayloadTooLarge,
     RunAlreadyFinished,
+    RunNotFound,
     WorkflowNotFound,
 )
-from runtime.services import RunNotFound
 
 
 @pytest.mark.parametrize(

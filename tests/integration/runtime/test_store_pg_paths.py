@@ -11,8 +11,7 @@ import pytest
 from django.utils import timezone
 from run_records import events, run_row
 
-import runtime.store
-from runtime import pgbatch, pgsink
+from runtime import store
 from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.core.errors import LeaseLost
@@ -20,6 +19,9 @@ from runtime.core.identity import step_id
 from runtime.core.writes import EventDraft, HistoryWrite, LeaseGuard, RunPatch, StepRow
 from runtime.models import Run, Step
 from runtime.services import start_run
+from runtime.store import pg_json_rows, pg_statements
+from runtime.store.parts import STEP_UPDATE_FIELDS, run_parts
+from runtime.store.sink import DatabaseSink
 
 
 def record_calls(
@@ -62,17 +64,17 @@ def many_steps(run: Run, count: int, at: datetime) -> HistoryWrite:
 
 
 @pytest.mark.parametrize("patched", [False, True], ids=["plain", "patched"])
-def test_pgsink_big_parts_go_as_json_or_take_the_portable_path(
+def test_pg_statements_big_parts_go_as_json_or_take_the_portable_path(
     leased_run: Run, monkeypatch: pytest.MonkeyPatch, patched: bool
 ) -> None:
-    calls = record_calls(monkeypatch, pgsink, "write_groups")
+    calls = record_calls(monkeypatch, pg_statements, "write_parts")
     count = 5000  # 5000 step rows x 15 columns is more than 65,535 parameters
     at = timezone.now()
     write = many_steps(leased_run, count, at)
     if patched:  # not plain: as parameters it is too big for one statement
         write = replace(write, run=RunPatch(started_at=at))
 
-    runtime.store.writer().write(Checkpoint(session="bulk", payload=write, sync=True))
+    store.writer().write(Checkpoint(session="bulk", payload=write, sync=True))
 
     # A plain part goes as one JSON statement; a patched one through the portable path.
     assert [returned for _, returned in calls] == [not patched]
@@ -82,39 +84,38 @@ def test_pgsink_big_parts_go_as_json_or_take_the_portable_path(
     assert run_row(leased_run.id).last_seq == count + 1
 
 
-def test_pgsink_failed_guard_rolls_back_and_names_the_loss(leased_run: Run) -> None:
+def test_pg_statements_failed_guard_rolls_back_and_names_the_loss(leased_run: Run) -> None:
     Run.objects.filter(id=leased_run.id).update(lease_token="someone-else")
 
     with pytest.raises(CheckpointFailed) as info:
-        runtime.store.writer().write(
+        store.writer().write(
             Checkpoint(session="lost", payload=many_steps(leased_run, 3, timezone.now()), sync=True)
         )
 
     assert isinstance(info.value.__cause__, LeaseLost)
     assert Step.objects.filter(run_id=leased_run.id).count() == 0
     assert [e.type for e in events(leased_run.id)] == ["run_created"]
-    runtime.store.writer().reset_session("lost")
+    store.writer().reset_session("lost")
 
 
-def test_store_groups_never_merge_two_sessions() -> None:
+def test_store_run_parts_never_merge_two_sessions() -> None:
     import uuid
 
     from runtime.core.writes import OpenStepGuard
-    from runtime.store import _group
 
     run_id, step = uuid.uuid4(), uuid.uuid4()
     write = HistoryWrite(run_id, OpenStepGuard(step))
-    groups = _group([("post-1", write), ("post-2", write), ("post-1", write)])
+    groups = run_parts([("post-1", write), ("post-2", write), ("post-1", write)])
     assert len(groups) == 2  # each post keeps its own guard check
 
 
-def test_pgsink_one_statement_writes_what_the_portable_path_writes(leased_run: Run) -> None:
+def test_pg_statements_one_statement_writes_what_the_portable_path_writes(leased_run: Run) -> None:
     at = timezone.now()
-    (group,) = runtime.store._group([("s", many_steps(leased_run, 3, at))])
-    sql, params = pgsink.group_statement(group, at, runtime.store._STEP_UPDATE_FIELDS)
-    assert sql.count("INSERT INTO") == 2 and len(params) < pgsink.MAX_PARAMETERS
+    (group,) = run_parts([("s", many_steps(leased_run, 3, at))])
+    sql, params = pg_statements.group_statement(group, at, STEP_UPDATE_FIELDS)
+    assert sql.count("INSERT INTO") == 2 and len(params) < pg_statements.MAX_PARAMETERS
 
-    runtime.store.writer().write(
+    store.writer().write(
         Checkpoint(session="small", payload=many_steps(leased_run, 3, at), sync=True)
     )
 
@@ -138,14 +139,14 @@ def two_leased_runs(leased_run: Run) -> tuple[Run, Run]:
     return leased_run, other
 
 
-def test_pgbatch_several_runs_share_one_statement(
+def test_pg_json_rows_several_runs_share_one_statement(
     two_leased_runs: tuple[Run, Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = record_calls(monkeypatch, pgbatch, "runs_statement")
+    calls = record_calls(monkeypatch, pg_json_rows, "runs_statement")
     first, second = two_leased_runs
     at = timezone.now()
 
-    with closing(runtime.store.DatabaseSink()) as sink:
+    with closing(DatabaseSink()) as sink:
         sink.write_batch(
             [
                 Checkpoint(session="a", payload=many_steps(first, 2, at), sync=True),
@@ -165,7 +166,7 @@ def test_pgbatch_several_runs_share_one_statement(
         assert run_row(run.id).last_seq == count + 1
 
 
-def test_pgbatch_a_lost_lease_fails_only_its_own_run(two_leased_runs: tuple[Run, Run]) -> None:
+def test_pg_json_rows_a_lost_lease_fails_only_its_own_run(two_leased_runs: tuple[Run, Run]) -> None:
     first, second = two_leased_runs
     Run.objects.filter(id=first.id).update(lease_token="someone-else")
     at = timezone.now()
@@ -174,7 +175,7 @@ def test_pgbatch_a_lost_lease_fails_only_its_own_run(two_leased_runs: tuple[Run,
         Checkpoint(session="b", payload=many_steps(second, 2, at), sync=True),
     ]
 
-    with closing(runtime.store.DatabaseSink()) as sink:
+    with closing(DatabaseSink()) as sink:
         with pytest.raises(LeaseLost):
             sink.write_batch(batch)  # the combined statement fails; the portable path names why
         assert Step.objects.filter(run_id__in=[first.id, second.id]).count() == 0

@@ -1,0 +1,68 @@
+"""A dispatcher for integration tests: runs are recorded, branches published to a fake.
+
+Branch messages go through the real dispatch path (messages, batches, per-message outcomes)
+into the publisher's `FakeTransport`; run enqueues and delayed branch publishes (retries,
+child polls) are recorded instead of reaching a broker.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from publisher.fake import FakeTransport
+from publisher.transport import Transport
+from runtime.dispatch import CeleryDispatcher
+
+
+@dataclass
+class Enqueued:
+    calls: list[tuple[uuid.UUID, float | None]] = field(default_factory=list)
+
+    def __call__(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
+        self.calls.append((run_id, countdown))
+
+    def count(self, run_id: uuid.UUID) -> int:
+        return sum(1 for rid, _ in self.calls if rid == run_id)
+
+
+@dataclass
+class Later:
+    """Delayed publishes: (run_id, group_position, position, attempt, countdown, poll)."""
+
+    calls: list[tuple[uuid.UUID, int, int, int, float, int]] = field(default_factory=list)
+
+    def __call__(
+        self,
+        run_id: uuid.UUID,
+        group_position: int,
+        position: int,
+        attempt: int,
+        countdown: float,
+        poll: int = 0,
+    ) -> None:
+        self.calls.append((run_id, group_position, position, attempt, countdown, poll))
+
+
+class RecordingDispatcher(CeleryDispatcher):
+    """Records enqueues and delayed publishes; branches go to `transport` (a fake)."""
+
+    def __init__(self, transport: Transport | None = None) -> None:
+        self.transport = transport or FakeTransport()
+        super().__init__(transport=self.transport)
+        self.enqueued = Enqueued()
+        self.later = Later()
+
+    def enqueue_run(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
+        self.enqueued(run_id, countdown)
+
+    def publish_later(
+        self,
+        run_id: uuid.UUID,
+        group_position: int,
+        position: int,
+        attempt: int,
+        countdown: float,
+        poll: int = 0,
+    ) -> None:
+        self.later(run_id, group_position, position, attempt, countdown, poll)

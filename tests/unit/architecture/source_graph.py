@@ -1,0 +1,152 @@
+"""The shipped packages read as source: modules, their imports, SQL literals, sizes.
+
+Pure `ast` over the files, nothing is imported or run. An import names the module it loads:
+`from a.b import c` is `a.b.c` when that is a module of the tree, else `a.b`; parent packages
+executed along the way are not counted as edges (as import-linter counts them).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[3]
+PACKAGES = ("runtime", "publisher", "api")
+
+SQL = re.compile(
+    r"\bSELECT\b[\s\S]*\bFROM\b|\bINSERT\s+INTO\b|\bUPDATE\b[\s\S]*\bSET\b|\bDELETE\s+FROM\b"
+    r"|\b(?:CREATE|DROP|ALTER)\s+(?:TABLE|INDEX)\b"
+)
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    imported: str
+    line: int
+    in_function: bool
+    type_checking: bool
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the shipped packages by dotted name (migrations left out)."""
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if "migrations" in parts:
+                continue
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def imports(name: str, path: Path, known: set[str]) -> list[Import]:
+    """The imports of one module that name modules of the tree."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[Import] = []
+    for node, in_function, type_checking in _walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                targets.append(sub if sub in known else base)
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.append(Import(name, target, node.lineno, in_function, type_checking))
+    return found
+
+
+def _walk(tree: ast.AST) -> Iterator[tuple[ast.AST, bool, bool]]:
+    def visit(node: ast.AST, in_function: bool, type_checking: bool) -> Iterator[Any]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                yield child, in_function, type_checking
+            inner = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            guarded = type_checking or (
+                isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test)
+            )
+            yield from visit(child, inner, guarded)
+
+    yield from visit(tree, False, False)
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            connect(node)
+    return found
+
+
+def sql_literals(path: Path) -> list[tuple[int, str]]:
+    """String literals (f-strings included, docstrings not) that read as SQL statements."""
+    tree = ast.parse(path.read_text(), str(path))
+    docstrings = {
+        id(body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and (body := node.body)
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+    }
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        text = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = None if id(node) in docstrings else node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        if text and SQL.search(text):
+            found.append((node.lineno, text[:60]))
+    return found
+
+
+def function_lengths(path: Path) -> list[tuple[str, int]]:
+    """Each function's name and length in lines, decorators and docstring included."""
+    tree = ast.parse(path.read_text(), str(path))
+    return [
+        (node.name, (node.end_lineno or node.lineno) - node.lineno + 1)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]

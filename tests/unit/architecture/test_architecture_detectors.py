@@ -1,0 +1,46 @@
+"""The detectors behind the layout rules find what they must (on made-up sources)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from source_graph import cycles, imports, sql_literals
+
+
+def test_architecture_cycles_found_through_any_length() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(edges) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_architecture_imports_counts_function_level_and_submodules(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from pkg import sub\n"
+        "from pkg.sub import name\n"
+        "def f():\n"
+        "    import pkg.other\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from pkg import other\n"
+    )
+    known = {"pkg", "pkg.sub", "pkg.other", "pkg.m"}
+    found = [(i.imported, i.in_function, i.type_checking) for i in imports("pkg.m", source, known)]
+    assert found == [
+        ("pkg.sub", False, False),
+        ("pkg.sub", False, False),
+        ("pkg.other", True, False),
+        ("pkg.other", False, True),
+    ]
+
+
+def test_architecture_sql_literals_skip_docstrings_and_read_fstrings(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        '"""UPDATE t SET a = 1 is only prose here."""\n'
+        "table = 't'\n"
+        'q = f"UPDATE {table} SET a = %s WHERE id = %s"\n'
+        'r = "SELECT id FROM t"\n'
+        's = "update the settings"\n'
+    )
+    assert [line for line, _ in sql_literals(source)] == [3, 4]

@@ -1,0 +1,87 @@
+"""The layout's rules, checked on the source: one-way imports, SQL only in the store, sizes.
+
+Dependencies point one way: core <- checkpoint <- store <- dispatch/services <- fanout <-
+context/executor <- tasks/embedded <- api/admin. An import inside a function hides an edge,
+so those count too; the few that must stay are listed here with their reason.
+"""
+
+from __future__ import annotations
+
+from source_graph import ROOT, cycles, function_lengths, imports, modules, sql_literals
+
+# (module, imported module): why the import cannot move to the module's top.
+FUNCTION_IMPORTS_ALLOWED = {
+    ("runtime.apps", "runtime.checks"): "AppConfig.ready: registers checks once apps load",
+    ("runtime.apps", "runtime.conf"): "AppConfig.ready: settings are read once apps load",
+    ("runtime.apps", "runtime.dispatch"): "AppConfig.ready: wires the dispatcher",
+    ("runtime.apps", "runtime.embedded"): "AppConfig.ready: the embedded worker hook",
+}
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def _graph() -> tuple[dict[str, set[str]], list[str]]:
+    found = modules()
+    known = set(found)
+    edges: dict[str, set[str]] = {name: set() for name in found}
+    unexpected: list[str] = []
+    for name, path in found.items():
+        for imp in imports(name, path, known):
+            if imp.type_checking:
+                continue  # never executed
+            edges[name].add(imp.imported)
+            if imp.in_function and (name, imp.imported) not in FUNCTION_IMPORTS_ALLOWED:
+                unexpected.append(f"{path.relative_to(ROOT)}:{imp.line} imports {imp.imported}")
+    return edges, unexpected
+
+
+def test_architecture_import_graph_has_no_cycle() -> None:
+    edges, _ = _graph()
+    assert cycles(edges) == []
+
+
+def test_architecture_function_level_imports_are_only_the_listed_ones() -> None:
+    _, unexpected = _graph()
+    assert unexpected == []
+
+
+def test_architecture_listed_function_level_imports_still_exist() -> None:
+    found = modules()
+    known = set(found)
+    present = {
+        (imp.importer, imp.imported)
+        for name, path in found.items()
+        for imp in imports(name, path, known)
+        if imp.in_function
+    }
+    assert set(FUNCTION_IMPORTS_ALLOWED) <= present  # a stale entry would hide a new one
+
+
+def test_architecture_sql_text_only_in_the_store() -> None:
+    outside = [
+        f"{path.relative_to(ROOT)}:{line}: {text!r}"
+        for name, path in modules().items()
+        if not (name == "runtime.store" or name.startswith("runtime.store."))
+        for line, text in sql_literals(path)
+    ]
+    assert outside == []
+
+
+def test_architecture_the_store_holds_sql() -> None:
+    # The detector must see the store's statements, or the test above proves nothing.
+    store = [path for name, path in modules().items() if name.startswith("runtime.store.")]
+    assert sum(len(sql_literals(path)) for path in store) >= 10
+
+
+def test_architecture_modules_and_functions_stay_small() -> None:
+    too_big = []
+    for name, path in modules().items():
+        lines = len(path.read_text().splitlines())
+        if lines > MAX_MODULE_LINES:
+            too_big.append(f"{name}: {lines} lines")
+        too_big += [
+            f"{name}.{function}: {length} lines"
+            for function, length in function_lengths(path)
+            if length > MAX_FUNCTION_LINES
+        ]
+    assert too_big == []
