@@ -186,9 +186,6 @@ class StepQuerySet(models.QuerySet["Step"]):
     def completed(self) -> StepQuerySet:
         return self.filter(status=StepStatus.COMPLETED)
 
-    def failed(self) -> StepQuerySet:
-        return self.filter(status=StepStatus.FAILED)
-
     def unfinished(self) -> StepQuerySet:
         return self.filter(status__in=[StepStatus.PENDING, StepStatus.RUNNING])
 
@@ -303,9 +300,6 @@ class Event(models.Model):
 class FanoutGroupQuerySet(models.QuerySet["FanoutGroup"]):
     def open(self) -> FanoutGroupQuerySet:
         return self.filter(verdict__isnull=True)
-
-    def settled(self) -> FanoutGroupQuerySet:
-        return self.filter(verdict__isnull=False)
 
 
 class FanoutGroup(models.Model):
