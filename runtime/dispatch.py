@@ -38,27 +38,17 @@ class Dispatcher(Protocol):
     def publish_branches(
         self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
     ) -> None:
-        """Publish these branch attempts; raises `publisher.PublishError` if any failed."""
-
-    def publish_later(
-        self,
-        run_id: uuid.UUID,
-        group_position: int,
-        position: int,
-        attempt: int,
-        countdown: float,
-        poll: int = 0,
-    ) -> None:
-        """Publish one branch attempt after `countdown` seconds (a retry or a child's poll)."""
+        """Publish these branch attempts, delayed ones after their countdown; raises
+        `publisher.PublishError` if any failed."""
 
 
-def branch_message(run_id: uuid.UUID, group_position: int, position: int, attempt: int) -> Message:
-    """The task message of one attempt of one branch."""
-    return Message(
-        RUN_BRANCH,
-        dispatch_key(run_id, position, attempt),
-        args=[str(run_id), position, attempt, group_position],
-    )
+def branch_message(run_id: uuid.UUID, group_position: int, d: BranchDispatch) -> Message:
+    """The task message of one attempt of one branch (of one poll, for a child branch)."""
+    key = dispatch_key(run_id, d.position, d.attempt)
+    args: list[object] = [str(run_id), d.position, d.attempt, group_position]
+    if d.poll:
+        key, args = f"{key}:poll:{d.poll}", [*args, d.poll]
+    return Message(RUN_BRANCH, key, args=args)
 
 
 class CeleryDispatcher:
@@ -99,29 +89,21 @@ class CeleryDispatcher:
         if now:
             batch_size = conf.get().PUBLISH_BATCH_SIZE
             transport = self._given_transport or self._celery_transport(batch_size)
-            messages = [branch_message(run_id, group_position, d.position, d.attempt) for d in now]
+            messages = [branch_message(run_id, group_position, d) for d in now]
             publish_messages(messages, transport, batch_size=batch_size)
         for d in dispatches:
             if d.countdown > 0:
-                self.publish_later(run_id, group_position, d.position, d.attempt, d.countdown)
+                self._send_later(run_id, group_position, d)
 
-    def publish_later(
-        self,
-        run_id: uuid.UUID,
-        group_position: int,
-        position: int,
-        attempt: int,
-        countdown: float,
-        poll: int = 0,
-    ) -> None:
+    def _send_later(self, run_id: uuid.UUID, group_position: int, d: BranchDispatch) -> None:
         # The publisher's messages carry no ETA, so a delayed message goes through Celery.
-        key = dispatch_key(run_id, position, attempt)
+        message = branch_message(run_id, group_position, d)
         self._app().send_task(
-            RUN_BRANCH,
-            args=(str(run_id), position, attempt, group_position, poll),
-            task_id=f"{key}:poll:{poll}" if poll else key,
-            countdown=max(countdown, 0.0),
-            headers={IDEMPOTENCY_HEADER: key},
+            message.task,
+            args=message.args,
+            task_id=message.idempotency_key,
+            countdown=d.countdown,
+            headers={IDEMPOTENCY_HEADER: message.idempotency_key},
             ignore_result=True,
         )
 
@@ -168,5 +150,6 @@ def publish_later(
     countdown: float,
     poll: int = 0,
 ) -> None:
-    """Publish one branch attempt after `countdown` seconds."""
-    _dispatcher.publish_later(run_id, group_position, position, attempt, countdown, poll)
+    """Publish one branch attempt after `countdown` seconds (a retry, or a child's next poll)."""
+    delayed = BranchDispatch(position, attempt, max(countdown, 0.0), poll)
+    _dispatcher.publish_branches(run_id, group_position, [delayed])

@@ -220,11 +220,15 @@ def settle(
 
 @dataclass(frozen=True, slots=True)
 class BranchDispatch:
-    """Publish attempt `attempt` of the branch at `position`, after `countdown` seconds."""
+    """Publish attempt `attempt` of the branch at `position`, after `countdown` seconds.
+
+    `poll` counts a child branch's looks at its child run (0 for every other message).
+    """
 
     position: int
     attempt: int
     countdown: float = 0.0
+    poll: int = 0
 
 
 def due_dispatches(
