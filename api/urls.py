@@ -12,7 +12,7 @@ from drf_spectacular.renderers import (
 
 from api.errors import endpoint_not_found
 from api.views.callbacks import CallbackView
-from api.views.docs import DocsView, RedocView, SchemaView
+from api.views.docs import DocsView, SchemaView
 from api.views.runs import (
     RunCancelView,
     RunDetailView,
@@ -40,6 +40,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
     path("schema/", SchemaView.as_view(renderer_classes=_SCHEMA_RENDERERS), name="api-schema"),
     path("docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
-    path("redoc/", RedocView.as_view(url_name="api-schema"), name="api-redoc"),
     re_path(r"^(?P<path>.*)$", endpoint_not_found),
 ]

@@ -51,7 +51,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
-    "drf_spectacular_sidecar",  # Swagger UI and ReDoc as static files, not from a CDN
+    "drf_spectacular_sidecar",  # Swagger UI as static files, not from a CDN
     "runtime",
     "api",
     "examples",
@@ -162,7 +162,6 @@ SPECTACULAR_SETTINGS = {
     # Served from drf-spectacular-sidecar's static files: the docs work on a closed network.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
     # Swagger UI would otherwise send the schema to its public online validator.
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "ENUM_NAME_OVERRIDES": {

@@ -1,16 +1,11 @@
-"""The schema and its pages (Swagger UI, ReDoc), and the error responses every endpoint
-documents."""
+"""The schema, its Swagger UI page, and the error responses every endpoint documents."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse
-from drf_spectacular.views import (
-    SpectacularAPIView,
-    SpectacularRedocView,
-    SpectacularSwaggerView,
-)
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -55,9 +50,3 @@ class SchemaView(_JsonErrors, SpectacularAPIView):
 
 class DocsView(_JsonErrors, SpectacularSwaggerView):
     """Swagger UI, its scripts and styles served by this site (drf-spectacular-sidecar)."""
-
-
-class RedocView(_JsonErrors, SpectacularRedocView):
-    """ReDoc, served by this site; the page's template asks no font service for fonts."""
-
-    template_name = "api/redoc.html"

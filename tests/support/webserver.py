@@ -1,0 +1,89 @@
+"""The production web server for tests: `collectstatic`, then gunicorn on config.settings.
+
+Started the way the deployment guide starts it (`gunicorn -c gunicorn.conf.py`), with DEBUG off,
+on the test database and a free port on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from runtime.workerprocess import ROOT, database_url
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def production_env(static_root: Path, **extra: str) -> dict[str, str]:
+    """The environment of a production process: config.settings, DEBUG off, this test database."""
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_DEBUG"}
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        DATABASE_URL=database_url(),
+        DJANGO_STATIC_ROOT=str(static_root),
+        **extra,
+    )
+    return env
+
+
+def collect_static(static_root: Path) -> None:
+    """`manage.py collectstatic`, as the deployment guide runs it."""
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+        cwd=ROOT,
+        env=production_env(static_root),
+        check=True,
+        timeout=120,
+    )
+
+
+@contextmanager
+def running_gunicorn(static_root: Path, log_path: Path, workers: int = 2) -> Iterator[str]:
+    """gunicorn serving config.wsgi from `static_root`; yields its base URL."""
+    port = free_port()
+    env = production_env(
+        static_root, GUNICORN_BIND=f"127.0.0.1:{port}", GUNICORN_WORKERS=str(workers)
+    )
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            _wait_for_port(proc, port, log_path)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            proc.terminate()  # gunicorn's graceful stop
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+def _wait_for_port(proc: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"gunicorn exited early; see {log_path}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"gunicorn did not listen on {port} within 60 s; see {log_path}")
