@@ -182,8 +182,10 @@ LOGGING = {
 }
 
 # --- Fanfold (see runtime.conf for every FANFOLD_* setting and its default) --------------------
+# FANFOLD_VAR_DIR and FANFOLD_LOG_LEVEL belong to these settings, not to the runtime.
+_PROJECT_ONLY = {"FANFOLD_VAR_DIR", "FANFOLD_LOG_LEVEL"}
 FANFOLD = {
     key.removeprefix("FANFOLD_"): value
     for key, value in os.environ.items()
-    if key.startswith("FANFOLD_") and key != "FANFOLD_VAR_DIR"
+    if key.startswith("FANFOLD_") and key not in _PROJECT_ONLY
 }
