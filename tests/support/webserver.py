@@ -1,7 +1,7 @@
-"""The production web server for tests: `collectstatic`, then gunicorn on config.settings.
+"""Web servers for tests: `collectstatic`, then gunicorn (or runserver) on config.settings.
 
-Started the way the deployment guide starts it (`gunicorn -c gunicorn.conf.py`), with DEBUG off,
-on the test database and a free port on 127.0.0.1.
+Started the way the guide starts them (`gunicorn -c gunicorn.conf.py`), with DEBUG off unless
+asked, on the test database and a free port on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -54,21 +54,33 @@ def running_gunicorn(static_root: Path, log_path: Path, workers: int = 2) -> Ite
     env = production_env(
         static_root, GUNICORN_BIND=f"127.0.0.1:{port}", GUNICORN_WORKERS=str(workers)
     )
+    command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"]
+    with _serving(command, env, port, log_path) as base:
+        yield base
+
+
+@contextmanager
+def running_runserver(static_root: Path, log_path: Path, **env: str) -> Iterator[str]:
+    """`manage.py runserver` (no reloader) on `static_root`; extra keyword arguments go to its
+    env (e.g. DJANGO_DEBUG="1"). Yields its base URL."""
+    port = free_port()
+    command = [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]
+    with _serving(command, production_env(static_root, **env), port, log_path) as base:
+        yield base
+
+
+@contextmanager
+def _serving(command: list[str], env: dict[str, str], port: int, log_path: Path) -> Iterator[str]:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         try:
             _wait_for_port(proc, port, log_path)
             yield f"http://127.0.0.1:{port}"
         finally:
-            proc.terminate()  # gunicorn's graceful stop
+            proc.terminate()  # a graceful stop for gunicorn and runserver alike
             try:
                 proc.wait(30)
             except subprocess.TimeoutExpired:
