@@ -12,6 +12,7 @@ import pytest
 
 POSTGRES = ("127.0.0.1", 5432)
 REDIS = ("127.0.0.1", 6379)
+RABBITMQ = ("127.0.0.1", 5672)
 
 
 def reachable(address: tuple[str, int], timeout: float = 1.0) -> bool:
