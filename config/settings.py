@@ -133,6 +133,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_DEFAULT_QUEUE = "fanfold"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
+# "quorum" makes the default queue a RabbitMQ quorum queue (replicated); "classic" is durable.
+CELERY_TASK_DEFAULT_QUEUE_TYPE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE_TYPE") or "classic"
+if CELERY_BROKER_URL.startswith("amqp"):
+    # Celery's own sends (a run's start, timers) wait for the broker's confirm too; the
+    # branch batches always do (publisher.amqp_confirms).
+    CELERY_BROKER_TRANSPORT_OPTIONS["confirm_publish"] = True
 if CELERY_BROKER_URL.startswith("memory://"):
     # kombu's in-memory transport polls its queues once a second; the embedded worker would
     # then take fan-out branches at about `concurrency` per second.

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from runtime import RetryPolicy, current_step, step, workflow
-from tests.support.services import broker_redis
+from tests.support.services import counters_redis_client
 
 MODULE = __name__
 BODIES = "tests:recovery:bodies"  # one entry per body execution of `tick`
@@ -20,7 +20,7 @@ RELEASE = "tests:recovery:release"  # never pushed: attempt 1 of `charge` blocks
 
 
 def client() -> Any:
-    return broker_redis()
+    return counters_redis_client()
 
 
 @step(name="tests.recovery.tick")
