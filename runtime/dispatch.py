@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from celery import Celery, current_app
+from kombu.exceptions import ChannelError
 
 from publisher import CeleryTransport, Message, Transport, publish_messages
 from publisher.messages import IDEMPOTENCY_HEADER
@@ -40,6 +41,9 @@ class Dispatcher(Protocol):
     ) -> None:
         """Publish these branch attempts, delayed ones after their countdown; raises
         `publisher.PublishError` if any failed."""
+
+    def queue_depth(self) -> int | None:
+        """How many messages wait in the default queue now; None if that cannot be known."""
 
 
 def branch_message(run_id: uuid.UUID, group_position: int, d: BranchDispatch) -> Message:
@@ -107,6 +111,18 @@ class CeleryDispatcher:
             ignore_result=True,
         )
 
+    def queue_depth(self) -> int | None:
+        app = self._app()
+        queue = app.conf.task_default_queue
+        try:
+            with app.connection_or_acquire() as connection:
+                declared = connection.default_channel.queue_declare(queue, passive=True)
+                return int(declared.message_count)
+        except ChannelError:
+            return 0  # no such queue yet (Redis keeps no key for an empty list): nothing waits
+        except Exception:  # the broker is away: unknown
+            return None
+
     def _celery_transport(self, batch_size: int) -> CeleryTransport:
         app = self._app()
         transport = self._transport
@@ -153,3 +169,8 @@ def publish_later(
     """Publish one branch attempt after `countdown` seconds (a retry, or a child's next poll)."""
     delayed = BranchDispatch(position, attempt, max(countdown, 0.0), poll)
     _dispatcher.publish_branches(run_id, group_position, [delayed])
+
+
+def queue_depth() -> int | None:
+    """How many messages wait in the broker's default queue; None if unknown."""
+    return _dispatcher.queue_depth()

@@ -29,6 +29,7 @@ from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, SuspendGuard
 from runtime.dispatch import enqueue_run
 from runtime.models import Run, RunStatus
 from runtime.recovery.leases import run_leases
+from runtime.recovery.liveness import process_key
 from runtime.registry import registry
 from runtime.session import ExecutionSession
 from runtime.store import writer
@@ -55,7 +56,7 @@ def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
     """Run (or resume) `run_id` until it finishes, suspends, or loses its lease."""
     clock = clock or SystemClock()
     token = secrets.token_hex(16)
-    claimed = claim_run(run_id, token, timezone.now())
+    claimed = claim_run(run_id, token, timezone.now(), process_key())
     if claimed is None:
         return Execution(ExecutionOutcome.SKIPPED)
     run_leases.hold(token)

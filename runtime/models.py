@@ -129,6 +129,9 @@ class Run(models.Model):
     # The executor that owns the run, and until when without a heartbeat (fencing token).
     lease_token = models.CharField(max_length=64, null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # The liveness key of the process holding the lease (runtime.recovery.liveness): while
+    # that process lives it holds a PostgreSQL advisory lock on this key.
+    lease_owner = models.BigIntegerField(null=True, blank=True)
     # Bumped by whoever makes a waiting run ready (callback, fan-in); a suspend that saw an
     # older value replays again instead of going to sleep.
     wakeups = models.PositiveIntegerField(default=0)
@@ -218,6 +221,8 @@ class Step(models.Model):
     # null otherwise.
     # Unique through a partial constraint: no index entry (and no LIKE index) for the many
     # ordinary steps that have no token.
+    # The liveness key of the process running this branch, while it runs (Run.lease_owner).
+    lease_owner = models.BigIntegerField(null=True, blank=True, editable=False)
     callback_token = models.CharField(max_length=64, null=True, blank=True, editable=False)
 
     objects = StepQuerySet.as_manager()

@@ -7,11 +7,12 @@ import uuid
 from celery import shared_task
 from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 
-from runtime import executor
+from runtime import executor, takeover
 from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
 from runtime.fanout import branch, sweep
 from runtime.fanout.report import BranchAttempt
 from runtime.recovery import run_sweep
+from runtime.recovery.liveness import release_process_liveness
 from runtime.store import writer
 
 
@@ -48,9 +49,10 @@ def sweep_runs() -> int:
 
 
 def start_sweeps() -> None:
-    """Start this process's run and fan-out sweeps (each worker runs them; idempotent)."""
+    """Start this process's sweeps and takeover pass (each worker runs them; idempotent)."""
     run_sweep.loop.start()
     sweep.loop.start()
+    takeover.loop.start()
 
 
 @worker_ready.connect
@@ -61,5 +63,7 @@ def _start_sweeps(**_: object) -> None:
 @worker_process_shutdown.connect
 @worker_shutdown.connect
 def _drain_checkpoints(**_: object) -> None:
-    """A warm shutdown writes what is still queued (prefork children and threads pools)."""
+    """A warm shutdown writes what is still queued (prefork children and threads pools), then
+    gives up the process's liveness lock."""
     writer().close()
+    release_process_liveness()

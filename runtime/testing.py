@@ -94,6 +94,10 @@ class InMemoryDispatcher:
             self.branches.extend(sent)
             self._queue.extend(sent)
 
+    def queue_depth(self) -> int | None:
+        with self._lock:
+            return len(self._queue)
+
     def join(self, timeout: float = 30.0) -> int:
         """Deliver kept messages until none is left; returns how many were delivered.
 

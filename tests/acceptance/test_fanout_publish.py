@@ -74,7 +74,9 @@ def test_fanout_branches_leave_in_batches_with_keys_and_order_intact(
     assert execute(handle.id).outcome is Execution.SUSPENDED
     snapshot = counters.snapshot()
     assert snapshot.batch_sizes == sizes and snapshot.failures == 0
-    assert queued_task_ids(counters_redis) == [dispatch_key(handle.id, p, 1) for p in range(1, n + 1)]
+    assert queued_task_ids(counters_redis) == [
+        dispatch_key(handle.id, p, 1) for p in range(1, n + 1)
+    ]
 
     with running_worker("fanout-batch", "threads", 8, **WORKER_ENV):
         assert handle.wait(timeout=60) == expected(n)

@@ -54,9 +54,13 @@ class RecordingDispatcher(CeleryDispatcher):
         super().__init__(transport=self.transport)
         self.enqueued = Enqueued()
         self.later = Later()
+        self.depth: int | None = None
 
     def enqueue_run(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
         self.enqueued(run_id, countdown)
+
+    def queue_depth(self) -> int | None:
+        return self.depth  # None (unknown) unless a test sets it
 
     def publish_branches(
         self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
