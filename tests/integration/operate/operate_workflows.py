@@ -51,9 +51,7 @@ def three(ctx: Any, prefix: str = "") -> list[str]:
 def patched_flow(ctx: Any) -> list[str]:
     """v1: a, b, sleep, d. v2 replaces b by c behind a patch. v3 drops the patch: c only."""
     out = [ctx.step(act, "a", name="a")]
-    if VERSION["code"] >= 3:
-        out.append(ctx.step(act, "c", name="c"))
-    elif VERSION["code"] == 2 and ctx.patched("use-c"):
+    if VERSION["code"] >= 3 or (VERSION["code"] == 2 and ctx.patched("use-c")):
         out.append(ctx.step(act, "c", name="c"))
     else:
         out.append(ctx.step(act, "b", name="b"))

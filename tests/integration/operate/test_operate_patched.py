@@ -14,9 +14,7 @@ from runtime.testing import InMemoryDispatcher, replay
 
 
 def _names(run_id: Any) -> list[tuple[str, str]]:
-    return list(
-        Step.objects.filter(run_id=run_id).order_by("position").values_list("kind", "name")
-    )
+    return list(Step.objects.filter(run_id=run_id).order_by("position").values_list("kind", "name"))
 
 
 def _resume(run_id: Any) -> Any:

@@ -8,7 +8,7 @@ import operate_workflows as flows
 import pytest
 
 from runtime.core.errors import RunNotFound
-from runtime.executor import ExecutionOutcome, execute
+from runtime.executor import execute
 from runtime.models import Event, Run, Step
 from runtime.replay_check import replay_runs
 from runtime.services import post_callback, start_run
