@@ -76,7 +76,7 @@ class Command(BaseCommand):
         sub.add_parser("retry", help="fork a run from its first failed step").add_argument("run")
         check = sub.add_parser("replay", help="check recorded histories against the code")
         check.add_argument("--workflow")
-        check.add_argument("--status", choices=RunStatus.values)
+        check.add_argument("--status", choices=RunStatus.values, action="append", help="repeatable")
         check.add_argument("--limit", type=int, help="the newest N runs only")
         check.add_argument("--run", action="append", help="this run (repeatable)")
         for each in (runs, check, fork, *[sub.choices[n] for n in ("show", "cancel", "retry")]):
@@ -150,7 +150,7 @@ class Command(BaseCommand):
         if options.get("workflow"):
             runs = runs.filter(workflow=options["workflow"])
         if options.get("status"):
-            runs = runs.filter(status=options["status"])
+            runs = runs.filter(status__in=options["status"])
         if options.get("run"):
             runs = runs.filter(id__in=[get_run_row(r).id for r in options["run"]])
         if options.get("limit") is not None:
