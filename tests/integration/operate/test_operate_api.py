@@ -104,3 +104,15 @@ def test_api_fork_of_a_running_source_is_allowed_up_to_its_first_unfinished_step
     )
     assert "position 2" in message
     assert client.post(fork, {"from_position": 2}, format="json").status_code == 201
+
+
+def test_api_retry_of_a_running_source_without_a_failure_is_409(
+    client: APIClient, dispatcher: InMemoryDispatcher
+) -> None:
+    source, _ = start_run("tests.operate.waits")
+    execute(source.id)
+    _error(client.post(f"/api/runs/{source.id}/retry/"), 409, "nothing_to_retry")
+    pending, _ = start_run("tests.operate.three")  # nothing recorded yet: only position 1
+    fork = f"/api/runs/{pending.id}/fork/"
+    _error(client.post(fork, {"from_position": 2}, format="json"), 400, "position_out_of_range")
+    assert client.post(fork, {"from_position": 1}, format="json").status_code == 201
