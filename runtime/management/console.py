@@ -39,21 +39,30 @@ class ProgressBar:
         self._label = label
         self._interval = interval
         self._drawn = 0.0
+        self._shown = -1  # `done` when last drawn
+        self._width = 0  # of the line last drawn, to blank what a shorter one leaves
+        self._note = ""
         self.done = 0
 
     def advance(self, n: int = 1, note: str = "") -> None:
         self.done += n
+        self._note = note
         now = time.monotonic()
         if now - self._drawn >= self._interval or self.done >= self._total:
             self._drawn = now
-            self._draw(note)
+            self._draw()
 
-    def _draw(self, note: str) -> None:
+    def _draw(self) -> None:
         filled = self.WIDTH * min(self.done, self._total) // max(self._total, 1)
         bar = "#" * filled + "." * (self.WIDTH - filled)
-        extra = f"  {note}" if note else ""
-        self._write(f"\r{self._label} [{bar}] {self.done}/{self._total}{extra}")
+        extra = f"  {self._note}" if self._note else ""
+        line = f"{self._label} [{bar}] {self.done}/{self._total}{extra}"
+        self._write("\r" + line.ljust(self._width))
+        self._width = len(line)
+        self._shown = self.done
 
     def close(self) -> None:
-        self._draw("")
+        """Draw the final state (if not drawn yet) and end the line."""
+        if self._shown != self.done:
+            self._draw()
         self._write("\n")
