@@ -116,3 +116,10 @@ def test_api_retry_of_a_running_source_without_a_failure_is_409(
     fork = f"/api/runs/{pending.id}/fork/"
     _error(client.post(fork, {"from_position": 2}, format="json"), 400, "position_out_of_range")
     assert client.post(fork, {"from_position": 1}, format="json").status_code == 201
+
+
+def test_api_schema_documents_fork_and_retry(client: APIClient) -> None:
+    paths = client.get("/api/schema/").json()["paths"]
+    fork = paths["/api/runs/{run_id}/fork/"]["post"]
+    assert {"201", "400", "404", "409"} <= set(fork["responses"])
+    assert {"201", "404", "409"} <= set(paths["/api/runs/{run_id}/retry/"]["post"]["responses"])
