@@ -120,6 +120,8 @@ class CheckingCursor(ReplayCursor):
     """
 
     def __init__(self, run_id: uuid.UUID, recorded: dict[int, RecordedStep], strict: bool) -> None:
+        # The session's writer is never handed a checkpoint (`checkpoint` below stops first);
+        # a callback's time-out only asks it for a barrier, which has nothing to wait for.
         session = ExecutionSession(run_id, "replay-check", 0, cast(CheckpointWriter, _NoWriter()))
         super().__init__(session, dict(recorded), SystemClock(), conf.get().MAX_PAYLOAD_BYTES)
         self._held = frozenset(recorded)
