@@ -43,6 +43,7 @@ class StepKind(models.TextChoices):
     SLEEP = "sleep"
     CALLBACK = "callback"
     CHILD = "child"
+    MARKER = "marker"  # a `ctx.patched` answer
 
 
 class EventType(models.TextChoices):
@@ -58,6 +59,7 @@ class EventType(models.TextChoices):
     CALLBACK_CREATED = "callback_created"
     CALLBACK_RECEIVED = "callback_received"
     CALLBACK_TIMED_OUT = "callback_timed_out"
+    MARKER_RECORDED = "marker_recorded"
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"
@@ -135,6 +137,19 @@ class Run(models.Model):
     # Bumped by whoever makes a waiting run ready (callback, fan-in); a suspend that saw an
     # older value replays again instead of going to sleep.
     wakeups = models.PositiveIntegerField(default=0)
+    # A fork (runtime.forks): the run whose records before `forked_from_position` it copied.
+    # No constraint, like steps and events: a source may be deleted and its forks kept.
+    forked_from = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="forks",
+        db_constraint=False,
+        db_index=False,
+        editable=False,
+    )
+    forked_from_position = models.PositiveIntegerField(null=True, blank=True, editable=False)
 
     objects = RunQuerySet.as_manager()
 
@@ -152,6 +167,9 @@ class Run(models.Model):
                 fields=["lease_expires_at"],
                 name="run_lease_idx",
                 condition=Q(lease_token__isnull=False),
+            ),
+            models.Index(
+                fields=["forked_from"], name="run_forks_idx", condition=Q(forked_from__isnull=False)
             ),
         ]
         constraints = [

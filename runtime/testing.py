@@ -6,6 +6,8 @@
   way dramatiq's StubBroker is joined. No broker, no worker.
 - `use_writer(sink=...)`: a fresh checkpoint writer for a block, closed (with its database
   connection) after it; `sink` builds its sink (a `DatabaseSink` by default).
+- `replay(run_id)`: the replay check of one recorded run against the current code, writing
+  nothing (runtime.replay_check); `.ok`, or `.mismatch` says where and why.
 """
 
 from __future__ import annotations
@@ -24,7 +26,19 @@ from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.fanin import BranchDispatch
 from runtime.fanout import branch
 from runtime.fanout.report import BranchAttempt
+from runtime.replay_check import Mismatch, ReplayReport, replay
 from runtime.store.sink import DatabaseSink
+
+__all__ = [
+    "InMemoryDispatcher",
+    "Mismatch",
+    "ReplayReport",
+    "SentBranch",
+    "SentRun",
+    "replay",
+    "use_dispatcher",
+    "use_writer",
+]
 
 
 @contextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -94,18 +94,30 @@ def claim_run(
     return RunClaim(status=row[0], wakeups=int(row[1]), workflow=row[2], input=raw_input)
 
 
+_HISTORY_FIELDS = (
+    "position",
+    "name",
+    "kind",
+    "status",
+    "attempt",
+    "result",
+    "error",
+    "wake_at",
+    "started_at",
+    "callback_token",
+)
+
+
 def load_history(run_id: uuid.UUID) -> dict[int, RecordedStep]:
     """The run's step records by position, as replay reads them."""
-    rows = Step.objects.filter(run_id=run_id).values_list(
-        "position",
-        "name",
-        "kind",
-        "status",
-        "attempt",
-        "result",
-        "error",
-        "wake_at",
-        "started_at",
-        "callback_token",
-    )
+    rows = Step.objects.filter(run_id=run_id).values_list(*_HISTORY_FIELDS)
     return {row[0]: RecordedStep(*row) for row in rows.iterator(chunk_size=5000)}
+
+
+def load_histories(run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, dict[int, RecordedStep]]:
+    """The step records of several runs in one query (the replay check of many runs)."""
+    histories: dict[uuid.UUID, dict[int, RecordedStep]] = {rid: {} for rid in run_ids}
+    rows = Step.objects.filter(run_id__in=list(run_ids)).values_list("run_id", *_HISTORY_FIELDS)
+    for row in rows.iterator(chunk_size=5000):
+        histories[row[0]][row[1]] = RecordedStep(*row[1:])
+    return histories

@@ -16,6 +16,7 @@ import pytest
 from django.conf import settings
 
 from bench.workers import ROOT, database_url
+from runtime.models import Run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis_transport]
 
@@ -88,3 +89,12 @@ def test_bench_rejects_a_bad_size() -> None:
     )
     assert done.returncode != 0
     assert "--steps must be at least 1" in done.stderr
+
+
+def test_bench_replay_checks_every_seeded_run_and_cleans_up() -> None:
+    report = bench("replay", "--runs", "30", "--steps", "4")
+
+    assert (report["scenario"], report["runs"], report["steps_per_run"]) == ("replay", 30, 4)
+    assert report["mismatched"] == 0
+    assert report["runs_per_second"] > 0
+    assert not Run.objects.exists()  # the seeded runs and their template are gone

@@ -10,11 +10,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bench.collector import run_collector_probe
 from bench.fanout import run_fanout
+from bench.replaycheck import run_replay_check
 from bench.sequential import run_concurrent, run_sequential
 
 
 class Command(BaseCommand):
-    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint or fanout."
+    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout or replay."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="scenario", required=True)
@@ -31,7 +32,10 @@ class Command(BaseCommand):
         fan.add_argument(
             "--repeat", type=int, default=1, help="pairs of runs to take the medians of"
         )
-        for p in (seq, conc, probe, fan):
+        check = sub.add_parser("replay", help="the replay check over many recorded runs")
+        check.add_argument("--runs", type=int, default=10_000)
+        check.add_argument("--steps", type=int, default=20, help="steps per recorded run")
+        for p in (seq, conc, probe, fan, check):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -54,6 +58,8 @@ class Command(BaseCommand):
             return run_sequential(options["steps"], options["timeout"])
         if scenario == "concurrent":
             return run_concurrent(options["runs"], options["steps"], options["timeout"])
+        if scenario == "replay":
+            return run_replay_check(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
         return run_fanout(options["branches"], options["timeout"], options["repeat"])
