@@ -53,7 +53,7 @@ def _code_version(version: int) -> Iterator[None]:
 
 
 def test_patched_old_and_new_runs_finish_on_their_branches_across_a_restart(
-    redis_broker: Any,
+    counters_redis: Any,
 ) -> None:
     with _worker("v1", 1):
         old = start("tests.versioned.order", "old")
@@ -68,7 +68,7 @@ def test_patched_old_and_new_runs_finish_on_their_branches_across_a_restart(
         assert old.wait(timeout=60) == ["a", "b", "go-old", "d"]
         assert new.wait(timeout=60) == ["a", "c", "go-new", "d"]
 
-    bodies = Counter(b.decode() for b in redis_broker.lrange(flows.BODIES, 0, -1))
+    bodies = Counter(b.decode() for b in counters_redis.lrange(flows.BODIES, 0, -1))
     assert bodies == Counter(["old:a", "old:b", "old:d", "new:a", "new:c", "new:d"])  # once each
     kinds = list(
         Step.objects.filter(run_id=new.id).order_by("position").values_list("kind", "name")

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from runtime import step, workflow
-from tests.support.services import broker_redis
+from tests.support.services import counters_redis_client
 
 MODULE = __name__
 BODIES = "tests:versioned:bodies"
@@ -25,7 +25,7 @@ def code_version() -> int:
 
 @step(name="tests.versioned.mark")
 def mark(label: str, part: str) -> str:
-    broker_redis().rpush(BODIES, f"{label}:{part}")
+    counters_redis_client().rpush(BODIES, f"{label}:{part}")
     return part
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -9,7 +10,7 @@ from bench.workers import ROOT, WorkerProcess
 
 ARTIFACTS = ROOT / "artifacts"
 
-__all__ = ["ARTIFACTS", "WorkerProcess", "running_worker"]
+__all__ = ["ARTIFACTS", "WorkerProcess", "running_worker", "supervised_worker"]
 
 
 @contextmanager
@@ -23,3 +24,36 @@ def running_worker(
         yield worker
     finally:
         worker.stop()
+
+
+@contextmanager
+def supervised_worker(
+    name: str = "w1", pool: str = "threads", concurrency: int = 4, **env: str
+) -> Iterator[list[WorkerProcess]]:
+    """A worker started again whenever it exits, as systemd's Restart=always would do.
+
+    Yields the list of the worker processes started so far (the last one is current).
+    """
+    started = [WorkerProcess(name, pool=pool, concurrency=concurrency, env=env, log_dir=ARTIFACTS)]
+    started[0].wait_ready()
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.2):
+            if started[-1].proc.poll() is not None:
+                again = f"{name}-{len(started)}"
+                started.append(
+                    WorkerProcess(
+                        again, pool=pool, concurrency=concurrency, env=env, log_dir=ARTIFACTS
+                    )
+                )
+
+    watcher = threading.Thread(target=watch, name=f"supervise-{name}", daemon=True)
+    watcher.start()
+    try:
+        yield started
+    finally:
+        stop.set()
+        watcher.join()
+        for worker in started:
+            worker.stop()

@@ -1,0 +1,87 @@
+"""The fault suite: services restarted and workers killed under running workflows.
+
+scripts/test runs it as its own pass, on a PostgreSQL cluster (port 5433) and a Redis (6380)
+of its own (scripts/fault-services), so that restarting them touches nothing else; RabbitMQ is
+restarted with `rabbitmqctl stop_app` / `start_app`. `FAULT_PG_CLUSTER` ("VERSION NAME") and
+`FAULT_REDIS_PORT` name what may be restarted; without them the suite cannot run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+
+import pytest
+from django.db import connection
+
+from tests.support.database import _release_test_database
+from tests.support.services import reachable
+
+__all__ = ["_release_test_database"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/faults/" in str(item.path):
+            item.add_marker(pytest.mark.fault)
+            item.add_marker(pytest.mark.worker)
+            item.add_marker(pytest.mark.django_db(transaction=True))
+
+
+@pytest.fixture(autouse=True)
+def _configured() -> None:
+    if not (os.environ.get("FAULT_PG_CLUSTER") and os.environ.get("FAULT_REDIS_PORT")):
+        message = "the fault suite runs on its own services: scripts/test sets them up"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
+def _wait_port(port: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not reachable(("127.0.0.1", port), timeout=0.2):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"port {port} did not come back in {timeout} s")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def restart_postgres() -> Callable[[], None]:
+    def restart() -> None:
+        version, name = os.environ["FAULT_PG_CLUSTER"].split()
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", version, name, "restart", "-m", "fast"],
+            check=True,
+        )
+        _wait_port(5433)
+        connection.close()  # this process's connection died with the server
+
+    return restart
+
+
+@pytest.fixture
+def restart_redis() -> Callable[[], None]:
+    def restart() -> None:
+        port = os.environ["FAULT_REDIS_PORT"]
+        subprocess.run(["redis-cli", "-p", port, "shutdown", "nosave"], check=False)
+        subprocess.run(
+            ["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", port,
+             "--save", "", "--appendonly", "no", "--dir", "/var/lib/redis-faults",
+             "--logfile", "/var/log/redis/faults.log"],
+            check=True,
+        )  # fmt: skip
+        _wait_port(int(port))
+
+    return restart
+
+
+@pytest.fixture
+def restart_rabbitmq() -> Callable[[], None]:
+    def restart() -> None:
+        subprocess.run(["rabbitmqctl", "stop_app"], check=True, capture_output=True)
+        subprocess.run(["rabbitmqctl", "start_app"], check=True, capture_output=True)
+        _wait_port(5672)
+
+    return restart

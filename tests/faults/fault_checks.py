@@ -1,0 +1,35 @@
+"""What every fault test checks of a run, and how it waits."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from runtime.models import Event, Run, Step
+
+
+def assert_each_step_completed_once(run_id: Any) -> None:
+    """Every step of the run has exactly one completion in its event log, the run completed,
+    and its events are dense."""
+    run = Run.objects.get(id=run_id)
+    assert run.status == "completed", run.error
+    completions = Counter(
+        Event.objects.filter(run_id=run_id, type="step_completed").values_list("step_id", flat=True)
+    )
+    step_ids = set(Step.objects.filter(run_id=run_id).values_list("id", flat=True))
+    assert set(completions) == step_ids
+    assert set(completions.values()) == {1}
+    seqs = list(Event.objects.filter(run_id=run_id).order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> float:
+    """Poll until `predicate` holds; returns the seconds it took."""
+    began = time.monotonic()
+    while not predicate():
+        if time.monotonic() - began > timeout:
+            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
+        time.sleep(0.05)
+    return time.monotonic() - began
