@@ -3,7 +3,7 @@
 Every worker process runs this pass every `FANFOLD_TAKEOVER_INTERVAL` seconds (1 by default).
 A lease whose owner no longer holds its liveness lock (runtime.recovery.liveness) is a
 suspect; seen so in two passes in a row it is ended: a run's lease ends and the run is
-enqueued again, a branch's lease ends and the fan-out sweep publishes its next attempt (an
+enqueued again, a branch's lease ends and its next attempt is published (an
 at-most-once branch's interrupted attempt is failed instead, as after any expired lease). The
 second look spares a live process that just reconnected after a database restart, before it
 took its lock again. Many processes may run the pass at once: ending a lease is conditional,
@@ -12,14 +12,14 @@ so only one of them enqueues.
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from django.utils import timezone
 
 from runtime import conf
 from runtime.dispatch import enqueue_run
-from runtime.fanout.sweep import sweep_fanouts_once
-from runtime.models import FanoutGroup, Step
+from runtime.fanout.takeover import publish_next_attempts
 from runtime.recovery.loop import BackgroundLoop
 from runtime.store.liveness import (
     expire_branch_leases,
@@ -27,6 +27,8 @@ from runtime.store.liveness import (
     orphaned_branches,
     orphaned_runs,
 )
+
+log = logging.getLogger("fanfold.takeover")
 
 Orphan = tuple[uuid.UUID, int]  # a leased row's id and its dead owner's key
 
@@ -50,19 +52,21 @@ class Takeover:
         ended = expire_run_leases(sorted(confirmed), timezone.now())
         for run_id in ended:
             enqueue_run(run_id)
+        if ended:
+            log.info("took over %d run(s) of dead processes", len(ended))
         self._suspect_runs -= confirmed
         return len(ended)
 
     def _take_branches(self) -> int:
         orphans = set(orphaned_branches())
         confirmed, self._suspect_branches = orphans & self._suspect_branches, orphans
-        now = timezone.now()
-        ended = expire_branch_leases(sorted(confirmed), now)
+        ended = expire_branch_leases(sorted(confirmed), timezone.now())
         self._suspect_branches -= confirmed
         if ended:
-            runs = Step.objects.filter(id__in=ended).values_list("run_id", flat=True)
-            FanoutGroup.objects.open().filter(run_id__in=list(runs)).update(check_at=now)
-            sweep_fanouts_once()
+            published = publish_next_attempts(ended)
+            log.info(
+                "took over %d branch(es) of dead processes (%d published)", len(ended), published
+            )
         return len(ended)
 
 

@@ -1,9 +1,9 @@
 """Takeover of interrupted at-most-once branch attempts: failed, never run again.
 
-Both the fan-out sweep and a replay of the workflow find branches running with an expired
-lease (their worker died). Their next attempt would normally take them over; an at-most-once
-attempt that began and never reported is not run again: it counts as a failed attempt, and
-the step's RetryPolicy decides what follows.
+The fan-out sweep, a replay of the workflow and the takeover pass (runtime.takeover) find
+branches running with an expired lease (their worker died). Their next attempt would
+normally take them over; an at-most-once attempt that began and never reported is not run
+again: it counts as a failed attempt, and the step's RetryPolicy decides what follows.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from django.utils import timezone
 from runtime.core.errors import StepInterrupted
 from runtime.core.fanin import BranchDispatch
 from runtime.core.retry import DEFAULT_POLICY
+from runtime.dispatch import publish_branches
 from runtime.fanout.report import BranchAttempt, ClaimedBranch, report_failure
+from runtime.models import FanoutGroup, Step, StepStatus
 from runtime.registry import registry
 
 
@@ -46,3 +48,26 @@ def interrupt_at_most_once(
         claimed = ClaimedBranch(fn.name, "step", {}, now)
         report_failure(branch, claimed, exc, fn.retry or DEFAULT_POLICY, lease_expired_by=now)
     return remaining
+
+
+def publish_next_attempts(step_ids: list[uuid.UUID]) -> int:
+    """Publish the next attempt of these running branches, whose leases just ended (their
+    process died); at-most-once ones are failed instead. Returns how many were published."""
+    rows = Step.objects.filter(id__in=step_ids, status=StepStatus.RUNNING).values_list(
+        "run_id", "position", "name", "attempt"
+    )
+    by_run: dict[uuid.UUID, list[tuple[int, str, int]]] = {}
+    for run_id, position, name, attempt in rows:
+        by_run.setdefault(run_id, []).append((position, name, attempt))
+    published = 0
+    for run_id, branches in by_run.items():
+        groups = FanoutGroup.objects.open().filter(run_id=run_id)
+        for group_position, total in groups.values_list("first_position", "total"):
+            mine = [b for b in branches if group_position <= b[0] < group_position + total]
+            running = {position: name for position, name, _ in mine}
+            due = [BranchDispatch(position, attempt + 1) for position, _, attempt in mine]
+            due = interrupt_at_most_once(run_id, group_position, running, due)
+            if due:
+                publish_branches(run_id, group_position, due)
+                published += len(due)
+    return published

@@ -9,6 +9,8 @@ from typing import Any
 
 from runtime.models import Event, Run, Step
 
+COMPLETIONS = ("step_completed", "wait_completed")  # a step's, a durable sleep's
+
 
 def assert_each_step_completed_once(run_id: Any) -> None:
     """Every step of the run has exactly one completion in its event log, the run completed,

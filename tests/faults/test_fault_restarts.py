@@ -6,8 +6,8 @@ messages, branch messages): the sweeps find what was lost. kombu's Redis transpo
 worker ("Unrecoverable error") when the connection drops while it holds unacknowledged
 messages, so the worker runs supervised, started again when it exits, as systemd's
 Restart=always does in a deployment; the new worker takes the run over. RabbitMQ keeps its
-durable queue and persistent messages. A PostgreSQL restart fails the checkpoints in flight: the execution
-task retries and replays.
+durable queue and persistent messages. A PostgreSQL restart fails the checkpoints in flight:
+the execution task retries and replays.
 """
 
 from __future__ import annotations
