@@ -18,10 +18,16 @@ def assert_each_step_completed_once(run_id: Any) -> None:
     run = Run.objects.get(id=run_id)
     assert run.status == "completed", run.error
     completions = Counter(
-        Event.objects.filter(run_id=run_id, type="step_completed").values_list("step_id", flat=True)
+        Event.objects.filter(run_id=run_id, type__in=COMPLETIONS).values_list("step_id", flat=True)
     )
-    step_ids = set(Step.objects.filter(run_id=run_id).values_list("id", flat=True))
-    assert set(completions) == step_ids
+    steps = {sid: (pos, kind) for sid, pos, kind in
+             Step.objects.filter(run_id=run_id).values_list("id", "position", "kind")}  # fmt: skip
+    missing = {
+        steps[sid]: list(Event.objects.filter(step_id=sid).values_list("type", flat=True))
+        for sid in set(steps) - set(completions)
+    }
+    assert missing == {}, f"steps without a completion: {missing}"
+    assert set(completions) == set(steps)
     assert set(completions.values()) == {1}
     seqs = list(Event.objects.filter(run_id=run_id).order_by("seq").values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))
