@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from runtime.admin_pages import RunPagesMixin
 from runtime.core.errors import FanfoldError, RunAlreadyFinished, RunNotFound
 from runtime.models import Event, Run, RunStatus, Step, StepStatus
 from runtime.services import cancel_run, start_run
@@ -92,7 +93,7 @@ else:
 
 
 @admin.register(Run)
-class RunAdmin(_RunModelAdmin):
+class RunAdmin(RunPagesMixin, _RunModelAdmin):
     change_form_template = "admin/runtime/run/change_form.html"
     list_display = [
         "short_id",
