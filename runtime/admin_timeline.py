@@ -190,7 +190,8 @@ def _fanout(branches: list[Bar], total: int, verdict: str | None, axis: Axis) ->
     )
     return (
         f"<details class='fanfold-tl-fanout'{opened}><summary>"
-        f"<span class='fanfold-tl-row'><span class='fanfold-tl-label'>{summary}</span>"
+        f"<span class='fanfold-tl-row'>"
+        f"<span class='fanfold-tl-label' title='{summary}'>{summary}</span>"
         f"<span class='fanfold-tl-track'>{span}</span></span></summary>{rows}</details>"
     )
 
