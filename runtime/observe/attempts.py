@@ -1,8 +1,8 @@
 """One step attempt or one run pass as metrics and spans see it: timed, named, with an outcome.
 
 The caller sets `.outcome` before the block ends; an attempt that leaves by an exception the
-caller did not classify counts as failed. Spans do not record the runtime's control-flow
-exceptions (a retry suspends the run by raising): the outcome attribute says what happened.
+caller did not classify counts as failed. Spans do not record exceptions (a retry suspends the
+run by raising one): the outcome attribute says what happened.
 """
 
 from __future__ import annotations
@@ -16,29 +16,20 @@ from runtime.observe import metrics, tracing
 
 
 class _Observed:
-    __slots__ = ("_cm", "_span", "outcome")
+    __slots__ = ("_span", "outcome")
 
     def __init__(self) -> None:
         self.outcome = "failed"
-        self._cm: Any = None
-        self._span: Any = None
+        self._span: tracing.OpenSpan | None = None
 
     def _open_span(self, name: str, attributes: dict[str, Any], links: list[Any]) -> None:
         tracer = tracing.tracer()
-        if tracer is None:
-            return
-        self._cm = tracer.start_as_current_span(
-            name, attributes=attributes, links=links,
-            record_exception=False, set_status_on_exception=False,
-        )  # fmt: skip
-        self._span = self._cm.__enter__()
+        if tracer is not None:
+            self._span = tracing.OpenSpan(tracer, name, attributes, links)
 
-    def _close_span(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._cm is not None:
-            self._span.set_attribute(tracing.OUTCOME, self.outcome)
-            self._cm.__exit__(kind, exc, tb)
+    def _close_span(self) -> None:
+        if self._span is not None:
+            self._span.close(self.outcome)
 
 
 class StepAttempt(_Observed):
@@ -78,7 +69,7 @@ class StepAttempt(_Observed):
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         metrics.step_attempt(self.name, self.outcome, perf_counter() - self._started)
-        self._close_span(kind, exc, tb)
+        self._close_span()
 
 
 class RunPass(_Observed):
@@ -101,5 +92,5 @@ class RunPass(_Observed):
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._close_span(kind, exc, tb)
+        self._close_span()
         tracing.current_workflow.reset(self._token)

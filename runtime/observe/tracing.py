@@ -51,16 +51,48 @@ def links_from(traceparent: str | None) -> list[Any]:
     return [api.Link(span_context)] if span_context.is_valid else []
 
 
-def span(name: str, attributes: dict[str, Any], links: list[Any] | None = None) -> Any:
-    """A context manager making `name` the current span (a no-op when there are no spans)."""
-    tracer_ = tracer()
-    if tracer_ is None:
-        return nullcontext(None)
-    return tracer_.start_as_current_span(name, attributes=attributes, links=links)
+class OpenSpan:
+    """A started span, current in this thread until `close()` (the SDK's context manager
+    does the same with a generator and more bookkeeping; this is on every step's path)."""
+
+    __slots__ = ("_span", "_token")
+
+    def __init__(self, tracer_: Any, name: str, attributes: dict[str, Any], links: list[Any]):
+        api = publish_tracing.trace_api()
+        context = publish_tracing.optional_module("opentelemetry.context")
+        self._span = tracer_.start_span(name, attributes=attributes, links=links)
+        self._token = context.attach(api.set_span_in_context(self._span))  # type: ignore[union-attr]
+
+    def close(self, outcome: str) -> None:
+        context = publish_tracing.optional_module("opentelemetry.context")
+        context.detach(self._token)  # type: ignore[union-attr]
+        self._span.set_attribute(OUTCOME, outcome)
+        self._span.end()
+
+
+class _CommitSpan:
+    """The span of one checkpoint transaction: a child of whatever span is current, never
+    made current itself (nothing runs inside it that makes spans)."""
+
+    __slots__ = ("_span", "_tracer", "items")
+
+    def __init__(self, tracer_: Any, items: int) -> None:
+        self._tracer = tracer_
+        self.items = items
+
+    def __enter__(self) -> None:
+        self._span = self._tracer.start_span(
+            "fanfold.checkpoint", attributes={BATCH_ITEMS: self.items}
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        self._span.end()
+
+
+_NO_SPAN = nullcontext(None)
 
 
 def checkpoint_commit(items: int) -> Any:
-    """The span of one checkpoint batch's transaction."""
-    if tracer() is None:
-        return nullcontext(None)
-    return span("fanfold.checkpoint", {BATCH_ITEMS: items})
+    """A context manager around one checkpoint batch's transaction (a no-op without spans)."""
+    tracer_ = tracer()
+    return _NO_SPAN if tracer_ is None else _CommitSpan(tracer_, items)

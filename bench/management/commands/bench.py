@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bench.collector import run_collector_probe
 from bench.fanout import run_fanout
+from bench.observe import compare
 from bench.sequential import run_concurrent, run_sequential
 
 
@@ -31,6 +32,13 @@ class Command(BaseCommand):
         fan.add_argument(
             "--repeat", type=int, default=1, help="pairs of runs to take the medians of"
         )
+        for p in (seq, fan):
+            p.add_argument(
+                "--observe",
+                action="store_true",
+                help="run with metrics and tracing off, then on, and report both",
+            )
+            p.add_argument("--pairs", type=int, default=2, help="off/on pairs for --observe")
         for p in (seq, conc, probe, fan):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
@@ -47,15 +55,32 @@ class Command(BaseCommand):
             self.stdout.write(f"  {key:<32} {value}")
 
     def _run(self, scenario: str, options: dict[str, Any]) -> dict[str, Any]:
-        for name in ("steps", "runs", "samples", "branches", "repeat"):
+        for name in ("steps", "runs", "samples", "branches", "repeat", "pairs"):
             if name in options and options[name] is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
+        observe = options.get("observe", False)
         if scenario == "seq":
+            if observe:
+                return compare(
+                    lambda env: run_sequential(options["steps"], options["timeout"], env),
+                    "steps_per_second",
+                    options["pairs"],
+                    higher_is_better=True,
+                )
             return run_sequential(options["steps"], options["timeout"])
         if scenario == "concurrent":
             return run_concurrent(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
+        if observe:
+            return compare(
+                lambda env: run_fanout(
+                    options["branches"], options["timeout"], options["repeat"], env
+                ),
+                "fan_in_ms",
+                options["pairs"],
+                higher_is_better=False,
+            )
         return run_fanout(options["branches"], options["timeout"], options["repeat"])
 
 
