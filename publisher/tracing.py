@@ -53,9 +53,23 @@ def _tracer() -> Any:
     return None if api is None else api.get_tracer("fanfold")
 
 
+_override: Any = None
+
+
+def use_tracer(tracer_: Any) -> Any:
+    """Make ``tracer_`` Fanfold's tracer instead of the global provider's (None: back to the
+    global one); returns the one it replaces. For tests, which cannot reset the global
+    provider."""
+    global _override
+    previous, _override = _override, tracer_
+    return previous
+
+
 def tracer() -> Any:
     """Fanfold's OpenTelemetry tracer, or None when spans are off or the API is missing."""
-    return _tracer() if _enabled else None
+    if not _enabled:
+        return None
+    return _override if _override is not None else _tracer()
 
 
 @contextmanager
