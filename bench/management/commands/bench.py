@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bench.collector import run_collector_probe
 from bench.fanout import run_fanout
-from bench.observe import compare
+from bench.observe import observe_fanout, observe_sequential
 from bench.sequential import run_concurrent, run_sequential
 
 
@@ -61,25 +61,15 @@ class Command(BaseCommand):
         observe = options.get("observe", False)
         if scenario == "seq":
             if observe:
-                return compare(
-                    lambda env: run_sequential(options["steps"], options["timeout"], env),
-                    "steps_per_second",
-                    options["pairs"],
-                    higher_is_better=True,
-                )
+                return observe_sequential(options["steps"], options["timeout"], options["pairs"])
             return run_sequential(options["steps"], options["timeout"])
         if scenario == "concurrent":
             return run_concurrent(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
         if observe:
-            return compare(
-                lambda env: run_fanout(
-                    options["branches"], options["timeout"], options["repeat"], env
-                ),
-                "fan_in_ms",
-                options["pairs"],
-                higher_is_better=False,
+            return observe_fanout(
+                options["branches"], options["timeout"], options["repeat"], options["pairs"]
             )
         return run_fanout(options["branches"], options["timeout"], options["repeat"])
 
