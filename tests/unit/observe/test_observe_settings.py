@@ -1,12 +1,16 @@
-"""The observability settings and the span link a branch makes from its message header."""
+"""The observability settings, the worker exporter's refusal and a branch's span link."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import REGISTRY
 
 from publisher import tracing as publish_tracing
 from runtime import conf
+from runtime.observe import exporter
 from runtime.observe.tracing import links_from
 
 
@@ -43,3 +47,13 @@ def test_observe_links_from_a_traceparent_name_its_span() -> None:
     [link] = links_from(traceparent)
     assert link.context.span_id == span.get_span_context().span_id
     assert links_from(None) == [] and links_from("garbage") == []
+
+
+def test_observe_a_prefork_worker_without_the_multiprocess_directory_exports_nothing(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv(exporter.MULTIPROC_DIR, raising=False)
+    with caplog.at_level(logging.WARNING, logger="fanfold.metrics"):
+        assert exporter.start_worker_exporter(1, prefork=True) is False
+    assert "PROMETHEUS_MULTIPROC_DIR" in caplog.text
+    assert exporter.process_registry() is REGISTRY
