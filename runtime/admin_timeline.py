@@ -180,7 +180,7 @@ def _fanout(branches: list[Bar], total: int, verdict: str | None, axis: Axis) ->
     summary = (
         f"fan-out #{first} to #{first + total - 1}: {total} branches, {done} completed"
         + (f", {failed} failed" if failed else "")
-        + f" ({escape(verdict or 'open')}), {len(lanes)} lanes"
+        + f" ({escape(verdict or 'open')}), {len(lanes)} lane{'' if len(lanes) == 1 else 's'}"
     )
     span = _span_bar(branches, axis)
     opened = " open" if total <= OPEN_BRANCHES else ""

@@ -66,11 +66,7 @@ def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
         while True:
             session = ExecutionSession(run_id, token, epoch, writer())
             try:
-                with RunPass(run_id, claimed.workflow) as run_pass:
-                    run_pass.outcome = "woken"  # unless _execute_once returns
-                    execution = _execute_once(session, claimed, clock)
-                    run_pass.outcome = execution.outcome.value
-                    return execution
+                return _observed_pass(session, claimed, clock)
             except _Replay as again:
                 epoch += 1
                 claimed = RunClaim(
@@ -83,6 +79,19 @@ def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
 class _Replay(Exception):
     def __init__(self, wakeups: int) -> None:
         self.wakeups = wakeups
+
+
+def _observed_pass(session: ExecutionSession, claimed: RunClaim, clock: Clock) -> Execution:
+    """One pass as metrics and spans see it; a pass that raises (a database failure the task
+    retries) keeps the outcome "failed"."""
+    with RunPass(session.run_id, claimed.workflow) as run_pass:
+        try:
+            execution = _execute_once(session, claimed, clock)
+        except _Replay:
+            run_pass.outcome = "woken"  # a wake-up raced the suspend: the run replays at once
+            raise
+        run_pass.outcome = execution.outcome.value
+        return execution
 
 
 def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) -> Execution:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -57,15 +58,17 @@ def scrape_worker(port: int) -> Samples:
         return parse(response.read().decode())
 
 
-def run_the_workflows() -> None:
+def run_the_workflows() -> Any:
+    """Two sequential runs with a retry each and a 5-branch fan-out; returns the fan-out run."""
     handles = [start(flows.steps, 3), start(flows.steps, 3), start(flows.fan, 5)]
     for handle in handles:
         handle.wait(timeout=60, poll_interval=0.05)
+    return handles[-1]
 
 
 @pytest.mark.parametrize("pool", ["prefork", "threads"])
 def test_observe_worker_metrics_count_the_runs_steps_retries_and_publishes(
-    tmp_path: Path, pool: str
+    tmp_path: Path, pool: str, admin_client: Client
 ) -> None:
     port = free_port()
     env = {"FANFOLD_WORKFLOW_MODULES": flows.MODULE, "FANFOLD_METRICS_PORT": str(port)}
@@ -73,7 +76,7 @@ def test_observe_worker_metrics_count_the_runs_steps_retries_and_publishes(
         (tmp_path / "prom").mkdir()
         env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path / "prom")
     with running_worker(f"metrics-{pool}", pool, 2, **env):
-        run_the_workflows()
+        fan = run_the_workflows()
         samples = scrape_worker(port)
 
     total = "fanfold_runs_finished_total"
@@ -92,6 +95,10 @@ def test_observe_worker_metrics_count_the_runs_steps_retries_and_publishes(
     assert value(samples, "fanfold_checkpoint_commit_seconds_count") == value(
         samples, "fanfold_checkpoint_batch_size_count"
     )
+    # The admin draws the real fan-out: its inline step and its branches, in a group.
+    page = admin_client.get(reverse("admin:runtime_run_change", args=[fan.id])).content.decode()
+    assert "fan-out #2 to #6: 5 branches, 5 completed (succeeded)" in page
+    assert page.count("data-position=") == 6
 
 
 def test_observe_web_metrics_need_staff_or_the_token_and_read_the_queue(
