@@ -20,8 +20,11 @@ from runtime.core.errors import (
     CallbackNotFound,
     FanfoldError,
     InvalidArguments,
+    NothingToRetry,
     PayloadError,
     PayloadTooLarge,
+    PositionOutOfRange,
+    PositionUnfinished,
     RunAlreadyFinished,
     RunNotFound,
     WorkflowNotFound,
@@ -37,6 +40,9 @@ RUNTIME_ERROR_STATUS: tuple[tuple[type[FanfoldError], int], ...] = (
     (CallbackNotFound, status.HTTP_404_NOT_FOUND),
     (RunAlreadyFinished, status.HTTP_409_CONFLICT),
     (CallbackAlreadyCompleted, status.HTTP_409_CONFLICT),
+    (PositionOutOfRange, status.HTTP_400_BAD_REQUEST),
+    (PositionUnfinished, status.HTTP_409_CONFLICT),
+    (NothingToRetry, status.HTTP_409_CONFLICT),
 )
 
 

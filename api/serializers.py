@@ -39,6 +39,20 @@ class StartRunSerializer(serializers.Serializer[Any]):
     )
 
 
+class ForkRunSerializer(serializers.Serializer[Any]):
+    from_position = serializers.IntegerField(
+        help_text="the first position run again; the records before it are copied"
+    )
+    args = serializers.ListField(
+        child=serializers.JSONField(),
+        required=False,
+        help_text="new arguments (default: the source's)",
+    )
+    kwargs = serializers.DictField(
+        child=serializers.JSONField(), required=False, help_text="new keyword arguments"
+    )
+
+
 class RunFilterSerializer(serializers.Serializer[Any]):
     status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
     workflow = serializers.CharField(max_length=200, required=False)
@@ -79,10 +93,30 @@ class RunSerializer(serializers.ModelSerializer[Run]):
 
 class RunDetailSerializer(RunSerializer):
     step_counts = serializers.SerializerMethodField()
+    forked_from = serializers.UUIDField(
+        source="forked_from_id",
+        read_only=True,
+        allow_null=True,
+        help_text="the run this one was forked from (fork or retry), if any",
+    )
+    forked_from_position = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="the position the fork ran again from"
+    )
+    forks = serializers.SerializerMethodField(help_text="ids of the runs forked from this one")
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "step_counts"]
+        fields = [
+            *RunSerializer.Meta.fields,
+            "step_counts",
+            "forked_from",
+            "forked_from_position",
+            "forks",
+        ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.UUIDField()))
+    def get_forks(self, run: Run) -> list[str]:
+        return [str(i) for i in run.forks.order_by("created_at").values_list("id", flat=True)]
 
     @extend_schema_field(StepCountsSerializer)
     def get_step_counts(self, run: Run) -> dict[str, int]:

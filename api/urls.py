@@ -13,6 +13,7 @@ from drf_spectacular.renderers import (
 from api.errors import endpoint_not_found
 from api.views.callbacks import CallbackView
 from api.views.docs import DocsView, SchemaView
+from api.views.forks import RunForkView, RunRetryView
 from api.views.runs import (
     RunCancelView,
     RunDetailView,
@@ -36,6 +37,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<str:run_id>/steps/", RunStepsView.as_view(), name="run-steps"),
     path("runs/<str:run_id>/events/", RunEventsView.as_view(), name="run-events"),
     path("runs/<str:run_id>/cancel/", RunCancelView.as_view(), name="run-cancel"),
+    path("runs/<str:run_id>/fork/", RunForkView.as_view(), name="run-fork"),
+    path("runs/<str:run_id>/retry/", RunRetryView.as_view(), name="run-retry"),
     path("callbacks/<str:token>/", CallbackView.as_view(), name="callback"),
     path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
     path("schema/", SchemaView.as_view(renderer_classes=_SCHEMA_RENDERERS), name="api-schema"),

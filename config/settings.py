@@ -15,15 +15,29 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _list(name: str, default: str = "") -> list[str]:
+    return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
+
+
 DEBUG = _flag("DJANGO_DEBUG")
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or "fanfold-insecure-development-key-change-me"
-ALLOWED_HOSTS = [
-    h.strip()
-    for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(
-        ","
-    )
-    if h.strip()
-]
+# The "django-insecure-" prefix marks a key as not secret: `check --deploy` fails on it
+# outside DEBUG (fanfold.E003), so production must set DJANGO_SECRET_KEY.
+SECRET_KEY = (
+    os.environ.get("DJANGO_SECRET_KEY") or "django-insecure-fanfold-development-key-change-me"
+)
+ALLOWED_HOSTS = _list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = _list("DJANGO_CSRF_TRUSTED_ORIGINS")
+
+# --- HTTPS (all off by default: the demo and the tests serve plain HTTP on localhost) -----
+# Behind a TLS-terminating proxy set DJANGO_SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO,https
+# (only if the proxy always sets or strips that header).
+SECURE_SSL_REDIRECT = _flag("DJANGO_SECURE_SSL_REDIRECT")
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS") or 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _flag("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = _flag("DJANGO_SECURE_HSTS_PRELOAD")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _flag("DJANGO_SECURE_COOKIES")
+_proxy_header = _list("DJANGO_SECURE_PROXY_SSL_HEADER")
+SECURE_PROXY_SSL_HEADER = (_proxy_header[0], _proxy_header[1]) if len(_proxy_header) == 2 else None
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -31,10 +45,13 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # WhiteNoise serves static files under runserver too, the same way as in production.
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI as static files, not from a CDN
     "runtime",
     "api",
     "examples",
@@ -43,6 +60,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -87,7 +105,15 @@ TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
 USE_I18N = False
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+# `manage.py collectstatic` (scripts/bootstrap runs it) fills STATIC_ROOT; WhiteNoise serves it
+# with DEBUG on or off, under runserver and gunicorn alike. With DEBUG on it also serves the
+# apps' files straight from their folders.
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT") or VAR_DIR / "static")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Hashed, compressed copies: far-future cache headers are safe on them.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -107,6 +133,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_DEFAULT_QUEUE = "fanfold"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
+# "quorum" makes the default queue a RabbitMQ quorum queue (replicated); "classic" is durable.
+CELERY_TASK_DEFAULT_QUEUE_TYPE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE_TYPE") or "classic"
+if CELERY_BROKER_URL.startswith("amqp"):
+    # Celery's own sends (a run's start, timers) wait for the broker's confirm too; the
+    # branch batches always do (publisher.amqp_confirms).
+    CELERY_BROKER_TRANSPORT_OPTIONS["confirm_publish"] = True
 if CELERY_BROKER_URL.startswith("memory://"):
     # kombu's in-memory transport polls its queues once a second; the embedded worker would
     # then take fan-out branches at about `concurrency` per second.
@@ -134,6 +166,11 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Served from drf-spectacular-sidecar's static files: the docs work on a closed network.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # Swagger UI would otherwise send the schema to its public online validator.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "runtime.models.RunStatus",
         "StepStatusEnum": "runtime.models.StepStatus",
@@ -152,8 +189,10 @@ LOGGING = {
 }
 
 # --- Fanfold (see runtime.conf for every FANFOLD_* setting and its default) --------------------
+# FANFOLD_VAR_DIR and FANFOLD_LOG_LEVEL belong to these settings, not to the runtime.
+_PROJECT_ONLY = {"FANFOLD_VAR_DIR", "FANFOLD_LOG_LEVEL"}
 FANFOLD = {
     key.removeprefix("FANFOLD_"): value
     for key, value in os.environ.items()
-    if key.startswith("FANFOLD_") and key != "FANFOLD_VAR_DIR"
+    if key.startswith("FANFOLD_") and key not in _PROJECT_ONLY
 }

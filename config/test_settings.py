@@ -14,3 +14,13 @@ os.environ.setdefault("FANFOLD_LEASE_SECONDS", "2")
 os.environ.setdefault("FANFOLD_SWEEP_INTERVAL", "0.5")
 
 from config.settings import *  # noqa: F403
+
+# In-process tests run no collectstatic: serve the apps' static files from their folders, and
+# name them unhashed (the manifest of hashed names is made by collectstatic). The browser tests
+# run gunicorn on config.settings with a real collectstatic instead.
+STORAGES = {
+    **STORAGES,  # noqa: F405
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

@@ -1,13 +1,15 @@
 """The Celery transport: ordinary Celery task messages, a batch per broker request.
 
-A batch goes through kombu's ``Producer.batch()``, which on Redis buffers the LPUSHes of a whole
-batch in one pipeline; brokers without batch support (``memory://``, AMQP) publish each message
-immediately inside the same code path.
+On Redis a batch goes through kombu's ``Producer.batch()``, which buffers the LPUSHes of a whole
+batch in one pipeline. On AMQP (RabbitMQ) a batch is published with publisher confirms on a
+channel of the transport's own (``publisher.amqp_confirms``): the broker's ack, nack or return
+of each message is its outcome. Other brokers (``memory://``) publish each message at once
+inside the Redis code path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from celery import Celery
@@ -17,6 +19,7 @@ from celery.utils.saferepr import saferepr
 from kombu import Producer, Queue
 from kombu.common import Broadcast
 
+from publisher.amqp_confirms import CONFIRM_TIMEOUT, ConfirmedChannel, ConfirmedChannels
 from publisher.errors import describe, is_retryable
 from publisher.messages import IDEMPOTENCY_HEADER, Message, Outcome, Routing
 
@@ -35,17 +38,59 @@ class CeleryTransport:
     from ``app.producer_pool`` so connections are reused.
     """
 
-    def __init__(self, app: Celery, *, batch_size: int = 100) -> None:
+    def __init__(
+        self, app: Celery, *, batch_size: int = 100, confirm_timeout: float = CONFIRM_TIMEOUT
+    ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.app = app
         self.batch_size = batch_size
+        self.confirm_timeout = confirm_timeout
+        self._confirms: ConfirmedChannels | None = None
+        self._checked_broker = False
 
     def send(self, message: Message) -> Outcome:
         """Publish one message; raises if the broker request failed."""
+        confirms = self._confirmed_channels()
+        if confirms is not None:
+            with confirms.acquire() as channel:
+                return self._publish_confirmed(channel, [message])[0]
         with self.app.producer_pool.acquire(block=True) as producer:
             _Publishing(self.app, producer).publish(message)
         return Outcome.sent(message.idempotency_key)
+
+    def _confirmed_channels(self) -> ConfirmedChannels | None:
+        """The confirmed channels when the broker is AMQP, else None."""
+        if not self._checked_broker:
+            with self.app.connection_for_write() as connection:
+                if connection.transport.driver_type == "amqp":
+                    self._confirms = ConfirmedChannels(self.app.connection_for_write)
+            self._checked_broker = True
+        return self._confirms
+
+    def _publish_confirmed(
+        self, channel: ConfirmedChannel, messages: Sequence[Message]
+    ) -> list[Outcome]:
+        """Publish `messages` on a confirmed channel and wait for the broker's outcomes.
+
+        A message that cannot be encoded fails alone and is never sent; a connection error
+        raises (the whole request failed).
+        """
+        publishing = _Publishing(self.app, channel.producer, mandatory=True)
+        tags: list[int | None] = []
+        refused: dict[int, Outcome] = {}
+        for index, message in enumerate(messages):
+            try:
+                publishing.publish(message)
+            except Exception as exc:
+                if is_retryable(exc):
+                    raise
+                refused[index] = Outcome.failure(describe(exc), retryable=False)
+                tags.append(None)
+            else:
+                tags.append(channel.published(message.idempotency_key))
+        confirmed = iter(channel.outcomes(tags, self.confirm_timeout))
+        return [refused[i] if tag is None else next(confirmed) for i, tag in enumerate(tags)]
 
     def send_batch(self, messages: Sequence[Message]) -> list[Outcome]:
         """Publish ``messages`` in requests of at most ``batch_size``, one outcome per message.
@@ -54,22 +99,34 @@ class CeleryTransport:
         sent and the error is raised; if a later one fails, the messages already sent keep
         their ids and the rest fail with the error, unattempted.
         """
-        outcomes: list[Outcome] = []
-        broken: Outcome | None = None
+        confirms = self._confirmed_channels()
+        if confirms is not None:
+            with confirms.acquire() as channel:
+                return self._in_chunks(messages, lambda c: self._publish_confirmed(channel, c))
         with self.app.producer_pool.acquire(block=True) as producer:
             publishing = _Publishing(self.app, producer)
-            for start in range(0, len(messages), self.batch_size):
-                chunk = messages[start : start + self.batch_size]
-                if broken is not None:
-                    outcomes.extend([broken] * len(chunk))
-                    continue
-                try:
-                    outcomes.extend(publishing.publish_batch(chunk))
-                except Exception as exc:
-                    if start == 0:
-                        raise
-                    broken = Outcome.failure(describe(exc), retryable=is_retryable(exc))
-                    outcomes.extend([broken] * len(chunk))
+            return self._in_chunks(messages, publishing.publish_batch)
+
+    def _in_chunks(
+        self,
+        messages: Sequence[Message],
+        request: Callable[[Sequence[Message]], list[Outcome]],
+    ) -> list[Outcome]:
+        """One `request` per chunk of at most `batch_size`; after a failed one, the rest fail."""
+        outcomes: list[Outcome] = []
+        broken: Outcome | None = None
+        for start in range(0, len(messages), self.batch_size):
+            chunk = messages[start : start + self.batch_size]
+            if broken is not None:
+                outcomes.extend([broken] * len(chunk))
+                continue
+            try:
+                outcomes.extend(request(chunk))
+            except Exception as exc:
+                if start == 0:
+                    raise
+                broken = Outcome.failure(describe(exc), retryable=is_retryable(exc))
+                outcomes.extend([broken] * len(chunk))
         return outcomes
 
 
@@ -82,9 +139,11 @@ class _Publishing:
     cost more than building and sending the message itself.
     """
 
-    def __init__(self, app: Celery, producer: Producer) -> None:
+    def __init__(self, app: Celery, producer: Producer, *, mandatory: bool = False) -> None:
         self.app = app
         self.producer = producer
+        # On a confirmed channel a message no queue takes must come back, not vanish.
+        self._properties = {"mandatory": True} if mandatory else {}
         self.origin = anon_nodename()
         self.repr_levels = app.conf.task_repr_maxlevels
         self._ignore_result: dict[str, bool] = {}
@@ -140,6 +199,7 @@ class _Publishing:
             task_message,
             headers=headers,
             retry=False,
+            **self._properties,
             **self._route(message),
         )
 

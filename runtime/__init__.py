@@ -29,6 +29,7 @@ from runtime.stepinfo import StepInfo, current_step
 _LAZY = {
     "start": "runtime.handles",
     "get_run": "runtime.handles",
+    "fork": "runtime.handles",
     "RunHandle": "runtime.handles",
     "DurableContext": "runtime.context",
 }
@@ -64,6 +65,7 @@ __all__ = [
     "StepFailed",
     "StepInfo",
     "current_step",
+    "fork",
     "get_run",
     "start",
     "step",

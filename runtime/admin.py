@@ -8,10 +8,7 @@ rows of the page shown, rather than a join that would aggregate every run's step
 
 from __future__ import annotations
 
-import json
-import uuid
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.contrib import admin, messages
 from django.core.paginator import Page, Paginator
@@ -19,10 +16,20 @@ from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquer
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from runtime.admin_display import (
+    _as_uuid,
+    _compact,
+    _error_summary,
+    _runs,
+    _timestamp,
+    pretty_json,
+    relative_time,
+    seconds_between,
+)
+from runtime.admin_forks import RunForkAdmin
 from runtime.admin_pages import RunPagesMixin
 from runtime.core.errors import FanfoldError, RunAlreadyFinished, RunNotFound
 from runtime.models import Event, Run, RunStatus, Step, StepStatus
@@ -30,29 +37,6 @@ from runtime.services import cancel_run, start_run
 
 STEPS_PER_PAGE = 100
 EVENTS_PER_PAGE = 100
-# A payload is at most FANFOLD_MAX_PAYLOAD_BYTES; past this many characters the page shows a
-# prefix rather than a megabyte of JSON.
-PRETTY_JSON_LIMIT = 20_000
-EVENT_PAYLOAD_LIMIT = 200
-
-
-def pretty_json(value: Any, limit: int = PRETTY_JSON_LIMIT) -> str:
-    """`value` as indented JSON, cut to `limit` characters with a note saying so."""
-    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
-    if len(text) > limit:
-        return f"{text[:limit]}\n… ({len(text) - limit} more characters)"
-    return text
-
-
-def seconds_between(start: datetime | None, end: datetime | None) -> str:
-    if start is None or end is None:
-        return "—"
-    return f"{(end - start).total_seconds():.3f} s"
-
-
-def relative_time(origin: datetime, moment: datetime) -> str:
-    """`moment` as an offset from `origin`, e.g. "+0.012 s"."""
-    return f"{(moment - origin).total_seconds():+.3f} s"
 
 
 def _step_count(status: str | None = None) -> Coalesce:
@@ -85,15 +69,8 @@ def _pager(request: HttpRequest, param: str, page: Page[Any], anchor: str) -> di
     }
 
 
-# ModelAdmin is generic for the type checker only (no django_stubs_ext monkeypatch at run time).
-if TYPE_CHECKING:
-    _RunModelAdmin = admin.ModelAdmin[Run]
-else:
-    _RunModelAdmin = admin.ModelAdmin
-
-
 @admin.register(Run)
-class RunAdmin(RunPagesMixin, _RunModelAdmin):
+class RunAdmin(RunPagesMixin, RunForkAdmin):
     change_form_template = "admin/runtime/run/change_form.html"
     list_display = [
         "short_id",
@@ -109,7 +86,7 @@ class RunAdmin(RunPagesMixin, _RunModelAdmin):
     search_help_text = "An exact run id or idempotency key."
     show_full_result_count = False
     list_per_page = 50
-    actions = ["cancel_runs", "rerun_runs"]
+    actions = ["cancel_runs", "rerun_runs", "retry_runs"]
     fieldsets = [
         (
             None,
@@ -121,6 +98,7 @@ class RunAdmin(RunPagesMixin, _RunModelAdmin):
                     "idempotency_key",
                     ("created_at", "started_at", "finished_at"),
                     "duration",
+                    "fork_links",
                 ]
             },
         ),
@@ -137,6 +115,7 @@ class RunAdmin(RunPagesMixin, _RunModelAdmin):
         "duration",
         "input_json",
         "outcome",
+        "fork_links",
     ]
 
     # --- permissions: staff may look and act, nobody edits rows by hand ---------------------
@@ -255,7 +234,11 @@ class RunAdmin(RunPagesMixin, _RunModelAdmin):
         return super().change_view(request, object_id, form_url, context)
 
     def _history_context(self, request: HttpRequest, run: Run) -> dict[str, Any]:
-        return {**_steps_context(request, run), **_events_context(request, run)}
+        return {
+            **_steps_context(request, run),
+            **_events_context(request, run),
+            **self.fork_context(run),
+        }
 
     # --- actions -----------------------------------------------------------------------------
 
@@ -303,37 +286,6 @@ class RunAdmin(RunPagesMixin, _RunModelAdmin):
             self.message_user(
                 request, format_html("Started {}: {}", _runs(len(started)), links), messages.SUCCESS
             )
-
-
-def _timestamp(moment: datetime | None) -> str:
-    """Compact and to the second, in the current time zone: a list of runs is read for order."""
-    return "—" if moment is None else timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _as_uuid(text: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(text)
-    except ValueError:
-        return None
-
-
-def _runs(n: int) -> str:
-    return f"{n} run" if n == 1 else f"{n} runs"
-
-
-def _error_summary(error: Any) -> str:
-    if not error:
-        return ""
-    if isinstance(error, dict):
-        return f"{error.get('type', 'Error')}: {error.get('message', '')}"
-    return str(error)
-
-
-def _compact(payload: Any) -> str:
-    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
-    if len(text) > EVENT_PAYLOAD_LIMIT:
-        return text[:EVENT_PAYLOAD_LIMIT] + "…"
-    return text
 
 
 _STEP_LIST_FIELDS = (

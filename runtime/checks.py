@@ -20,3 +20,28 @@ def check_fanfold_settings(app_configs: Any = None, **kwargs: Any) -> list[Error
     if "pickle" in getattr(settings, "CELERY_ACCEPT_CONTENT", []):
         errors.append(Error("Fanfold accepts only JSON messages; remove pickle", id="fanfold.E002"))
     return errors
+
+
+# The prefix Django's startproject gives its generated keys, and the demo settings' dev key.
+INSECURE_KEY_PREFIX = "django-insecure-"
+
+
+@register(deploy=True)
+def check_secret_key_for_deploy(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """`check --deploy`: a development secret key outside DEBUG is an error, not a warning.
+
+    Sessions, password reset links and signed values all rest on SECRET_KEY; a key that ships
+    with the code is known to everyone who has the code.
+    """
+    key = str(getattr(settings, "SECRET_KEY", ""))
+    if settings.DEBUG or not key.startswith(INSECURE_KEY_PREFIX):
+        return []
+    return [
+        Error(
+            f"SECRET_KEY is a development key (it starts with {INSECURE_KEY_PREFIX!r}) and "
+            "DEBUG is off",
+            hint="Set DJANGO_SECRET_KEY to a long random value kept out of the code, e.g. "
+            "from `python -c 'import secrets; print(secrets.token_urlsafe(50))'`.",
+            id="fanfold.E003",
+        )
+    ]

@@ -22,6 +22,7 @@ class FanfoldSettings:
     MAX_PAYLOAD_BYTES: int = 1024 * 1024
     LEASE_SECONDS: float = 30.0
     SWEEP_INTERVAL: float = 5.0
+    TAKEOVER_INTERVAL: float = 1.0
     CHECKPOINT_MAX_ITEMS: int = 1000
     CHECKPOINT_MAX_BYTES: int = 4 * 1024 * 1024
     CHECKPOINT_ASYNC_WINDOW: float = 0.002

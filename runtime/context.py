@@ -27,6 +27,7 @@ from runtime.core.identity import check_name, deterministic_uuid, step_id
 from runtime.core.retry import DEFAULT_POLICY, GiveUp, RetryPolicy, decide
 from runtime.core.writes import EventDraft, StepRow, step_created
 from runtime.fanout.group import run_all
+from runtime.markers import patched
 from runtime.observe.attempts import StepAttempt
 from runtime.registry import Signature, StepFunction, WorkflowFunction
 from runtime.replay import ReplayCursor
@@ -67,8 +68,10 @@ class DurableContext:
         recorded: dict[int, history.RecordedStep],
         clock: Clock,
         rand: Callable[[], float] = _random.random,
+        *,
+        cursor: ReplayCursor | None = None,
     ) -> None:
-        self.cursor = ReplayCursor(session, recorded, clock, conf.get().MAX_PAYLOAD_BYTES)
+        self.cursor = cursor or ReplayCursor(session, recorded, clock, conf.get().MAX_PAYLOAD_BYTES)
         self._clock = clock
         self._rand = rand
         self._uuid_counter = 0
@@ -104,6 +107,11 @@ class DurableContext:
     def random(self) -> float:
         """A float in [0, 1), recorded so that replay sees the same value."""
         return float(self._record_value("ctx.random", self._rand))
+
+    def patched(self, patch_id: str) -> bool:
+        """True on new code paths: a run that reaches this call for the first time records a
+        marker and gets True; a run whose history passed here without it gets False."""
+        return patched(self.cursor, patch_id)
 
     # -- steps ------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from celery import Celery, current_app
+from kombu.exceptions import ChannelError
 
 from publisher import CeleryTransport, Message, Transport, publish_messages
 from publisher.messages import IDEMPOTENCY_HEADER
@@ -38,27 +39,20 @@ class Dispatcher(Protocol):
     def publish_branches(
         self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
     ) -> None:
-        """Publish these branch attempts; raises `publisher.PublishError` if any failed."""
+        """Publish these branch attempts, delayed ones after their countdown; raises
+        `publisher.PublishError` if any failed."""
 
-    def publish_later(
-        self,
-        run_id: uuid.UUID,
-        group_position: int,
-        position: int,
-        attempt: int,
-        countdown: float,
-        poll: int = 0,
-    ) -> None:
-        """Publish one branch attempt after `countdown` seconds (a retry or a child's poll)."""
+    def queue_depth(self) -> int | None:
+        """How many messages wait in the default queue now; None if that cannot be known."""
 
 
-def branch_message(run_id: uuid.UUID, group_position: int, position: int, attempt: int) -> Message:
-    """The task message of one attempt of one branch."""
-    return Message(
-        RUN_BRANCH,
-        dispatch_key(run_id, position, attempt),
-        args=[str(run_id), position, attempt, group_position],
-    )
+def branch_message(run_id: uuid.UUID, group_position: int, d: BranchDispatch) -> Message:
+    """The task message of one attempt of one branch (of one poll, for a child branch)."""
+    key = dispatch_key(run_id, d.position, d.attempt)
+    args: list[object] = [str(run_id), d.position, d.attempt, group_position]
+    if d.poll:
+        key, args = f"{key}:poll:{d.poll}", [*args, d.poll]
+    return Message(RUN_BRANCH, key, args=args)
 
 
 class CeleryDispatcher:
@@ -99,31 +93,35 @@ class CeleryDispatcher:
         if now:
             batch_size = conf.get().PUBLISH_BATCH_SIZE
             transport = self._given_transport or self._celery_transport(batch_size)
-            messages = [branch_message(run_id, group_position, d.position, d.attempt) for d in now]
+            messages = [branch_message(run_id, group_position, d) for d in now]
             publish_messages(messages, transport, batch_size=batch_size)
         for d in dispatches:
             if d.countdown > 0:
-                self.publish_later(run_id, group_position, d.position, d.attempt, d.countdown)
+                self._send_later(run_id, group_position, d)
 
-    def publish_later(
-        self,
-        run_id: uuid.UUID,
-        group_position: int,
-        position: int,
-        attempt: int,
-        countdown: float,
-        poll: int = 0,
-    ) -> None:
+    def _send_later(self, run_id: uuid.UUID, group_position: int, d: BranchDispatch) -> None:
         # The publisher's messages carry no ETA, so a delayed message goes through Celery.
-        key = dispatch_key(run_id, position, attempt)
+        message = branch_message(run_id, group_position, d)
         self._app().send_task(
-            RUN_BRANCH,
-            args=(str(run_id), position, attempt, group_position, poll),
-            task_id=f"{key}:poll:{poll}" if poll else key,
-            countdown=max(countdown, 0.0),
-            headers={IDEMPOTENCY_HEADER: key},
+            message.task,
+            args=message.args,
+            task_id=message.idempotency_key,
+            countdown=d.countdown,
+            headers={IDEMPOTENCY_HEADER: message.idempotency_key},
             ignore_result=True,
         )
+
+    def queue_depth(self) -> int | None:
+        app = self._app()
+        queue = app.conf.task_default_queue
+        try:
+            with app.connection_or_acquire() as connection:
+                declared = connection.default_channel.queue_declare(queue, passive=True)
+                return int(declared.message_count)
+        except ChannelError:
+            return 0  # no such queue yet (Redis keeps no key for an empty list): nothing waits
+        except Exception:  # the broker is away: unknown
+            return None
 
     def _celery_transport(self, batch_size: int) -> CeleryTransport:
         app = self._app()
@@ -168,5 +166,11 @@ def publish_later(
     countdown: float,
     poll: int = 0,
 ) -> None:
-    """Publish one branch attempt after `countdown` seconds."""
-    _dispatcher.publish_later(run_id, group_position, position, attempt, countdown, poll)
+    """Publish one branch attempt after `countdown` seconds (a retry, or a child's next poll)."""
+    delayed = BranchDispatch(position, attempt, max(countdown, 0.0), poll)
+    _dispatcher.publish_branches(run_id, group_position, [delayed])
+
+
+def queue_depth() -> int | None:
+    """How many messages wait in the broker's default queue; None if unknown."""
+    return _dispatcher.queue_depth()

@@ -31,6 +31,7 @@ from runtime.models import Run, RunStatus
 from runtime.observe import metrics
 from runtime.observe.attempts import RunPass
 from runtime.recovery.leases import run_leases
+from runtime.recovery.liveness import process_key
 from runtime.registry import registry
 from runtime.session import ExecutionSession
 from runtime.store import writer
@@ -57,7 +58,7 @@ def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
     """Run (or resume) `run_id` until it finishes, suspends, or loses its lease."""
     clock = clock or SystemClock()
     token = secrets.token_hex(16)
-    claimed = claim_run(run_id, token, timezone.now())
+    claimed = claim_run(run_id, token, timezone.now(), process_key())
     if claimed is None:
         return Execution(ExecutionOutcome.SKIPPED)
     run_leases.hold(token)

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from runtime.core.errors import RunCancelled, RunFailed
+from runtime.forks import fork_run, retry_run
 from runtime.models import Event, Run, RunStatus, Step
 from runtime.registry import WorkflowFunction
 from runtime.services import cancel_run, get_run_row, start_run
@@ -60,6 +61,10 @@ class RunHandle:
         """Cancel the run; raises RunAlreadyFinished if it has finished."""
         cancel_run(self.id)
 
+    def retry(self) -> RunHandle:
+        """Fork this run from its first failed or cancelled step (raises NothingToRetry)."""
+        return RunHandle(retry_run(self.id).id)
+
     def steps(self) -> list[Step]:
         return list(Step.objects.filter(run_id=self.id).order_by("position"))
 
@@ -76,6 +81,20 @@ def start(
     """Start a run of `workflow` (a name or the decorated function) with these arguments."""
     run, created = start_run(workflow, args, kwargs, idempotency_key=idempotency_key)
     return RunHandle(run.id, created)
+
+
+def fork(
+    run_id: uuid.UUID | str,
+    from_position: int,
+    args: list[Any] | None = None,
+    kwargs: dict[str, Any] | None = None,
+) -> RunHandle:
+    """A new run whose history starts with `run_id`'s records before `from_position`.
+
+    Those records are copied as recorded, not run again; position `from_position` on runs
+    anew, with `args` / `kwargs` instead of the source's when given. The source is unchanged.
+    """
+    return RunHandle(fork_run(run_id, from_position, args, kwargs).id)
 
 
 def get_run(run_id: uuid.UUID | str) -> RunHandle:

@@ -43,6 +43,7 @@ class StepKind(models.TextChoices):
     SLEEP = "sleep"
     CALLBACK = "callback"
     CHILD = "child"
+    MARKER = "marker"  # a `ctx.patched` answer
 
 
 class EventType(models.TextChoices):
@@ -58,6 +59,7 @@ class EventType(models.TextChoices):
     CALLBACK_CREATED = "callback_created"
     CALLBACK_RECEIVED = "callback_received"
     CALLBACK_TIMED_OUT = "callback_timed_out"
+    MARKER_RECORDED = "marker_recorded"
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"
@@ -129,9 +131,25 @@ class Run(models.Model):
     # The executor that owns the run, and until when without a heartbeat (fencing token).
     lease_token = models.CharField(max_length=64, null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # The liveness key of the process holding the lease (runtime.recovery.liveness): while
+    # that process lives it holds a PostgreSQL advisory lock on this key.
+    lease_owner = models.BigIntegerField(null=True, blank=True)
     # Bumped by whoever makes a waiting run ready (callback, fan-in); a suspend that saw an
     # older value replays again instead of going to sleep.
     wakeups = models.PositiveIntegerField(default=0)
+    # A fork (runtime.forks): the run whose records before `forked_from_position` it copied.
+    # No constraint, like steps and events: a source may be deleted and its forks kept.
+    forked_from = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="forks",
+        db_constraint=False,
+        db_index=False,
+        editable=False,
+    )
+    forked_from_position = models.PositiveIntegerField(null=True, blank=True, editable=False)
 
     objects = RunQuerySet.as_manager()
 
@@ -149,6 +167,9 @@ class Run(models.Model):
                 fields=["lease_expires_at"],
                 name="run_lease_idx",
                 condition=Q(lease_token__isnull=False),
+            ),
+            models.Index(
+                fields=["forked_from"], name="run_forks_idx", condition=Q(forked_from__isnull=False)
             ),
         ]
         constraints = [
@@ -186,9 +207,6 @@ class StepQuerySet(models.QuerySet["Step"]):
     def completed(self) -> StepQuerySet:
         return self.filter(status=StepStatus.COMPLETED)
 
-    def failed(self) -> StepQuerySet:
-        return self.filter(status=StepStatus.FAILED)
-
     def unfinished(self) -> StepQuerySet:
         return self.filter(status__in=[StepStatus.PENDING, StepStatus.RUNNING])
 
@@ -221,6 +239,8 @@ class Step(models.Model):
     # null otherwise.
     # Unique through a partial constraint: no index entry (and no LIKE index) for the many
     # ordinary steps that have no token.
+    # The liveness key of the process running this branch, while it runs (Run.lease_owner).
+    lease_owner = models.BigIntegerField(null=True, blank=True, editable=False)
     callback_token = models.CharField(max_length=64, null=True, blank=True, editable=False)
 
     objects = StepQuerySet.as_manager()
@@ -303,9 +323,6 @@ class Event(models.Model):
 class FanoutGroupQuerySet(models.QuerySet["FanoutGroup"]):
     def open(self) -> FanoutGroupQuerySet:
         return self.filter(verdict__isnull=True)
-
-    def settled(self) -> FanoutGroupQuerySet:
-        return self.filter(verdict__isnull=False)
 
 
 class FanoutGroup(models.Model):

@@ -14,7 +14,7 @@ from typing import Any
 
 from runtime.core.clock import Clock
 from runtime.core.errors import NonDeterminismError
-from runtime.core.history import RecordedStep, StepAction
+from runtime.core.history import MARKER, RecordedStep, StepAction
 from runtime.core.jsonvalues import checked
 from runtime.core.writes import EventDraft, HistoryWrite, StepRow
 from runtime.session import ExecutionSession
@@ -47,14 +47,44 @@ class ReplayCursor:
         """True while the workflow re-executes positions the history already holds."""
         return self._position < self._last_recorded
 
+    @property
+    def position(self) -> int:
+        """The last position taken so far (0 before the first durable call)."""
+        return self._position
+
     def next_position(self) -> int:
-        """Take the next position; raises the fatal error if user code swallowed one."""
+        """Take the next position; raises the fatal error if user code swallowed one.
+
+        Patch markers the code does not ask for are stepped over: a `ctx.patched` call that
+        was removed once no open run lacked its marker leaves markers behind in histories.
+        """
         if self.fatal is not None:
             # The history no longer matches, so no later durable call may run a body, record
             # anything or suspend the run.
             raise self.fatal
         self._position += 1
+        while (record := self._recorded.get(self._position)) is not None and record.kind == MARKER:
+            self._position += 1
         return self._position
+
+    def patch_answer(self, patch_id: str) -> bool | None:
+        """What the history says about `ctx.patched(patch_id)` here; None at its frontier.
+
+        The recorded answer of this patch's marker among the markers at the next positions;
+        False when the history goes on without it (the run passed here on older code).
+        """
+        if self.fatal is not None:
+            raise self.fatal
+        position = self._position + 1
+        while (record := self._recorded.get(position)) is not None and record.kind == MARKER:
+            if record.name == patch_id:
+                return bool(record.result)
+            position += 1
+        return None if record is None else False
+
+    def before_dispatch(self) -> None:
+        """Called before a fan-out acts outside the history (publishes or takes over
+        branches); a cursor that only checks the history (runtime.replay_check) stops here."""
 
     def recorded(self, position: int) -> RecordedStep | None:
         return self._recorded.get(position)

@@ -9,12 +9,13 @@ from celery import Task, shared_task
 from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 
 from publisher.tracing import TRACEPARENT
-from runtime import conf, executor
+from runtime import conf, executor, takeover
 from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
 from runtime.fanout import branch, sweep
 from runtime.fanout.report import BranchAttempt
 from runtime.observe.exporter import child_exited, start_worker_exporter
 from runtime.recovery import run_sweep
+from runtime.recovery.liveness import release_process_liveness
 from runtime.store import writer
 
 
@@ -56,9 +57,10 @@ def sweep_runs() -> int:
 
 
 def start_sweeps() -> None:
-    """Start this process's run and fan-out sweeps (each worker runs them; idempotent)."""
+    """Start this process's sweeps and takeover pass (each worker runs them; idempotent)."""
     run_sweep.loop.start()
     sweep.loop.start()
+    takeover.loop.start()
 
 
 @worker_ready.connect
@@ -73,7 +75,9 @@ def _start_sweeps(sender: Any = None, **_: object) -> None:
 @worker_process_shutdown.connect
 @worker_shutdown.connect
 def _drain_checkpoints(pid: int | None = None, **_: object) -> None:
-    """A warm shutdown writes what is still queued (prefork children and threads pools)."""
+    """A warm shutdown writes what is still queued (prefork children and threads pools), then
+    gives up the process's liveness lock (and a prefork child's live metrics)."""
     writer().close()
+    release_process_liveness()
     if pid is not None:
         child_exited(pid)

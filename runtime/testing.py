@@ -6,6 +6,8 @@
   way dramatiq's StubBroker is joined. No broker, no worker.
 - `use_writer(sink=...)`: a fresh checkpoint writer for a block, closed (with its database
   connection) after it; `sink` builds its sink (a `DatabaseSink` by default).
+- `replay(run_id)`: the replay check of one recorded run against the current code, writing
+  nothing (runtime.replay_check); `.ok`, or `.mismatch` says where and why.
 """
 
 from __future__ import annotations
@@ -24,7 +26,19 @@ from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.fanin import BranchDispatch
 from runtime.fanout import branch
 from runtime.fanout.report import BranchAttempt
+from runtime.replay_check import Mismatch, ReplayReport, replay
 from runtime.store.sink import DatabaseSink
+
+__all__ = [
+    "InMemoryDispatcher",
+    "Mismatch",
+    "ReplayReport",
+    "SentBranch",
+    "SentRun",
+    "replay",
+    "use_dispatcher",
+    "use_writer",
+]
 
 
 @contextmanager
@@ -64,11 +78,8 @@ class SentBranch:
 
     run_id: uuid.UUID
     group_position: int
-    position: int
-    attempt: int
-    countdown: float
-    poll: int
-    due: float
+    dispatch: BranchDispatch
+    due: float  # time.monotonic() when it may run
 
 
 @dataclass
@@ -89,23 +100,17 @@ class InMemoryDispatcher:
     def publish_branches(
         self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
     ) -> None:
-        for d in dispatches:
-            self.publish_later(run_id, group_position, d.position, d.attempt, d.countdown)
-
-    def publish_later(
-        self,
-        run_id: uuid.UUID,
-        group_position: int,
-        position: int,
-        attempt: int,
-        countdown: float,
-        poll: int = 0,
-    ) -> None:
-        due = time.monotonic() + max(countdown, 0.0)
-        sent = SentBranch(run_id, group_position, position, attempt, countdown, poll, due)
+        now = time.monotonic()
+        sent = [
+            SentBranch(run_id, group_position, d, now + max(d.countdown, 0.0)) for d in dispatches
+        ]
         with self._lock:
-            self.branches.append(sent)
-            self._queue.append(sent)
+            self.branches.extend(sent)
+            self._queue.extend(sent)
+
+    def queue_depth(self) -> int | None:
+        with self._lock:
+            return len(self._queue)
 
     def join(self, timeout: float = 30.0) -> int:
         """Deliver kept messages until none is left; returns how many were delivered.
@@ -130,10 +135,11 @@ class InMemoryDispatcher:
             if isinstance(message, SentRun):
                 executor.execute(message.run_id)
             else:
+                d = message.dispatch
                 attempt = BranchAttempt(
-                    message.run_id, message.position, message.attempt, message.group_position
+                    message.run_id, d.position, d.attempt, message.group_position
                 )
-                branch.run_branch(attempt, message.poll)
+                branch.run_branch(attempt, d.poll)
 
     def _take_due(self) -> SentRun | SentBranch | None:
         now = time.monotonic()

@@ -5,9 +5,18 @@ The environment defaults (real Postgres and Redis, short leases) live in config/
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
-from tests.support.services import POSTGRES, REDIS, require
+from tests.support.services import (
+    POSTGRES,
+    RABBITMQ,
+    REDIS,
+    counters_url,
+    purge_broker_queue,
+    require,
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -27,16 +36,30 @@ def _require_services(request: pytest.FixtureRequest) -> None:
         require(POSTGRES, "PostgreSQL")
     if request.node.get_closest_marker("redis"):
         require(REDIS, "Redis")
+    if request.node.get_closest_marker("worker") and _broker_is_amqp():
+        require(RABBITMQ, "RabbitMQ")
+
+
+def _broker_is_amqp() -> bool:
+    from django.conf import settings
+
+    return str(settings.CELERY_BROKER_URL).startswith("amqp")
 
 
 @pytest.fixture
-def redis_broker() -> object:
-    """A flushed Redis database for the broker of this test."""
+def counters_redis() -> Iterator[object]:
+    """The flushed Redis database where step bodies count themselves, and an empty queue.
+
+    On a Redis broker that database is the broker's own (flushing it empties the queue too);
+    on RabbitMQ the broker's queue is purged as well.
+    """
     import redis
     from django.conf import settings
 
     require(REDIS, "Redis")
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    client = redis.Redis.from_url(counters_url())
     client.flushdb()
+    if not settings.CELERY_BROKER_URL.startswith("redis"):
+        purge_broker_queue()
     yield client
     client.flushdb()

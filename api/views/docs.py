@@ -1,4 +1,4 @@
-"""What the schema views document: the error responses shared by every endpoint."""
+"""The schema, its Swagger UI page, and the error responses every endpoint documents."""
 
 from __future__ import annotations
 
@@ -49,4 +49,4 @@ class SchemaView(_JsonErrors, SpectacularAPIView):
 
 
 class DocsView(_JsonErrors, SpectacularSwaggerView):
-    pass
+    """Swagger UI, its scripts and styles served by this site (drf-spectacular-sidecar)."""

@@ -38,6 +38,11 @@ class ProcessLocal(Generic[T]):
                 self._slot = slot
             return slot[1]
 
+    def built(self) -> bool:
+        """Whether this process has built its instance yet."""
+        slot = self._slot
+        return slot is not None and slot[0] == os.getpid()
+
     def _forget_after_fork(self) -> None:
         # The parent may have held the lock at fork time; the child gets a fresh one.
         self._lock = threading.Lock()

@@ -27,7 +27,7 @@ from runtime.checkpoint.batching import (
 )
 from runtime.checkpoint.errors import CheckpointFailed, OutcomeUnknown, WriterClosed
 from runtime.checkpoint.intake import Intake
-from runtime.checkpoint.sessions import SessionFailures
+from runtime.checkpoint.poisoned import PoisonedSessions
 from runtime.checkpoint.sink import Sink, WriterStats
 from runtime.observe import metrics, tracing
 
@@ -62,7 +62,7 @@ class CheckpointWriter:
         self._sink = sink
         self.intake = Intake(limits, clock, wait)
         self._name = name
-        self._failures = SessionFailures()
+        self._failures = PoisonedSessions()
         self._lock = threading.Lock()  # orders start, close and put: STOP is queued last
         self._thread: threading.Thread | None = None
         self._pid: int | None = None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from runtime.core import history as h
+from runtime.core import history
 
 TIMEOUT = "timeout"
 HEARTBEAT_TIMEOUT = "heartbeat_timeout"
@@ -97,18 +97,20 @@ class RaiseTimedOut:
     message: str
 
 
-WaitAction = h.ReturnRecorded | h.RaiseRecorded | RaiseTimedOut | AwaitPost | TimeOut
+WaitAction = history.ReturnRecorded | history.RaiseRecorded | RaiseTimedOut | AwaitPost | TimeOut
 
 
-def next_wait_action(recorded: h.RecordedStep, terms: CallbackTerms, now: datetime) -> WaitAction:
+def next_wait_action(
+    recorded: history.RecordedStep, terms: CallbackTerms, now: datetime
+) -> WaitAction:
     """What `Callback.wait()` does, given the callback's recorded step and the time."""
-    if recorded.status == h.COMPLETED:
-        return h.ReturnRecorded(recorded.result)
-    if recorded.status in (h.FAILED, h.CANCELLED):
+    if recorded.status == history.COMPLETED:
+        return history.ReturnRecorded(recorded.result)
+    if recorded.status in (history.FAILED, history.CANCELLED):
         error = recorded.error or {}
         if error.get("timed_out"):
             return RaiseTimedOut(str(error.get("message", "")))
-        return h.RaiseRecorded(recorded.error)
+        return history.RaiseRecorded(recorded.error)
     deadline = recorded.wake_at
     if deadline is None or deadline > now:
         return AwaitPost(deadline)

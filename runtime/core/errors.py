@@ -48,9 +48,22 @@ class RetryableError(FanfoldError):
 
 
 class NonDeterminismError(FanfoldError):
-    """Replay met a different step than the one recorded at that position."""
+    """Replay met a different step than the one recorded at that position.
+
+    `position` is where (when known); `differs` says what: "name" or "kind".
+    """
 
     code = "non_determinism"
+
+    def __init__(
+        self, message: str = "", position: int | None = None, differs: str = "name"
+    ) -> None:
+        super().__init__(message)
+        self.position = position
+        self.differs = differs
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.message, self.position, self.differs))
 
 
 class PayloadError(FanfoldError):
@@ -205,6 +218,24 @@ class CallbackAlreadyCompleted(FanfoldError):
     """A result, error or heartbeat arrived for a callback that already has its outcome."""
 
     code = "callback_completed"
+
+
+class PositionOutOfRange(FanfoldError, ValueError):
+    """A fork position that is not a position of the source run's history (or one past it)."""
+
+    code = "position_out_of_range"
+
+
+class PositionUnfinished(FanfoldError):
+    """A fork position after a step of the source run that has not finished yet."""
+
+    code = "position_unfinished"
+
+
+class NothingToRetry(FanfoldError):
+    """A retry of a run that has no failed or cancelled step."""
+
+    code = "nothing_to_retry"
 
 
 def describe_exception(exc: BaseException) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Fan-in rules of `ctx.all`: when a fan-out is decided, what it releases, what it returns.
 
-Pure functions over counts and recorded branch states. The database side (runtime.fanin)
-calls `after_finish` inside the completion's transaction with the counters the group row
-returned; the workflow side (runtime.fanout) calls `settle` on replay with the recorded steps.
+Pure functions over counts and recorded branch states. The database side
+(runtime.store.branch_reports) calls `after_batch` inside the completions' transaction with the
+counters the group row returned; the workflow side (runtime.fanout.group) calls `settle` on
+replay with the recorded steps.
 Both reach the same verdict because a verdict depends only on (succeeded, failed).
 """
 
@@ -67,11 +68,6 @@ class FanInRule:
         if not limits:
             limits.append(total if return_exceptions else 0)
         return cls(total, min_successful, min(limits))
-
-    @property
-    def lenient(self) -> bool:
-        """Whether a successful verdict can include failed or cancelled branches."""
-        return self.failure_limit > 0 or (self.need is not None and self.need < self.total)
 
     def verdict(self, succeeded: int, failed: int) -> str | None:
         """SUCCEEDED, FAILED, or None while undecided."""
@@ -224,11 +220,15 @@ def settle(
 
 @dataclass(frozen=True, slots=True)
 class BranchDispatch:
-    """Publish attempt `attempt` of the branch at `position`, after `countdown` seconds."""
+    """Publish attempt `attempt` of the branch at `position`, after `countdown` seconds.
+
+    `poll` counts a child branch's looks at its child run (0 for every other message).
+    """
 
     position: int
     attempt: int
     countdown: float = 0.0
+    poll: int = 0
 
 
 def due_dispatches(

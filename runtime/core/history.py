@@ -14,6 +14,8 @@ from typing import Any
 from runtime.core.errors import NonDeterminismError
 from runtime.core.writes import StepRow
 
+MARKER = "marker"  # the kind of a `ctx.patched` record: answered, never run
+
 PENDING, RUNNING, COMPLETED, FAILED, CANCELLED = (
     "pending",
     "running",
@@ -105,7 +107,9 @@ def check_identity(recorded: RecordedStep, name: str, kind: str) -> None:
         raise NonDeterminismError(
             f"replay reached position {recorded.position} with {kind} {name!r}, "
             f"but the history recorded {recorded.kind} {recorded.name!r} there; "
-            "the workflow code changed or is not deterministic"
+            "the workflow code changed or is not deterministic",
+            position=recorded.position,
+            differs="kind" if recorded.kind != kind else "name",
         )
 
 

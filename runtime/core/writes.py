@@ -193,4 +193,5 @@ class BranchClaim:
     step_id: uuid.UUID
     attempt: int
     continuing: bool = False
+    owner: int | None = None  # the claiming process's liveness key
     receipt: ClaimReceipt = field(default_factory=ClaimReceipt, compare=False)

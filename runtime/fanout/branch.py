@@ -32,6 +32,7 @@ from runtime.fanout.report import (
 )
 from runtime.observe.attempts import StepAttempt
 from runtime.recovery.leases import branch_leases
+from runtime.recovery.liveness import process_key
 from runtime.registry import registry
 from runtime.stepinfo import StepInfo, running
 from runtime.store import write_now
@@ -46,7 +47,7 @@ def claim_branch(branch: BranchAttempt, *, continuing: bool = False) -> ClaimedB
     group-committed with the other branch threads' claims and reports, and is durable when
     this returns: the body runs at most once per attempt.
     """
-    payload = BranchClaim(branch.run_id, branch.step_id, branch.attempt, continuing)
+    payload = BranchClaim(branch.run_id, branch.step_id, branch.attempt, continuing, process_key())
     session = f"claim/{payload.step_id}/{branch.attempt}/{threading.get_ident()}"
     write_now(payload, session=session, size=64)
     receipt = payload.receipt

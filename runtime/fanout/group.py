@@ -143,6 +143,7 @@ def _resume(
         group = group_row(cursor.run_id, first)
     settled = settle(rule, branches, group.first_failure if group else None)
     if settled is None:
+        cursor.before_dispatch()
         group = group or group_row(cursor.run_id, first)
         released = group.released if group is not None else len(branches)
         # Republish the whole released, unfinished set: this replay may follow a lost publish.
@@ -188,7 +189,9 @@ def _check(position: int, rec: history.RecordedStep | None, sig: Signature) -> h
     if rec is None:
         raise NonDeterminismError(
             f"replay reached fan-out branch {sig.kind} {sig.name!r} at position {position}, "
-            "but the history recorded a smaller fan-out there"
+            "but the history recorded a smaller fan-out there",
+            position=position,
+            differs="missing",
         )
     history.check_identity(rec, sig.name, sig.kind)
     return history.ReturnRecorded(None)

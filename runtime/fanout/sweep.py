@@ -19,7 +19,7 @@ from django.utils import timezone
 from publisher import PublishError
 from runtime import conf
 from runtime.core.fanin import BranchState, due_dispatches
-from runtime.dispatch import publish_branches
+from runtime.dispatch import publish_branches, queue_depth
 from runtime.fanout.takeover import interrupt_at_most_once
 from runtime.models import ACTIVE_RUN_STATES, FanoutGroup, Step, StepStatus
 from runtime.recovery.loop import BackgroundLoop
@@ -32,10 +32,24 @@ def _interval() -> float:
     return max(settings.SWEEP_INTERVAL, settings.LEASE_SECONDS / 2)
 
 
+def pending_grace() -> float:
+    """How long a released branch's message may go unclaimed before it counts as lost.
+
+    While messages wait in the broker's queue, a branch may just be waiting its turn: two
+    leases, so that a republish never feeds a backlog. With the queue empty nothing is waiting
+    there: a message unclaimed after two sweep intervals was lost (a dead worker had reserved
+    it, or the broker lost it) or sits in a live worker's prefetch, where a duplicate loses
+    its claim.
+    """
+    settings = conf.get()
+    if queue_depth() == 0:
+        return 2 * settings.SWEEP_INTERVAL
+    return 2 * settings.LEASE_SECONDS
+
+
 def sweep_fanouts_once(limit: int = 200) -> int:
     """Republish the lost or orphaned branches of open groups that are due; returns how many."""
     now = timezone.now()
-    settings = conf.get()
     with transaction.atomic():
         due_groups = list(
             FanoutGroup.objects.open()
@@ -46,6 +60,7 @@ def sweep_fanouts_once(limit: int = 200) -> int:
         ids = [g[0] for g in due_groups]
         FanoutGroup.objects.filter(id__in=ids).update(check_at=now + timedelta(seconds=_interval()))
     published = 0
+    grace = pending_grace() if due_groups else 0.0
     for gid, run_id, run_status, first, released in due_groups:
         if run_status not in ACTIVE_RUN_STATES:
             FanoutGroup.objects.filter(id=gid).update(check_at=None)  # nothing will run again
@@ -56,9 +71,7 @@ def sweep_fanouts_once(limit: int = 200) -> int:
             Q(run_id=run_id, position__gte=first, position__lt=first + released) & (stale | overdue)
         ).values_list("position", "name", "status", "attempt", "wake_at")
         branches = [BranchState(p, n, s, a, wake_at=w) for p, n, s, a, w in rows]
-        due = due_dispatches(
-            branches, first, released, now, pending_grace=2 * settings.LEASE_SECONDS
-        )
+        due = due_dispatches(branches, first, released, now, pending_grace=grace)
         running = {b.position: b.name for b in branches if b.status == StepStatus.RUNNING}
         due = interrupt_at_most_once(run_id, first, running, due)
         if not due:

@@ -47,6 +47,11 @@ class LeaseKeeper(Generic[K]):
             else:
                 self._live[key] = count
 
+    @property
+    def running(self) -> bool:
+        """Whether this process's renewal thread is alive."""
+        return self._loop.running
+
     def beat_once(self) -> int:
         """Extend every lease held here; returns how many rows were touched."""
         with self._lock:

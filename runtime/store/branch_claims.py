@@ -3,9 +3,9 @@
 Concurrent branch threads of a worker group-commit their claims through the checkpoint writer
 (a `BranchClaim` payload). Inside the sink's batch transaction the claims become one
 `UPDATE ... FROM (VALUES ...) ... RETURNING` per kind of claim (fresh, or a child's next poll),
-run together with the batch's reports (runtime.fanin). A step attempt is won by at most one
-claim: duplicates within a batch lose before the statement (the first one queued wins),
-duplicates across batches lose the conditional update.
+run together with the batch's reports (runtime.store.branch_reports). A step attempt is won
+by at most one claim: duplicates within a batch lose before the statement (the first one
+queued wins), duplicates across batches lose the conditional update.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class ClaimBatch:
         lease_until = self.now + timedelta(seconds=conf.get().LEASE_SECONDS)
         for continuing in (False, True):
             batch = [c for (_, cont), c in self._first.items() if cont is continuing]
-            for part in chunks(sorted(batch, key=lambda c: c.step_id.hex), 2):
+            for part in chunks(sorted(batch, key=lambda c: c.step_id.hex), 3):
                 # Sorted by id: one lock order for every writer.
                 self.statements.append(_statement(part, continuing, self.now, lease_until))
                 self._kinds.append(continuing)
@@ -81,18 +81,24 @@ def _statement(
     step_table, run_table = Step._meta.db_table, Run._meta.db_table
     attempt = cast("v_attempt", "integer")
     lease = time_param(lease_until)
+    owner = cast("v_owner", "bigint")
     if continuing:
-        sets, set_params = "wake_at = %s", [lease]
+        sets, set_params = f"wake_at = %s, lease_owner = {owner}", [lease]
         cond = f"status = %s AND attempt = {attempt}"
         cond_params: list[Any] = [StepStatus.RUNNING.value]
     else:
-        sets = f"status = %s, attempt = {attempt}, started_at = %s, wake_at = %s"
+        sets = (
+            f"status = %s, attempt = {attempt}, started_at = %s, wake_at = %s, "
+            f"lease_owner = {owner}"
+        )
         set_params = [StepStatus.RUNNING.value, time_param(now), lease]
         cond = f"attempt = {attempt} - 1 AND (status = %s OR (status = %s AND wake_at < %s))"
         cond_params = [StepStatus.PENDING.value, StepStatus.RUNNING.value, time_param(now)]
     states = ", ".join(["%s"] * len(ACTIVE_RUN_STATES))
     cte, params = values_cte(
-        "v", ["v_id", "v_attempt"], [(uuid_param(c.step_id), c.attempt) for c in claims]
+        "v",
+        ["v_id", "v_attempt", "v_owner"],
+        [(uuid_param(c.step_id), c.attempt, c.owner) for c in claims],
     )
     sql = (
         f"{cte}UPDATE {step_table} SET {sets} FROM v "

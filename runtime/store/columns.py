@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from django.db import connection
 
+from runtime.core.writes import StepRow
 from runtime.models import Step
 
 JSON_COLUMNS = ("result", "error", "input", "payload")
@@ -23,9 +24,12 @@ class StepColumn(NamedTuple):
 
 @cache
 def step_columns() -> tuple[StepColumn, ...]:
-    """The step table's columns, in the model's order, derived from the model."""
+    """The step table's columns a checkpoint writes, in the model's order, derived from the
+    model: those a StepRow carries (the branch claim alone writes `lease_owner`)."""
     columns = []
     for field in Step._meta.concrete_fields:
+        if field.attname != "run_id" and field.attname not in StepRow.__dataclass_fields__:
+            continue
         db_type = str(field.db_type(connection) or "text")
         columns.append(
             StepColumn(

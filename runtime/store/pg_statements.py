@@ -1,6 +1,6 @@
 """The PostgreSQL fast path of the checkpoint sink: one round trip per batch.
 
-The portable sink (runtime.store) spends five round trips on a batch (BEGIN, the run UPDATE,
+The portable path (runtime.store.orm) spends five round trips on a batch (BEGIN, the run UPDATE,
 the step upsert, the event insert, COMMIT). Here each run's part of a batch is ONE statement:
 a guarded `UPDATE ... RETURNING last_seq` in a data-modifying CTE, the step upserts, and the
 event inserts whose seqs are computed from that CTE's new `last_seq`. A guard that matched no

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -53,7 +53,7 @@ def run_update_statement(
         where.append(f"status IN ({states})")
         where_params.extend(state_params)
     if patch.release_lease:
-        sets.extend(["lease_token = NULL", "lease_expires_at = NULL"])
+        sets.extend(["lease_token = NULL", "lease_expires_at = NULL", "lease_owner = NULL"])
     # The lease is extended by the heartbeat thread, not here: lease_expires_at is indexed, and
     # touching it would turn every checkpoint's cheap HOT update of the run row into a full one.
     table = Run._meta.db_table
@@ -71,18 +71,22 @@ class RunClaim:
     input: dict[str, Any]
 
 
-def claim_run(run_id: uuid.UUID, token: str, now: datetime) -> RunClaim | None:
-    """Take the run's lease if it is active and nobody live holds it."""
+def claim_run(
+    run_id: uuid.UUID, token: str, now: datetime, owner: int | None = None
+) -> RunClaim | None:
+    """Take the run's lease if it is active and nobody live holds it; `owner` is the claiming
+    process's liveness key (runtime.recovery.liveness)."""
     lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
     states, state_params = in_list(ACTIVE_RUN_STATES)
     sql = (
-        f"UPDATE {Run._meta.db_table} SET lease_token = %s, lease_expires_at = %s "
-        f"WHERE id = %s AND status IN ({states}) "
+        f"UPDATE {Run._meta.db_table} SET lease_token = %s, lease_expires_at = %s, "
+        f"lease_owner = %s WHERE id = %s AND status IN ({states}) "
         "AND (lease_token IS NULL OR lease_expires_at < %s) "
         "RETURNING status, wakeups, workflow, input"
     )
+    params = [token, lease_until, owner, uuid_param(run_id), *state_params, now]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [token, lease_until, uuid_param(run_id), *state_params, now])
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return None
@@ -90,18 +94,30 @@ def claim_run(run_id: uuid.UUID, token: str, now: datetime) -> RunClaim | None:
     return RunClaim(status=row[0], wakeups=int(row[1]), workflow=row[2], input=raw_input)
 
 
+_HISTORY_FIELDS = (
+    "position",
+    "name",
+    "kind",
+    "status",
+    "attempt",
+    "result",
+    "error",
+    "wake_at",
+    "started_at",
+    "callback_token",
+)
+
+
 def load_history(run_id: uuid.UUID) -> dict[int, RecordedStep]:
     """The run's step records by position, as replay reads them."""
-    rows = Step.objects.filter(run_id=run_id).values_list(
-        "position",
-        "name",
-        "kind",
-        "status",
-        "attempt",
-        "result",
-        "error",
-        "wake_at",
-        "started_at",
-        "callback_token",
-    )
+    rows = Step.objects.filter(run_id=run_id).values_list(*_HISTORY_FIELDS)
     return {row[0]: RecordedStep(*row) for row in rows.iterator(chunk_size=5000)}
+
+
+def load_histories(run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, dict[int, RecordedStep]]:
+    """The step records of several runs in one query (the replay check of many runs)."""
+    histories: dict[uuid.UUID, dict[int, RecordedStep]] = {rid: {} for rid in run_ids}
+    rows = Step.objects.filter(run_id__in=list(run_ids)).values_list("run_id", *_HISTORY_FIELDS)
+    for row in rows.iterator(chunk_size=5000):
+        histories[row[0]][row[1]] = RecordedStep(*row[1:])
+    return histories

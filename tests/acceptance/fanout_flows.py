@@ -12,14 +12,14 @@ import time
 from typing import Any
 
 from runtime import step, workflow
-from tests.support.services import broker_redis
+from tests.support.services import counters_redis_client
 
 MODULE = __name__
 BODIES = "tests:fanout:bodies"
 
 
 def client() -> Any:
-    return broker_redis()
+    return counters_redis_client()
 
 
 @step(name="tests.fanout_acc.mark")

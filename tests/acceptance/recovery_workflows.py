@@ -7,11 +7,13 @@ flushes, so the test can count them across worker processes.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from typing import Any
 
 from runtime import RetryPolicy, current_step, step, workflow
-from tests.support.services import broker_redis
+from tests.support.services import counters_redis_client
 
 MODULE = __name__
 BODIES = "tests:recovery:bodies"  # one entry per body execution of `tick`
@@ -20,7 +22,7 @@ RELEASE = "tests:recovery:release"  # never pushed: attempt 1 of `charge` blocks
 
 
 def client() -> Any:
-    return broker_redis()
+    return counters_redis_client()
 
 
 @step(name="tests.recovery.tick")
@@ -54,3 +56,21 @@ def charge(order: str) -> dict[str, Any]:
 @workflow(name="tests.recovery.charge_once")
 def charge_once(ctx: Any, order: str) -> dict[str, Any]:
     return ctx.step(charge, order)
+
+
+KILLS = "tests:recovery:kills"  # the time.time() of each body execution of `fall_over`
+
+
+@step(name="tests.recovery.fall_over")
+def fall_over(label: str) -> str:
+    """Kills its own worker process the first time it runs (an OOM kill, say)."""
+    client().rpush(KILLS, time.time())
+    if client().llen(KILLS) == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return label
+
+
+@workflow(name="tests.recovery.falls_over_once")
+def falls_over_once(ctx: Any) -> list[str]:
+    ctx.step(tick, 1)
+    return ["ticked", ctx.step(fall_over, "up again")]

@@ -16,8 +16,9 @@ import pytest
 from django.conf import settings
 
 from bench.workers import ROOT, database_url
+from runtime.models import Run
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis_transport]
 
 
 def bench(*args: str) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def bench(*args: str) -> dict[str, Any]:
     return report
 
 
-def test_bench_seq_reports_steps_and_one_write_transaction_per_step(redis_broker: Any) -> None:
+def test_bench_seq_reports_steps_and_one_write_transaction_per_step(counters_redis: Any) -> None:
     report = bench("seq", "--steps", "40")
 
     assert (report["scenario"], report["database"], report["broker"]) == (
@@ -53,7 +54,7 @@ def test_bench_seq_reports_steps_and_one_write_transaction_per_step(redis_broker
     assert report["bare_commit_per_second"] > 0
 
 
-def test_bench_concurrent_group_commits_many_runs(redis_broker: Any) -> None:
+def test_bench_concurrent_group_commits_many_runs(counters_redis: Any) -> None:
     report = bench("concurrent", "--runs", "8", "--steps", "20")
 
     assert report["steps"] == 160
@@ -67,7 +68,7 @@ def test_bench_checkpoint_probe_never_waits_after_a_sync_checkpoint() -> None:
     assert report["samples"] == 5
 
 
-def test_bench_fanout_publishes_in_batches_and_compares_with_a_group(redis_broker: Any) -> None:
+def test_bench_fanout_publishes_in_batches_and_compares_with_a_group(counters_redis: Any) -> None:
     report = bench("fanout", "--branches", "120", "--repeat", "2")
 
     assert (report["publish_requests"], report["publish_messages"]) == (2, 120)
@@ -88,3 +89,12 @@ def test_bench_rejects_a_bad_size() -> None:
     )
     assert done.returncode != 0
     assert "--steps must be at least 1" in done.stderr
+
+
+def test_bench_replay_checks_every_seeded_run_and_cleans_up() -> None:
+    report = bench("replay", "--runs", "30", "--steps", "4")
+
+    assert (report["scenario"], report["runs"], report["steps_per_run"]) == ("replay", 30, 4)
+    assert report["mismatched"] == 0
+    assert report["runs_per_second"] > 0
+    assert not Run.objects.exists()  # the seeded runs and their template are gone

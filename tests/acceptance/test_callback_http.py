@@ -39,7 +39,7 @@ def client(transactional_db: Any) -> APIClient:
     return api
 
 
-def test_callback_http_round_trip_with_real_worker(client: APIClient, redis_broker: Any) -> None:
+def test_callback_http_round_trip_with_real_worker(client: APIClient, counters_redis: Any) -> None:
     with running_worker("callbacks", FANFOLD_WORKFLOW_MODULES=MODULE):
         body = {"workflow": "tests.http.approval", "args": ["o-42"]}
         started = client.post("/api/runs/", json.dumps(body), content_type="application/json")

@@ -27,13 +27,13 @@ from runtime.testing import InMemoryDispatcher, use_dispatcher, use_writer
 from tests.acceptance import fanout_flows as flows
 from tests.support.workers import running_worker
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis_transport]
 
 WORKER_ENV = {"FANFOLD_WORKFLOW_MODULES": flows.MODULE}
 
 
 @pytest.fixture(autouse=True)
-def in_process(redis_broker: Any) -> Iterator[None]:
+def in_process(counters_redis: Any) -> Iterator[None]:
     with use_writer():
         counters.reset()
         yield
@@ -68,17 +68,19 @@ def assert_each_step_once(run_id: Any, n: int, client: Any) -> None:
 
 @pytest.mark.parametrize(("n", "sizes"), [(64, {64: 1}), (140, {100: 1, 40: 1})])
 def test_fanout_branches_leave_in_batches_with_keys_and_order_intact(
-    redis_broker: Any, n: int, sizes: dict[int, int]
+    counters_redis: Any, n: int, sizes: dict[int, int]
 ) -> None:
     handle = start_quietly(n)
     assert execute(handle.id).outcome is Execution.SUSPENDED
     snapshot = counters.snapshot()
     assert snapshot.batch_sizes == sizes and snapshot.failures == 0
-    assert queued_task_ids(redis_broker) == [dispatch_key(handle.id, p, 1) for p in range(1, n + 1)]
+    assert queued_task_ids(counters_redis) == [
+        dispatch_key(handle.id, p, 1) for p in range(1, n + 1)
+    ]
 
     with running_worker("fanout-batch", "threads", 8, **WORKER_ENV):
         assert handle.wait(timeout=60) == expected(n)
-    assert_each_step_once(handle.id, n, redis_broker)
+    assert_each_step_once(handle.id, n, counters_redis)
     assert Run.objects.get(id=handle.id).wakeups == 1
 
 
@@ -104,7 +106,7 @@ class HalfBroken:
 
 
 def test_fanout_partial_publish_failure_then_republish_runs_each_step_once(
-    redis_broker: Any,
+    counters_redis: Any,
 ) -> None:
     broken = HalfBroken(CeleryTransport(app, batch_size=100))
     handle = start_quietly(40)
@@ -112,9 +114,9 @@ def test_fanout_partial_publish_failure_then_republish_runs_each_step_once(
         execution = execute(handle.id)
     assert execution.outcome is Execution.SUSPENDED and execution.wake_at is not None
     assert counters.snapshot().failures == 20
-    assert len(queued_task_ids(redis_broker)) == 21  # 20 branches and the run's retry timer
+    assert len(queued_task_ids(counters_redis)) == 21  # 20 branches and the run's retry timer
 
     with running_worker("fanout-partial", "threads", 8, **WORKER_ENV):
         assert handle.wait(timeout=60) == expected(40)
-    assert_each_step_once(handle.id, 40, redis_broker)
+    assert_each_step_once(handle.id, 40, counters_redis)
     assert Run.objects.get(id=handle.id).wakeups == 1  # resumed by exactly one completion

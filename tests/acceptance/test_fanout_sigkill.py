@@ -24,12 +24,12 @@ WORKER_ENV = {"FANFOLD_WORKFLOW_MODULES": flows.MODULE}
 N = 500
 
 
-def test_fanout_sigkill_mid_fanout_completes_every_step_once(redis_broker: Any) -> None:
+def test_fanout_sigkill_mid_fanout_completes_every_step_once(counters_redis: Any) -> None:
     with running_worker("fanout-doomed", "threads", 4, **WORKER_ENV) as doomed:
         handle = start(flows.marks, N, 0.01)
-        wait_until(lambda: redis_broker.llen(flows.BODIES) >= 100, 60, "branches to run")
+        wait_until(lambda: counters_redis.llen(flows.BODIES) >= 100, 60, "branches to run")
         doomed.kill()
-    ran_before_kill = redis_broker.llen(flows.BODIES)
+    ran_before_kill = counters_redis.llen(flows.BODIES)
     assert ran_before_kill < N
 
     with running_worker("fanout-survivor", "threads", 4, **WORKER_ENV):
@@ -42,7 +42,7 @@ def test_fanout_sigkill_mid_fanout_completes_every_step_once(redis_broker: Any) 
     assert len(completed) == N and set(completed.values()) == {1}
     statuses = Counter(Step.objects.filter(run_id=handle.id).values_list("status", flat=True))
     assert statuses == {"completed": N}
-    bodies = Counter(int(i) for i in redis_broker.lrange(flows.BODIES, 0, -1))
+    bodies = Counter(int(i) for i in counters_redis.lrange(flows.BODIES, 0, -1))
     assert set(bodies) == set(range(N))
     assert sum(n - 1 for n in bodies.values()) <= 8  # only interrupted bodies ran again
     log = list(Event.objects.filter(run_id=handle.id).order_by("seq").values_list("seq", flat=True))

@@ -28,20 +28,20 @@ def assert_dense_events(run_id: Any) -> list[str]:
     return [kind for _, kind in log]
 
 
-def test_worker_recovery_sigkill_mid_run_finishes_on_another_worker(redis_broker: Any) -> None:
+def test_worker_recovery_sigkill_mid_run_finishes_on_another_worker(counters_redis: Any) -> None:
     count = 300
     with running_worker("recovery-a", "prefork", 1, **WORKER_ENV) as doomed:
         handle = start(flows.slow_loop, count)
-        wait_until(lambda: redis_broker.llen(flows.BODIES) >= 60, 60, "the run to get going")
+        wait_until(lambda: counters_redis.llen(flows.BODIES) >= 60, 60, "the run to get going")
         doomed.kill()
-    ran_before_kill = redis_broker.llen(flows.BODIES)
+    ran_before_kill = counters_redis.llen(flows.BODIES)
     assert ran_before_kill < count
     assert handle.status == "running"  # stranded until its lease expires
 
     with running_worker("recovery-b", "threads", 2, **WORKER_ENV):
         assert handle.wait(timeout=120) == sum(range(count))
 
-    bodies = [int(i) for i in redis_broker.lrange(flows.BODIES, 0, -1)]
+    bodies = [int(i) for i in counters_redis.lrange(flows.BODIES, 0, -1)]
     runs_per_step = Counter(bodies)
     assert set(runs_per_step) == set(range(count))
     rerun = [i for i, n in runs_per_step.items() if n > 1]
@@ -59,10 +59,10 @@ def test_worker_recovery_sigkill_mid_run_finishes_on_another_worker(redis_broker
     assert types[-1] == "run_completed"
 
 
-def test_worker_recovery_at_most_once_step_is_not_rerun_after_sigkill(redis_broker: Any) -> None:
+def test_worker_recovery_at_most_once_step_is_not_rerun_after_sigkill(counters_redis: Any) -> None:
     with running_worker("once-a", "threads", 2, **WORKER_ENV) as doomed:
         handle = start(flows.charge_once, "order-7")
-        wait_until(lambda: redis_broker.llen(flows.CHARGES) >= 1, 60, "the charge to start")
+        wait_until(lambda: counters_redis.llen(flows.CHARGES) >= 1, 60, "the charge to start")
         doomed.kill()
 
     interrupted = Step.objects.get(run_id=handle.id, position=1)
@@ -73,7 +73,7 @@ def test_worker_recovery_at_most_once_step_is_not_rerun_after_sigkill(redis_brok
         result = handle.wait(timeout=60)
 
     # Attempt 1 ran exactly once and was never run again; the policy allowed one more attempt.
-    assert [int(a) for a in redis_broker.lrange(flows.CHARGES, 0, -1)] == [1, 2]
+    assert [int(a) for a in counters_redis.lrange(flows.CHARGES, 0, -1)] == [1, 2]
     assert result == {"order": "order-7", "attempt": 2}
     charged = Step.objects.get(run_id=handle.id, position=1)
     assert (charged.status, charged.attempt) == ("completed", 2)

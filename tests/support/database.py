@@ -16,9 +16,12 @@ from django.db import connection
 @pytest.fixture(scope="session", autouse=True)
 def _release_test_database(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     yield
-    from runtime.store import writer  # importing runtime needs the app registry pytest sets up
+    # Importing runtime needs the app registry pytest sets up.
+    from runtime.recovery.liveness import release_process_liveness
+    from runtime.store import writer
 
     writer().close()
+    release_process_liveness()
     if connection.vendor != "postgresql":
         return
     with django_db_blocker.unblock(), connection.cursor() as cursor:

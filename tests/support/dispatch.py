@@ -8,10 +8,12 @@ child polls) are recorded instead of reaching a broker.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from publisher.fake import FakeTransport
 from publisher.transport import Transport
+from runtime.core.fanin import BranchDispatch
 from runtime.dispatch import CeleryDispatcher
 
 
@@ -45,24 +47,27 @@ class Later:
 
 
 class RecordingDispatcher(CeleryDispatcher):
-    """Records enqueues and delayed publishes; branches go to `transport` (a fake)."""
+    """Records enqueues and delayed publishes; branches due now go to `transport` (a fake)."""
 
     def __init__(self, transport: Transport | None = None) -> None:
         self.transport = transport or FakeTransport()
         super().__init__(transport=self.transport)
         self.enqueued = Enqueued()
         self.later = Later()
+        self.depth: int | None = None
 
     def enqueue_run(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
         self.enqueued(run_id, countdown)
 
-    def publish_later(
-        self,
-        run_id: uuid.UUID,
-        group_position: int,
-        position: int,
-        attempt: int,
-        countdown: float,
-        poll: int = 0,
+    def queue_depth(self) -> int | None:
+        return self.depth  # None (unknown) unless a test sets it
+
+    def publish_branches(
+        self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
     ) -> None:
-        self.later(run_id, group_position, position, attempt, countdown, poll)
+        super().publish_branches(
+            run_id, group_position, [d for d in dispatches if d.countdown <= 0]
+        )
+        for d in dispatches:
+            if d.countdown > 0:
+                self.later(run_id, group_position, d.position, d.attempt, d.countdown, d.poll)

@@ -12,6 +12,7 @@ import pytest
 
 POSTGRES = ("127.0.0.1", 5432)
 REDIS = ("127.0.0.1", 6379)
+RABBITMQ = ("127.0.0.1", 5672)
 
 
 def reachable(address: tuple[str, int], timeout: float = 1.0) -> bool:
@@ -32,17 +33,37 @@ def require(address: tuple[str, int], name: str) -> None:
     pytest.skip(message)
 
 
-_broker_client: object | None = None
+_counters_client: object | None = None
 
 
-def broker_redis() -> Any:
-    """A Redis client on the test broker's database, shared within a process (workers too)."""
-    global _broker_client
-    if _broker_client is None:
+def counters_url() -> str:
+    """Where step bodies of the acceptance tests count themselves: TEST_COUNTERS_REDIS_URL,
+    else the broker's own database when the broker is Redis."""
+    url = os.environ.get("TEST_COUNTERS_REDIS_URL") or os.environ["CELERY_BROKER_URL"]
+    if not url.startswith("redis"):
+        raise RuntimeError("set TEST_COUNTERS_REDIS_URL when the broker is not Redis")
+    return url
+
+
+def counters_redis_client() -> Any:
+    """A Redis client on the counters database, shared within a process (workers too)."""
+    global _counters_client
+    if _counters_client is None:
         import redis
 
-        _broker_client = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
-    return _broker_client
+        _counters_client = redis.Redis.from_url(counters_url())
+    return _counters_client
+
+
+def purge_broker_queue() -> None:
+    """Drop every message waiting on the test broker's default queue."""
+    from celery import current_app
+    from django.conf import settings
+
+    with current_app.connection_for_write() as connection:
+        channel = connection.default_channel
+        channel.queue_declare(settings.CELERY_TASK_DEFAULT_QUEUE, durable=True, auto_delete=False)
+        channel.queue_purge(settings.CELERY_TASK_DEFAULT_QUEUE)
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:

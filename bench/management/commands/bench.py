@@ -11,11 +11,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from bench.collector import run_collector_probe
 from bench.fanout import run_fanout
 from bench.observe import observe_fanout, observe_sequential
+from bench.replaycheck import run_replay_check
 from bench.sequential import run_concurrent, run_sequential
 
 
 class Command(BaseCommand):
-    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint or fanout."
+    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout or replay."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="scenario", required=True)
@@ -32,6 +33,9 @@ class Command(BaseCommand):
         fan.add_argument(
             "--repeat", type=int, default=1, help="pairs of runs to take the medians of"
         )
+        check = sub.add_parser("replay", help="the replay check over many recorded runs")
+        check.add_argument("--runs", type=int, default=10_000)
+        check.add_argument("--steps", type=int, default=20, help="steps per recorded run")
         for p in (seq, fan):
             p.add_argument(
                 "--observe",
@@ -39,7 +43,7 @@ class Command(BaseCommand):
                 help="run with metrics and tracing off, then on, and report both",
             )
             p.add_argument("--pairs", type=int, default=2, help="off/on pairs for --observe")
-        for p in (seq, conc, probe, fan):
+        for p in (seq, conc, probe, fan, check):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -65,6 +69,8 @@ class Command(BaseCommand):
             return run_sequential(options["steps"], options["timeout"])
         if scenario == "concurrent":
             return run_concurrent(options["runs"], options["steps"], options["timeout"])
+        if scenario == "replay":
+            return run_replay_check(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
         if observe:

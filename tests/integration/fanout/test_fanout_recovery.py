@@ -20,7 +20,7 @@ from runtime.fanout.sweep import sweep_fanouts_once
 from runtime.fanout.takeover import interrupt_at_most_once
 from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import cancel_run, start_run
-from tests.support.dispatch import Enqueued
+from tests.support.dispatch import Enqueued, RecordingDispatcher
 
 
 @pytest.fixture(autouse=True)
@@ -138,3 +138,23 @@ def test_fanout_cancelling_the_parent_cancels_its_child_runs(branches: Branches)
     assert statuses.pop(finished.id) == "completed"  # a finished child keeps its outcome
     assert list(statuses.values()) == ["cancelled"]
     assert Run.objects.get(id=run.id).status == "cancelled"
+
+
+@pytest.mark.parametrize(("depth", "republished"), [(0, 3), (5, 0), (None, 0)])
+def test_fanout_sweep_takes_unclaimed_branches_for_lost_only_when_the_queue_is_empty(
+    fake: FakeTransport,
+    branches: Branches,
+    dispatcher: RecordingDispatcher,
+    depth: int | None,
+    republished: int,
+) -> None:
+    run, _ = start_run("tests.fanout.squares", [3])
+    execute(run.id)
+    branches.delivered = len(fake.delivered)  # reserved by a worker that died
+    dispatcher.depth = depth
+    # Dispatched past the short grace (two sweep intervals: 1 s here), not the long one (4 s).
+    two_seconds_ago = timezone.now() - timedelta(seconds=2)
+    Step.objects.filter(run_id=run.id).update(wake_at=two_seconds_ago)
+    FanoutGroup.objects.filter(run_id=run.id).update(check_at=two_seconds_ago)
+    assert sweep_fanouts_once() == republished
+    assert len(branches.pending()) == republished

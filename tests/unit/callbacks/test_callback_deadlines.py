@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.core import history as h
+from runtime.core import history
 from runtime.core.callbacks import (
     AwaitPost,
     CallbackTerms,
@@ -22,8 +22,8 @@ from runtime.core.callbacks import (
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
 
-def recorded(status: str = h.RUNNING, **fields: object) -> h.RecordedStep:
-    return h.RecordedStep(1, "cb", "callback", status, 1, started_at=T0, **fields)  # type: ignore[arg-type]
+def recorded(status: str = history.RUNNING, **fields: object) -> history.RecordedStep:
+    return history.RecordedStep(1, "cb", "callback", status, 1, started_at=T0, **fields)  # type: ignore[arg-type]
 
 
 def test_callback_terms_accept_seconds_timedeltas_and_none() -> None:
@@ -61,17 +61,17 @@ def test_callback_heartbeat_never_moves_deadline_past_timeout(
 
 
 def test_callback_wait_returns_recorded_result() -> None:
-    action = next_wait_action(recorded(h.COMPLETED, result={"ok": 1}), CallbackTerms(), T0)
-    assert action == h.ReturnRecorded({"ok": 1})
+    action = next_wait_action(recorded(history.COMPLETED, result={"ok": 1}), CallbackTerms(), T0)
+    assert action == history.ReturnRecorded({"ok": 1})
 
 
 def test_callback_wait_reraises_posted_error_and_recorded_timeout() -> None:
     posted = {"type": "Rejected", "message": "no"}
     assert next_wait_action(
-        recorded(h.FAILED, error=posted), CallbackTerms(), T0
-    ) == h.RaiseRecorded(posted)
+        recorded(history.FAILED, error=posted), CallbackTerms(), T0
+    ) == history.RaiseRecorded(posted)
     timed_out = timed_out_error("cb", "timeout", T0)
-    action = next_wait_action(recorded(h.FAILED, error=timed_out), CallbackTerms(), T0)
+    action = next_wait_action(recorded(history.FAILED, error=timed_out), CallbackTerms(), T0)
     assert isinstance(action, RaiseTimedOut)
     assert "timed out" in action.message
 

@@ -10,7 +10,7 @@ from runtime.checkpoint.errors import CheckpointFailed
 MAX_POISONED_SESSIONS = 10_000
 
 
-class SessionFailures:
+class PoisonedSessions:
     """The first failure of each poisoned session.
 
     Bounded so a long-lived worker does not grow without limit: past ``max_sessions`` the

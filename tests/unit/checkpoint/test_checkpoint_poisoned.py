@@ -1,15 +1,15 @@
-"""SessionFailures: the poisoned-session registry."""
+"""PoisonedSessions: the poisoned-session registry."""
 
 from __future__ import annotations
 
 import pytest
 
 from runtime.checkpoint import CheckpointFailed
-from runtime.checkpoint.sessions import SessionFailures
+from runtime.checkpoint.poisoned import PoisonedSessions
 
 
 def test_session_failures_keep_the_first_cause() -> None:
-    failures = SessionFailures()
+    failures = PoisonedSessions()
     first, second = ValueError("first"), ValueError("second")
 
     failures.poison("run", first)
@@ -21,7 +21,7 @@ def test_session_failures_keep_the_first_cause() -> None:
 
 
 def test_session_failures_forget_the_oldest_past_the_bound() -> None:
-    failures = SessionFailures(max_sessions=2)
+    failures = PoisonedSessions(max_sessions=2)
     for session in ["a", "b", "c"]:
         failures.poison(session, ValueError(session))
 

@@ -1,0 +1,25 @@
+"""gunicorn's configuration for Fanfold's web processes: `gunicorn -c gunicorn.conf.py`.
+
+Every value can be set from the environment; the defaults suit one machine behind a reverse
+proxy that terminates TLS. Web processes serve the API, the admin and the static files
+(WhiteNoise); workflows run in Celery workers, never here.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+wsgi_app = "config.wsgi:application"
+bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
+# Sync workers: each request holds a process, and no request waits on a workflow.
+workers = int(os.environ.get("GUNICORN_WORKERS") or multiprocessing.cpu_count() * 2 + 1)
+threads = int(os.environ.get("GUNICORN_THREADS") or 1)
+timeout = int(os.environ.get("GUNICORN_TIMEOUT") or 30)
+graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT") or 30)
+# Addresses whose X-Forwarded-* headers gunicorn believes: the proxy's, never "*" unless
+# nothing but the proxy can reach this port.
+forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
+errorlog = "-"
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")

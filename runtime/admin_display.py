@@ -1,0 +1,65 @@
+"""What the run admin shows: values formatted for its pages (JSON, durations, times)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+# A payload is at most FANFOLD_MAX_PAYLOAD_BYTES; past this many characters the page shows a
+# prefix rather than a megabyte of JSON.
+PRETTY_JSON_LIMIT = 20_000
+EVENT_PAYLOAD_LIMIT = 200
+
+
+def pretty_json(value: Any, limit: int = PRETTY_JSON_LIMIT) -> str:
+    """`value` as indented JSON, cut to `limit` characters with a note saying so."""
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    if len(text) > limit:
+        return f"{text[:limit]}\n… ({len(text) - limit} more characters)"
+    return text
+
+
+def seconds_between(start: datetime | None, end: datetime | None) -> str:
+    if start is None or end is None:
+        return "—"
+    return f"{(end - start).total_seconds():.3f} s"
+
+
+def relative_time(origin: datetime, moment: datetime) -> str:
+    """`moment` as an offset from `origin`, e.g. "+0.012 s"."""
+    return f"{(moment - origin).total_seconds():+.3f} s"
+
+
+def _timestamp(moment: datetime | None) -> str:
+    """Compact and to the second, in the current time zone: a list of runs is read for order."""
+    return "—" if moment is None else timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _as_uuid(text: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        return None
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def _error_summary(error: Any) -> str:
+    if not error:
+        return ""
+    if isinstance(error, dict):
+        return f"{error.get('type', 'Error')}: {error.get('message', '')}"
+    return str(error)
+
+
+def _compact(payload: Any) -> str:
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    if len(text) > EVENT_PAYLOAD_LIMIT:
+        return text[:EVENT_PAYLOAD_LIMIT] + "…"
+    return text

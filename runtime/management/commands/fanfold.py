@@ -1,0 +1,259 @@
+"""`python manage.py fanfold ...`: the operator's command line.
+
+    fanfold runs [--status S] [--workflow W] [--limit N]    list runs, newest first
+    fanfold show RUN                                        one run with its steps
+    fanfold cancel RUN                                      cancel a run in flight
+    fanfold fork RUN --from N [--args JSON] [--kwargs JSON] fork from a position
+    fanfold retry RUN                                       fork from the first failed step
+    fanfold replay [--workflow W] [--status S] [--limit N] [--run RUN]
+                                                            the replay check; exit 1 on a mismatch
+
+Every subcommand prints tables for people and, with `--json`, JSON for scripts (errors too:
+`{"error": {"code", "message"}}`, exit status 1).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from runtime.core.errors import FanfoldError
+from runtime.forks import fork_run, retry_run
+from runtime.management.console import ProgressBar, table
+from runtime.models import Run, RunStatus, Step
+from runtime.replay_check import ReplayReport, replay_runs
+from runtime.selectors import list_runs
+from runtime.services import cancel_run, get_run_row
+
+
+def run_record(run: Run) -> dict[str, Any]:
+    """A run as the `--json` output shows it."""
+    error = dict(run.error) if isinstance(run.error, dict) else run.error
+    if isinstance(error, dict):
+        error.pop("traceback", None)
+    return {
+        "id": str(run.id),
+        "workflow": run.workflow,
+        "status": run.status,
+        "args": run.args,
+        "kwargs": run.kwargs,
+        "result": run.result,
+        "error": error,
+        "created_at": run.created_at.isoformat(),
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "forked_from": str(run.forked_from_id) if run.forked_from_id else None,
+        "forked_from_position": run.forked_from_position,
+    }
+
+
+class Command(BaseCommand):
+    help = "Operate runs: list, show, cancel, fork, retry, and check histories by replay."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
+        runs = sub.add_parser("runs", help="list runs, newest first")
+        runs.add_argument("--status", choices=RunStatus.values)
+        runs.add_argument("--workflow")
+        runs.add_argument("--limit", type=int, default=50)
+        for name, text in (("show", "one run and its steps"), ("cancel", "cancel a run")):
+            sub.add_parser(name, help=text).add_argument("run")
+        fork = sub.add_parser("fork", help="fork a run from a position")
+        fork.add_argument("run")
+        fork.add_argument("--from", dest="position", type=int, required=True)
+        # Not dest="args": Django keeps a command's positional arguments there.
+        fork.add_argument(
+            "--args", dest="new_args", type=json.loads, help="new arguments, a JSON list"
+        )
+        fork.add_argument(
+            "--kwargs", dest="new_kwargs", type=json.loads, help="new keyword arguments (JSON)"
+        )
+        sub.add_parser("retry", help="fork a run from its first failed step").add_argument("run")
+        check = sub.add_parser("replay", help="check recorded histories against the code")
+        check.add_argument("--workflow")
+        check.add_argument("--status", choices=RunStatus.values, action="append", help="repeatable")
+        check.add_argument("--limit", type=int, help="the newest N runs only")
+        check.add_argument("--run", action="append", help="this run (repeatable)")
+        for each in (runs, check, fork, *[sub.choices[n] for n in ("show", "cancel", "retry")]):
+            each.add_argument("--json", action="store_true", help="JSON output")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        actions: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "runs": self._runs,
+            "show": self._show,
+            "cancel": lambda o: self._one(cancel_run(o["run"], reason="cancelled from the CLI"), o),
+            "fork": lambda o: self._one(
+                fork_run(o["run"], o["position"], o.get("new_args"), o.get("new_kwargs")), o
+            ),
+            "retry": lambda o: self._one(retry_run(o["run"]), o),
+            "replay": self._replay,
+        }
+        try:
+            actions[options["subcommand"]](options)
+        except (FanfoldError, ValueError, TypeError) as exc:
+            code = getattr(exc, "code", "invalid")
+            if options.get("json"):
+                self._json({"error": {"code": code, "message": str(exc)}})
+            raise CommandError(f"{code}: {exc}") from exc
+
+    # -- subcommands ----------------------------------------------------------------------------
+
+    def _runs(self, options: dict[str, Any]) -> None:
+        runs = list(list_runs(options.get("status"), options.get("workflow"))[: options["limit"]])
+        if options["json"]:
+            self._json([run_record(r) for r in runs])
+            return
+        rows = [
+            (
+                r.id,
+                r.workflow,
+                r.status,
+                _when(r.created_at),
+                _when(r.finished_at),
+                r.forked_from_id,
+            )
+            for r in runs
+        ]
+        headers = ("run", "workflow", "status", "created", "finished", "forked from")
+        self.stdout.write(table(headers, rows), ending="")
+
+    def _show(self, options: dict[str, Any]) -> None:
+        run = get_run_row(options["run"])
+        steps = list(Step.objects.filter(run=run).order_by("position"))
+        forks = [str(i) for i in run.forks.order_by("created_at").values_list("id", flat=True)]
+        if options["json"]:
+            record = run_record(run)
+            record["forks"] = forks
+            record["steps"] = [_step_record(s) for s in steps]
+            self._json(record)
+            return
+        self._summary(run, forks)
+        rows = [
+            (s.position, s.name, s.kind, s.status, s.attempt, _error_text(s.error)) for s in steps
+        ]
+        headers = ("#", "name", "kind", "status", "attempt", "error")
+        self.stdout.write(table(headers, rows) if rows else "No steps yet.\n", ending="")
+
+    def _one(self, run: Run, options: dict[str, Any]) -> None:
+        if options["json"]:
+            self._json(run_record(run))
+            return
+        self._summary(run, [])
+
+    def _replay(self, options: dict[str, Any]) -> None:
+        runs = Run.objects.order_by("-created_at").only("id", "workflow", "status", "input")
+        if options.get("workflow"):
+            runs = runs.filter(workflow=options["workflow"])
+        if options.get("status"):
+            runs = runs.filter(status__in=options["status"])
+        if options.get("run"):
+            runs = runs.filter(id__in=[get_run_row(r).id for r in options["run"]])
+        if options.get("limit") is not None:
+            runs = runs[: max(options["limit"], 0)]
+        total = runs.count()
+        bar = None if options["json"] else ProgressBar(self._err, total, "replaying")
+        started = time.monotonic()
+        mismatched: list[ReplayReport] = []
+        checked = 0
+        for report in replay_runs(runs.iterator(chunk_size=500)):
+            checked += 1
+            if not report.ok:
+                mismatched.append(report)
+            if bar is not None:
+                bar.advance(note=f"{len(mismatched)} mismatched")
+        if bar is not None:
+            bar.close()
+        self._replay_output(checked, mismatched, time.monotonic() - started, options["json"])
+        if mismatched:
+            sys.exit(1)
+
+    # -- output ---------------------------------------------------------------------------------
+
+    def _replay_output(
+        self, checked: int, mismatched: list[ReplayReport], seconds: float, as_json: bool
+    ) -> None:
+        rate = checked / seconds if seconds > 0 else 0.0
+        if as_json:
+            self._json(
+                {
+                    "checked": checked,
+                    "mismatched": len(mismatched),
+                    "seconds": round(seconds, 3),
+                    "runs_per_second": round(rate, 1),
+                    "mismatches": [r.as_dict() for r in mismatched],
+                }
+            )
+            return
+        if mismatched:
+            rows = [
+                (r.run_id, r.workflow, r.status)
+                + (
+                    (r.mismatch.position, r.mismatch.reason, r.mismatch.message)
+                    if r.mismatch
+                    else ()
+                )
+                for r in mismatched
+            ]
+            headers = ("run", "workflow", "status", "position", "reason", "message")
+            self.stdout.write(table(headers, rows), ending="")
+        summary = f"{checked} runs replayed in {seconds:.2f} s, {len(mismatched)} mismatched.\n"
+        style = self.style.ERROR if mismatched else self.style.SUCCESS
+        self.stdout.write(style(summary), ending="")
+
+    def _summary(self, run: Run, forks: list[str]) -> None:
+        lines = [
+            f"run       {run.id}",
+            f"workflow  {run.workflow}",
+            f"status    {run.status}",
+            f"input     {json.dumps(run.input, sort_keys=True)}",
+            f"created   {_when(run.created_at)}",
+            f"finished  {_when(run.finished_at)}",
+        ]
+        if run.status == RunStatus.COMPLETED:
+            lines.append(f"result    {json.dumps(run.result, sort_keys=True)}")
+        if run.error:
+            lines.append(f"error     {_error_text(run.error)}")
+        if run.forked_from_id:
+            lines.append(f"forked    from {run.forked_from_id} at {run.forked_from_position}")
+        if forks:
+            lines.append(f"forks     {', '.join(forks)}")
+        self.stdout.write("\n".join(lines) + "\n")
+
+    def _err(self, text: str) -> None:
+        self.stderr.write(text, ending="")
+        self.stderr.flush()
+
+    def _json(self, value: Any) -> None:
+        self.stdout.write(json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+def _when(moment: Any) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment else "—"
+
+
+def _error_text(error: Any) -> str:
+    if not error:
+        return ""
+    if isinstance(error, dict):
+        return f"{error.get('type', 'Error')}: {error.get('message', '')}"
+    return str(error)
+
+
+def _step_record(step: Step) -> dict[str, Any]:
+    error = dict(step.error) if isinstance(step.error, dict) else step.error
+    if isinstance(error, dict):
+        error.pop("traceback", None)
+    return {
+        "position": step.position,
+        "name": step.name,
+        "kind": step.kind,
+        "status": step.status,
+        "attempt": step.attempt,
+        "result": step.result,
+        "error": error,
+    }

@@ -1,0 +1,83 @@
+"""This process's liveness key: a PostgreSQL session advisory lock held for its whole life.
+
+Leases name the process that holds them (`Run.lease_owner`, `Step.lease_owner`). PostgreSQL
+ends a dead process's session, and with it the lock, within moments of a SIGKILL or a lost
+node; the takeover pass (runtime.takeover) then ends the dead owner's leases at once instead
+of waiting for them to expire. The lease stays the backstop for a hung process: a live one
+keeps its lock however slow its step is.
+
+The lock lives on a connection of its own, checked every second and, after a database
+restart, reconnected and locked again under the same key. A forked child (a prefork worker)
+gets a key and a connection of its own. On databases other than PostgreSQL there is no key.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from runtime.checkpoint.process_local import ProcessLocal
+from runtime.recovery.loop import BackgroundLoop
+from runtime.store.liveness import lock_statement
+
+log = logging.getLogger("fanfold.liveness")
+
+CHECK_INTERVAL = 1.0  # seconds between checks that the lock's connection is alive
+
+
+class Liveness:
+    """The liveness lock of one process (build one per process: `process_key()` does)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.key = secrets.randbits(62) | 1
+        self._wrapper: BaseDatabaseWrapper | None = None
+        self._loop = BackgroundLoop("fanfold-liveness", lambda: CHECK_INTERVAL, self._check)
+        self._loop.start()
+        try:
+            self._check()
+        except Exception:  # the database is away: the loop takes the lock when it is back
+            log.exception("could not take the liveness lock %s yet", self.key)
+
+    def _check(self) -> None:
+        with self._lock:
+            wrapper = self._wrapper
+            if wrapper is not None and wrapper.is_usable():
+                return
+            if wrapper is not None:
+                log.warning("liveness connection lost; taking the lock %s again", self.key)
+                wrapper.close()
+                self._wrapper = None
+            wrapper = connections.create_connection(DEFAULT_DB_ALIAS)
+            wrapper.inc_thread_sharing()
+            with wrapper.cursor() as cursor:
+                cursor.execute(lock_statement(), [self.key])
+            self._wrapper = wrapper
+
+    def close(self) -> None:
+        """Release the lock (a clean shutdown)."""
+        self._loop.stop()
+        with self._lock:
+            if self._wrapper is not None:
+                self._wrapper.close()
+            self._wrapper = None
+
+
+_process_liveness: ProcessLocal[Liveness] = ProcessLocal(Liveness)
+
+
+def process_key() -> int | None:
+    """This process's liveness key, its lock held (taken on first use); None off PostgreSQL."""
+    if connection.vendor != "postgresql":
+        return None
+    return _process_liveness.get().key
+
+
+def release_process_liveness() -> None:
+    """Give up this process's lock and its connection (a warm shutdown, a test session's end)."""
+    if _process_liveness.built():
+        _process_liveness.get().close()

@@ -1,0 +1,89 @@
+"""The SQL of process liveness: advisory locks held by live processes, and leases whose
+owner no longer holds one.
+
+A process that executes runs or branches holds `pg_advisory_lock(key)` on a connection of
+its own for its whole life (runtime.recovery.liveness); PostgreSQL releases the lock when that
+session ends, which it does when the process dies. `pg_locks` shows a bigint key as its high
+half in `classid` and its low half in `objid`, with `objsubid` 1.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+
+from runtime.models import ACTIVE_RUN_STATES, Run, Step, StepStatus
+from runtime.store.dialect import in_list
+
+_HELD = (
+    "SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
+    "AND l.objsubid = 1 AND l.database = (SELECT oid FROM pg_database "
+    "WHERE datname = current_database()) "
+    "AND ((l.classid::bigint << 32) | l.objid::bigint) = {owner}"
+)
+
+
+def lock_statement() -> str:
+    """Takes (waiting if need be) the session advisory lock on one key (the parameter)."""
+    return "SELECT pg_advisory_lock(%s)"
+
+
+def orphaned_runs(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
+    """Active runs leased by a process that no longer holds its liveness lock."""
+    if connection.vendor != "postgresql":
+        return []
+    states, params = in_list(ACTIVE_RUN_STATES)
+    held = _HELD.format(owner="r.lease_owner")
+    sql = (
+        f"SELECT r.id, r.lease_owner FROM {Run._meta.db_table} r "
+        f"WHERE r.lease_token IS NOT NULL AND r.lease_owner IS NOT NULL "
+        f"AND r.status IN ({states}) AND NOT EXISTS ({held}) LIMIT %s"
+    )
+    return _rows(sql, [*params, limit])
+
+
+def orphaned_branches(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
+    """Running branch steps whose process no longer holds its liveness lock."""
+    if connection.vendor != "postgresql":
+        return []
+    held = _HELD.format(owner="s.lease_owner")
+    sql = (
+        f"SELECT s.id, s.lease_owner FROM {Step._meta.db_table} s "
+        f"WHERE s.status = %s AND s.lease_owner IS NOT NULL AND NOT EXISTS ({held}) LIMIT %s"
+    )
+    return _rows(sql, [StepStatus.RUNNING.value, limit])
+
+
+def expire_run_leases(orphans: list[tuple[uuid.UUID, int]], now: datetime) -> list[uuid.UUID]:
+    """End the leases of these runs if the same owner still holds them; returns those ended."""
+    return _expire(Run._meta.db_table, "lease_expires_at", "lease_token IS NOT NULL", orphans, now)
+
+
+def expire_branch_leases(orphans: list[tuple[uuid.UUID, int]], now: datetime) -> list[uuid.UUID]:
+    """End the leases (wake_at) of these running branches if the same owner still runs them."""
+    running = f"status = '{StepStatus.RUNNING.value}'"
+    return _expire(Step._meta.db_table, "wake_at", running, orphans, now)
+
+
+def _expire(
+    table: str, column: str, condition: str, orphans: list[tuple[uuid.UUID, int]], now: datetime
+) -> list[uuid.UUID]:
+    if not orphans:
+        return []
+    pairs = ", ".join(["(%s::uuid, %s::bigint)"] * len(orphans))
+    sql = (
+        f"UPDATE {table} t SET {column} = %s FROM (VALUES {pairs}) AS o(id, owner) "
+        f"WHERE t.id = o.id AND t.lease_owner = o.owner AND t.{condition} "
+        f"AND t.{column} > %s RETURNING t.id"
+    )
+    params: list[Any] = [now, *(v for pair in orphans for v in pair), now]
+    return [row[0] for row in _rows(sql, params)]
+
+
+def _rows(sql: str, params: list[Any]) -> list[Any]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())

@@ -1,0 +1,71 @@
+"""Fast takeover: the leases of a process that died end at once, not when they expire.
+
+Every worker process runs this pass every `FANFOLD_TAKEOVER_INTERVAL` seconds (1 by default).
+A lease whose owner no longer holds its liveness lock (runtime.recovery.liveness) is a
+suspect; seen so in two passes in a row it is ended: a run's lease ends and the run is
+enqueued again, a branch's lease ends and the fan-out sweep publishes its next attempt (an
+at-most-once branch's interrupted attempt is failed instead, as after any expired lease). The
+second look spares a live process that just reconnected after a database restart, before it
+took its lock again. Many processes may run the pass at once: ending a lease is conditional,
+so only one of them enqueues.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.utils import timezone
+
+from runtime import conf
+from runtime.dispatch import enqueue_run
+from runtime.fanout.sweep import sweep_fanouts_once
+from runtime.models import FanoutGroup, Step
+from runtime.recovery.loop import BackgroundLoop
+from runtime.store.liveness import (
+    expire_branch_leases,
+    expire_run_leases,
+    orphaned_branches,
+    orphaned_runs,
+)
+
+Orphan = tuple[uuid.UUID, int]  # a leased row's id and its dead owner's key
+
+
+class Takeover:
+    """The takeover pass, remembering the suspects of the previous pass."""
+
+    def __init__(self) -> None:
+        self._suspect_runs: set[Orphan] = set()
+        self._suspect_branches: set[Orphan] = set()
+
+    def pass_once(self) -> tuple[int, int]:
+        """End the leases of twice-seen dead owners; returns (runs, branches) taken over."""
+        runs = self._take_runs()
+        branches = self._take_branches()
+        return runs, branches
+
+    def _take_runs(self) -> int:
+        orphans = set(orphaned_runs())
+        confirmed, self._suspect_runs = orphans & self._suspect_runs, orphans
+        ended = expire_run_leases(sorted(confirmed), timezone.now())
+        for run_id in ended:
+            enqueue_run(run_id)
+        self._suspect_runs -= confirmed
+        return len(ended)
+
+    def _take_branches(self) -> int:
+        orphans = set(orphaned_branches())
+        confirmed, self._suspect_branches = orphans & self._suspect_branches, orphans
+        now = timezone.now()
+        ended = expire_branch_leases(sorted(confirmed), now)
+        self._suspect_branches -= confirmed
+        if ended:
+            runs = Step.objects.filter(id__in=ended).values_list("run_id", flat=True)
+            FanoutGroup.objects.open().filter(run_id__in=list(runs)).update(check_at=now)
+            sweep_fanouts_once()
+        return len(ended)
+
+
+loop = BackgroundLoop(
+    "fanfold-takeover", lambda: conf.get().TAKEOVER_INTERVAL, Takeover().pass_once
+)
