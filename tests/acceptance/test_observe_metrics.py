@@ -30,7 +30,7 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 @pytest.fixture(autouse=True)
-def in_process(redis_broker: Any) -> Iterator[None]:
+def in_process(counters_redis: Any) -> Iterator[None]:
     with use_writer():
         yield
 

@@ -25,7 +25,7 @@ BRANCHES = 40
 
 
 @pytest.fixture(autouse=True)
-def in_process(redis_broker: Any) -> Iterator[None]:
+def in_process(counters_redis: Any) -> Iterator[None]:
     with use_writer():
         yield
 
