@@ -90,6 +90,14 @@ def compare(
     off_value = median([r[figure] for r in off])
     on_value = median([r[figure] for r in on])
     cost = (off_value / on_value - 1) if higher_is_better else (on_value / off_value - 1)
+    # Each pair ran back to back, so its ratio shares the machine's load of that moment.
+    pair_pct = [
+        round(
+            ((a[figure] / b[figure]) if higher_is_better else (b[figure] / a[figure])) * 100 - 100,
+            1,
+        )
+        for a, b in zip(off, on, strict=True)
+    ]
     return {
         **on[-1],
         "observe": {
@@ -100,6 +108,7 @@ def compare(
             "off_samples": [r[figure] for r in off],
             "on_samples": [r[figure] for r in on],
             "overhead_pct": round(cost * 100, 1),
+            "pair_overhead_pct": pair_pct,
         },
     }
 
