@@ -40,7 +40,9 @@ def _result_backend() -> str:
     return "redis://127.0.0.1:6379/13"
 
 
-def run_fanout(branches: int, timeout: float, repeat: int = 1) -> dict[str, Any]:
+def run_fanout(
+    branches: int, timeout: float, repeat: int = 1, worker_env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """`repeat` pairs of (durable fan-out, Celery group), alternating; medians are reported."""
     if embedded.is_embedded():
         raise RuntimeError("bench fanout compares worker processes: set CELERY_BROKER_URL")
@@ -50,7 +52,7 @@ def run_fanout(branches: int, timeout: float, repeat: int = 1) -> dict[str, Any]
     durables: list[dict[str, Any]] = []
     baselines: list[float] = []
     with environment.workers(
-        count=2, pool="threads", concurrency=16, CELERY_RESULT_BACKEND=backend
+        count=2, pool="threads", concurrency=16, CELERY_RESULT_BACKEND=backend, **(worker_env or {})
     ):
         # Both sides first run a small one, so neither pays for connections and prepares.
         _durable(WARM_UP_BRANCHES, timeout)

@@ -63,8 +63,10 @@ def _warm_up(timeout: float) -> None:
     start("examples.noop_loop", 10).wait(timeout=timeout, poll_interval=0.01)
 
 
-def run_sequential(steps: int, timeout: float) -> dict[str, Any]:
-    with environment.workers(count=1, pool="threads", concurrency=4):
+def run_sequential(
+    steps: int, timeout: float, worker_env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    with environment.workers(count=1, pool="threads", concurrency=4, **(worker_env or {})):
         _warm_up(timeout)
         tx_before = environment.write_transactions()
         handle = start("examples.noop_loop", steps)

@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from publisher.errors import PublishError, describe, is_retryable
 from publisher.messages import Message, Outcome, Routing
-from publisher.metrics import counters
-from publisher.tracing import with_trace_context
+from publisher.metrics import counters, observe_request
+from publisher.tracing import publish_span, with_trace_context
 from publisher.transport import Transport
 
 DEFAULT_BATCH_SIZE = 100
@@ -46,14 +46,15 @@ def publish_messages(
 
     Messages are grouped by routing and each group is split into requests of at most
     ``batch_size``; a one-message request uses ``send``, larger ones ``send_batch``. A transport
-    without ``send_batch`` gets concurrent single sends (``max_workers`` threads). Each message
-    gets the current trace context in its headers. If any message failed, or the transport
-    returned the wrong number of outcomes, raises ``PublishError`` carrying every outcome.
+    without ``send_batch`` gets concurrent single sends (``max_workers`` threads). Each request
+    is a span (with OpenTelemetry) and its messages get its trace context in their headers. If
+    any message failed, or the transport returned the wrong number of outcomes, raises
+    ``PublishError`` carrying every outcome.
     """
     plan = plan_requests(messages, batch_size)
     if not messages:
         return []
-    traced = [with_trace_context(message) for message in messages]
+    traced = list(messages)
     results: list[Outcome | None] = [None] * len(traced)
     mismatches: list[str] = []
 
@@ -92,19 +93,23 @@ def _request(
     """One transport call: its outcomes (one per message) and a count mismatch, if any."""
     mismatch: str | None = None
     raised = False
-    try:
-        if send_batch is None or len(batch) == 1:
-            outcomes = [transport.send(batch[0])]
-        else:
-            outcomes = list(send_batch(batch))
-    except Exception as exc:
-        raised = True
-        failure = Outcome.failure(describe(exc), retryable=is_retryable(exc))
-        outcomes = [failure] * len(batch)
+    with publish_span(len(batch)):
+        # Inside the span, so a message names the request that carried it as its parent.
+        batch = [with_trace_context(message) for message in batch]
+        try:
+            if send_batch is None or len(batch) == 1:
+                outcomes = [transport.send(batch[0])]
+            else:
+                outcomes = list(send_batch(batch))
+        except Exception as exc:
+            raised = True
+            failure = Outcome.failure(describe(exc), retryable=is_retryable(exc))
+            outcomes = [failure] * len(batch)
     if len(outcomes) != len(batch):
         # Outcomes cannot be matched to messages, so none of them can be trusted as sent.
         mismatch = f"transport returned {len(outcomes)} outcomes for {len(batch)} messages"
         outcomes = [Outcome.failure(mismatch, retryable=True)] * len(batch)
-    failed = sum(1 for outcome in outcomes if not outcome.ok)
-    counters.record_request(len(batch), failures=failed, raised=raised)
+    failed = [outcome for outcome in outcomes if not outcome.ok]
+    counters.record_request(len(batch), failures=len(failed), raised=raised)
+    observe_request(len(batch), sum(1 for o in failed if o.retryable), len(failed))
     return outcomes, mismatch

@@ -1,4 +1,5 @@
-"""Process-wide publish counters, read by the benchmark and by operators.
+"""Process-wide publish counters, read by the benchmark and by operators, and the publish
+metrics Prometheus scrapes.
 
 Every transport call is one request: a ``send`` counts as a request of size 1, a ``send_batch``
 as a request of its length.
@@ -9,6 +10,40 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
+
+from prometheus_client import Counter as PromCounter
+from prometheus_client import Histogram
+
+PUBLISH_BATCH = Histogram(
+    "fanfold_publish_batch_size",
+    "Messages per broker request.",
+    buckets=(1, 2, 5, 10, 20, 50, 100),
+)
+PUBLISH_FAILED = PromCounter(
+    "fanfold_publish_failed_messages",
+    "Messages whose publish failed, by whether trying again may help.",
+    ["retryable"],
+)
+_FAILED_RETRYABLE = PUBLISH_FAILED.labels("true")
+_FAILED_FINAL = PUBLISH_FAILED.labels("false")
+_enabled = True
+
+
+def set_enabled(enabled: bool) -> None:
+    """Turn the Prometheus publish metrics on or off (the counters below always count)."""
+    global _enabled
+    _enabled = enabled
+
+
+def observe_request(size: int, failed_retryable: int, failed: int) -> None:
+    """One broker request of ``size`` messages, ``failed`` of which failed (some retryable)."""
+    if not _enabled:
+        return
+    PUBLISH_BATCH.observe(size)
+    if failed_retryable:
+        _FAILED_RETRYABLE.inc(failed_retryable)
+    if failed > failed_retryable:
+        _FAILED_FINAL.inc(failed - failed_retryable)
 
 
 @dataclass(frozen=True)

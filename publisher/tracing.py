@@ -1,27 +1,91 @@
-"""W3C trace context for messages, when OpenTelemetry is installed.
+"""W3C trace context for messages and the publish span, when OpenTelemetry is installed.
 
 ``opentelemetry-api`` is optional: without it, or without an active span, messages leave
-unchanged.
+unchanged and no span is made. ``set_enabled(False)`` turns the spans off (FANFOLD_TRACING).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from types import ModuleType
+from typing import Any
 
 from publisher.messages import Message
 
 TRACEPARENT = "traceparent"
+BATCH_COUNT = "messaging.batch.message_count"
+
+_enabled = True
+
+
+def set_enabled(enabled: bool) -> None:
+    """Make spans (``tracer()`` and the publish span) on or off in this process."""
+    global _enabled
+    _enabled = enabled
 
 
 @functools.cache
-def _propagate() -> ModuleType | None:
+def optional_module(module: str) -> ModuleType | None:
+    """``module`` imported, or None when it is not installed (OpenTelemetry is optional)."""
     try:
-        return importlib.import_module("opentelemetry.propagate")
+        return importlib.import_module(module)
     except ImportError:
         return None
+
+
+def _propagate() -> ModuleType | None:
+    return optional_module("opentelemetry.propagate")
+
+
+def trace_api() -> ModuleType | None:
+    """``opentelemetry.trace`` when it is installed, else None."""
+    return optional_module("opentelemetry.trace")
+
+
+@functools.cache
+def _tracer() -> Any:
+    api = trace_api()
+    # A proxy until the application sets a provider, then that provider's tracer.
+    return None if api is None else api.get_tracer("fanfold")
+
+
+_override: Any = None
+
+
+def use_tracer(tracer_: Any) -> Any:
+    """Make ``tracer_`` Fanfold's tracer instead of the global provider's (None: back to the
+    global one); returns the one it replaces. For tests, which cannot reset the global
+    provider."""
+    global _override
+    previous, _override = _override, tracer_
+    return previous
+
+
+def tracer() -> Any:
+    """Fanfold's OpenTelemetry tracer, or None when spans are off or the API is missing."""
+    if not _enabled:
+        return None
+    return _override if _override is not None else _tracer()
+
+
+@contextmanager
+def _publish_span(tracer_: Any, count: int) -> Iterator[None]:
+    with tracer_.start_as_current_span(
+        "fanfold.publish", kind=trace_api().SpanKind.PRODUCER,  # type: ignore[union-attr]
+        attributes={BATCH_COUNT: count, "messaging.system": "celery"},
+    ):  # fmt: skip
+        yield
+
+
+def publish_span(count: int) -> Any:
+    """A context manager around one broker request of ``count`` messages (a no-op without
+    OpenTelemetry); messages given their trace context inside it name this span."""
+    tracer_ = tracer()
+    return nullcontext() if tracer_ is None else _publish_span(tracer_, count)
 
 
 def current_trace_headers() -> dict[str, str]:

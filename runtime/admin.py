@@ -30,6 +30,7 @@ from runtime.admin_display import (
     seconds_between,
 )
 from runtime.admin_forks import RunForkAdmin
+from runtime.admin_pages import RunPagesMixin
 from runtime.core.errors import FanfoldError, RunAlreadyFinished, RunNotFound
 from runtime.models import Event, Run, RunStatus, Step, StepStatus
 from runtime.services import cancel_run, start_run
@@ -69,7 +70,7 @@ def _pager(request: HttpRequest, param: str, page: Page[Any], anchor: str) -> di
 
 
 @admin.register(Run)
-class RunAdmin(RunForkAdmin):
+class RunAdmin(RunPagesMixin, RunForkAdmin):
     change_form_template = "admin/runtime/run/change_form.html"
     list_display = [
         "short_id",

@@ -7,6 +7,8 @@ import importlib
 from django.apps import AppConfig
 from django.utils.module_loading import autodiscover_modules
 
+from runtime.observe.switches import configure as configure_observability
+
 
 class RuntimeConfig(AppConfig):
     name = "runtime"
@@ -21,8 +23,10 @@ class RuntimeConfig(AppConfig):
         dispatch.install(dispatch.CeleryDispatcher(before_send=embedded.ensure_worker))
         autodiscover_modules("workflows")
         try:
-            modules = conf.get().WORKFLOW_MODULES
+            settings = conf.get()
         except conf.SettingsError:
-            modules = ()  # reported by the system check
+            settings = conf.FanfoldSettings()  # reported by the system check
+        configure_observability(metrics_enabled=settings.METRICS, tracing_enabled=settings.TRACING)
+        modules = settings.WORKFLOW_MODULES
         for module in modules:
             importlib.import_module(module)

@@ -27,13 +27,37 @@ class FanfoldSettings:
     CHECKPOINT_MAX_BYTES: int = 4 * 1024 * 1024
     CHECKPOINT_ASYNC_WINDOW: float = 0.002
     EMBEDDED_CONCURRENCY: int = 4
+    # Observability (docs/observability.md): Prometheus metrics and OpenTelemetry spans.
+    METRICS: bool = True
+    METRICS_TOKEN: str = ""  # a bearer token that may read /metrics (staff sessions always may)
+    METRICS_PORT: int = 0  # a worker's metrics exporter port; 0: no exporter
+    TRACING: bool = True  # spans, when opentelemetry-api is installed
 
 
 class SettingsError(ValueError):
     pass
 
 
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+_MAY_BE_ZERO = {"CHECKPOINT_ASYNC_WINDOW", "METRICS_PORT"}
+
+
+def _coerce_text(name: str, kind: str, raw: Any) -> Any:
+    if kind == "str":
+        if not isinstance(raw, str):
+            raise SettingsError(f"FANFOLD_{name} must be a string")
+        return raw
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise SettingsError(f"FANFOLD_{name} must be on or off (1/0, true/false), got {raw!r}")
+
+
 def _coerce(name: str, kind: Any, raw: Any) -> Any:
+    if kind in ("str", "bool"):
+        return _coerce_text(name, kind, raw)
     if kind == "tuple[str, ...]":
         if isinstance(raw, str):
             return tuple(part.strip() for part in raw.split(",") if part.strip())
@@ -44,10 +68,12 @@ def _coerce(name: str, kind: Any, raw: Any) -> Any:
         value = int(raw) if kind == "int" else float(raw)
     except (TypeError, ValueError):
         raise SettingsError(f"FANFOLD_{name} must be a number, got {raw!r}") from None
-    if value <= 0 and name != "CHECKPOINT_ASYNC_WINDOW":
+    if value <= 0 and name not in _MAY_BE_ZERO:
         raise SettingsError(f"FANFOLD_{name} must be greater than 0, got {raw!r}")
     if value < 0:
         raise SettingsError(f"FANFOLD_{name} must not be negative, got {raw!r}")
+    if name == "METRICS_PORT" and value > 65535:
+        raise SettingsError("FANFOLD_METRICS_PORT must be a TCP port (0 for none)")
     if name == "PUBLISH_BATCH_SIZE" and value > 100:
         raise SettingsError("FANFOLD_PUBLISH_BATCH_SIZE must be at most 100")
     return value

@@ -28,6 +28,7 @@ from runtime.core.retry import DEFAULT_POLICY, GiveUp, RetryPolicy, decide
 from runtime.core.writes import EventDraft, StepRow, step_created
 from runtime.fanout.group import run_all
 from runtime.markers import patched
+from runtime.observe.attempts import StepAttempt
 from runtime.registry import Signature, StepFunction, WorkflowFunction
 from runtime.replay import ReplayCursor
 from runtime.session import ExecutionSession
@@ -152,7 +153,14 @@ class DurableContext:
             return self._after_failure(call, step_input[0], action.attempt, interrupted)
         if not isinstance(action, history.RunAttempt):
             raise TypeError(f"unexpected replay action {action!r} for a step")
-        return self._run_attempt(call, step_input, action)
+        with StepAttempt(self.run_id, call.name, call.position, action.attempt) as observed:
+            try:
+                result = self._run_attempt(call, step_input, action)
+            except Suspend:
+                observed.outcome = "retrying"  # a failed attempt suspends until its retry
+                raise
+            observed.outcome = "completed"
+            return result
 
     def _resolve(
         self,

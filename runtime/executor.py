@@ -28,6 +28,8 @@ from runtime.core.jsonvalues import checked
 from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, SuspendGuard
 from runtime.dispatch import enqueue_run
 from runtime.models import Run, RunStatus
+from runtime.observe import metrics
+from runtime.observe.attempts import RunPass
 from runtime.recovery.leases import run_leases
 from runtime.recovery.liveness import process_key
 from runtime.registry import registry
@@ -65,7 +67,7 @@ def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
         while True:
             session = ExecutionSession(run_id, token, epoch, writer())
             try:
-                return _execute_once(session, claimed, clock)
+                return _observed_pass(session, claimed, clock)
             except _Replay as again:
                 epoch += 1
                 claimed = RunClaim(
@@ -80,6 +82,19 @@ class _Replay(Exception):
         self.wakeups = wakeups
 
 
+def _observed_pass(session: ExecutionSession, claimed: RunClaim, clock: Clock) -> Execution:
+    """One pass as metrics and spans see it; a pass that raises (a database failure the task
+    retries) keeps the outcome "failed"."""
+    with RunPass(session.run_id, claimed.workflow) as run_pass:
+        try:
+            execution = _execute_once(session, claimed, clock)
+        except _Replay:
+            run_pass.outcome = "woken"  # a wake-up raced the suspend: the run replays at once
+            raise
+        run_pass.outcome = execution.outcome.value
+        return execution
+
+
 def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) -> Execution:
     ctx = DurableContext(session, load_history(session.run_id), clock)
     now = clock.now()
@@ -90,6 +105,7 @@ def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) ->
             raise ctx.fatal
         result, size = checked(result, "workflow result", conf.get().MAX_PAYLOAD_BYTES)
         _settle(session, clock, "run_completed", RunStatus.COMPLETED, result=result, size=size)
+        metrics.run_finished(claimed.workflow, RunStatus.COMPLETED)
         return Execution(ExecutionOutcome.COMPLETED)
     except Suspend as suspend:
         return _suspend(session, claimed, suspend.wake_at, clock)
@@ -108,6 +124,7 @@ def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) ->
             _settle(session, clock, "run_failed", RunStatus.FAILED, error=error)
         except Abort as abort:
             return _aborted(session, abort.failure)
+        metrics.run_finished(claimed.workflow, RunStatus.FAILED)
         return Execution(ExecutionOutcome.FAILED)
 
 
@@ -120,6 +137,7 @@ def _invoke(ctx: DurableContext, claimed: RunClaim) -> Any:
 
 def _announce_start(session: ExecutionSession, claimed: RunClaim, now: datetime) -> None:
     if claimed.status == RunStatus.PENDING:
+        metrics.run_started(claimed.workflow)
         events: tuple[EventDraft, ...] = (EventDraft("run_started", now),)
         patch = RunPatch(status=RunStatus.RUNNING, started_at=now, wake_at=None)
     elif claimed.status == RunStatus.WAITING:

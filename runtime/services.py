@@ -38,6 +38,7 @@ from runtime.core.writes import (
 )
 from runtime.dispatch import enqueue_run
 from runtime.models import FINISHED_RUN_STATES, Event, EventType, Run, RunStatus, Step, StepStatus
+from runtime.observe import metrics
 from runtime.registry import WorkflowFunction, registry
 from runtime.store import write_now
 
@@ -135,6 +136,7 @@ def cancel_run(run_id: uuid.UUID | str, reason: str = "cancelled") -> Run:
         if isinstance(failure.__cause__, RunAlreadyFinished):
             raise failure.__cause__ from None
         raise
+    metrics.run_finished(run.workflow, RunStatus.CANCELLED)
     _cancel_children(run.id)
     run.refresh_from_db()
     return run

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
 from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 
-from runtime import executor, takeover
+from publisher.tracing import TRACEPARENT
+from runtime import conf, executor, takeover
 from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
 from runtime.fanout import branch, sweep
 from runtime.fanout.report import BranchAttempt
+from runtime.observe.exporter import child_exited, start_worker_exporter
 from runtime.recovery import run_sweep
 from runtime.recovery.liveness import release_process_liveness
 from runtime.store import writer
@@ -31,15 +34,20 @@ def execute_run(run_id: str) -> str:
     return executor.execute(uuid.UUID(run_id)).outcome.value
 
 
-@shared_task(name=RUN_BRANCH, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def run_branch(run_id: str, position: int, attempt: int, group_position: int, poll: int = 0) -> str:
+@shared_task(
+    name=RUN_BRANCH, bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True
+)
+def run_branch(
+    self: Task, run_id: str, position: int, attempt: int, group_position: int, poll: int = 0
+) -> str:
     """Run one attempt of one fan-out branch (runtime.fanout.branch); a duplicate does nothing.
 
     Not retried by Celery: a branch whose report could not be written keeps its claim until
     its lease expires, and the fan-out sweep then publishes the next attempt.
     """
     attempt_ = BranchAttempt(uuid.UUID(run_id), int(position), int(attempt), int(group_position))
-    return branch.run_branch(attempt_, int(poll))
+    traceparent = self.request.get(TRACEPARENT)  # a message header, set by the publisher
+    return branch.run_branch(attempt_, int(poll), traceparent)
 
 
 @shared_task(name="fanfold.sweep", ignore_result=True)
@@ -56,14 +64,20 @@ def start_sweeps() -> None:
 
 
 @worker_ready.connect
-def _start_sweeps(**_: object) -> None:
+def _start_sweeps(sender: Any = None, **_: object) -> None:
     start_sweeps()
+    port = conf.get().METRICS_PORT
+    if port:
+        pool = getattr(sender, "pool", None)
+        start_worker_exporter(port, prefork="prefork" in type(pool).__module__)
 
 
 @worker_process_shutdown.connect
 @worker_shutdown.connect
-def _drain_checkpoints(**_: object) -> None:
+def _drain_checkpoints(pid: int | None = None, **_: object) -> None:
     """A warm shutdown writes what is still queued (prefork children and threads pools), then
-    gives up the process's liveness lock."""
+    gives up the process's liveness lock (and a prefork child's live metrics)."""
     writer().close()
     release_process_liveness()
+    if pid is not None:
+        child_exited(pid)

@@ -29,6 +29,7 @@ from runtime.checkpoint.errors import CheckpointFailed, OutcomeUnknown, WriterCl
 from runtime.checkpoint.intake import Intake
 from runtime.checkpoint.poisoned import PoisonedSessions
 from runtime.checkpoint.sink import Sink, WriterStats
+from runtime.observe import metrics, tracing
 
 __all__ = ["CheckpointWriter", "Sink", "WriterStats"]
 
@@ -262,11 +263,15 @@ class CheckpointWriter:
         stats = self.stats
         stats.batches += 1
         stats.max_batch_items = max(stats.max_batch_items, len(envelopes))
+        started = time.perf_counter()
         try:
-            self._sink.write_batch([envelope.checkpoint for envelope in envelopes])
+            with tracing.checkpoint_commit(len(envelopes)):
+                self._sink.write_batch([envelope.checkpoint for envelope in envelopes])
         except Exception:
             stats.failed_batches += 1
             raise
+        finally:
+            metrics.checkpoint_batch(len(envelopes), time.perf_counter() - started)
         stats.committed_batches += 1
         stats.checkpoints += len(envelopes)
 

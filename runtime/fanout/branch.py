@@ -13,6 +13,7 @@ claim a running step only once that lease has expired.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from django.utils import timezone
 
@@ -29,6 +30,7 @@ from runtime.fanout.report import (
     report,
     report_failure,
 )
+from runtime.observe.attempts import StepAttempt
 from runtime.recovery.leases import branch_leases
 from runtime.recovery.liveness import process_key
 from runtime.registry import registry
@@ -55,8 +57,11 @@ def claim_branch(branch: BranchAttempt, *, continuing: bool = False) -> ClaimedB
     return ClaimedBranch(receipt.name, receipt.kind, receipt.input, started_at)
 
 
-def run_branch(branch: BranchAttempt, poll: int = 0) -> str:
-    """Run one delivered branch attempt; says what happened ("skipped", "completed", ...)."""
+def run_branch(branch: BranchAttempt, poll: int = 0, traceparent: str | None = None) -> str:
+    """Run one delivered branch attempt; says what happened ("skipped", "completed", ...).
+
+    `traceparent` names the span that published the message: the attempt's span links to it.
+    """
     claimed = claim_branch(branch, continuing=poll > 0)
     if claimed is None:
         return "skipped"
@@ -64,6 +69,17 @@ def run_branch(branch: BranchAttempt, poll: int = 0) -> str:
     kwargs = dict(claimed.input.get("kwargs", {}))
     if claimed.kind == "child":
         return drive_child(branch, poll, claimed, args, kwargs)
+    observed = StepAttempt(
+        branch.run_id, claimed.name, branch.position, branch.attempt, traceparent
+    )
+    with observed:
+        observed.outcome = _run_step_branch(branch, claimed, args, kwargs)
+    return observed.outcome
+
+
+def _run_step_branch(
+    branch: BranchAttempt, claimed: ClaimedBranch, args: list[Any], kwargs: dict[str, Any]
+) -> str:
     fn = registry.steps.get(claimed.name)
     policy = (fn.retry if fn is not None else None) or DEFAULT_POLICY
     branch_leases.hold(branch.step_id)

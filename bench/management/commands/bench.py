@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bench.collector import run_collector_probe
 from bench.fanout import run_fanout
+from bench.observe import observe_fanout, observe_sequential
 from bench.replaycheck import run_replay_check
 from bench.sequential import run_concurrent, run_sequential
 
@@ -35,6 +36,13 @@ class Command(BaseCommand):
         check = sub.add_parser("replay", help="the replay check over many recorded runs")
         check.add_argument("--runs", type=int, default=10_000)
         check.add_argument("--steps", type=int, default=20, help="steps per recorded run")
+        for p in (seq, fan):
+            p.add_argument(
+                "--observe",
+                action="store_true",
+                help="run with metrics and tracing off, then on, and report both",
+            )
+            p.add_argument("--pairs", type=int, default=2, help="off/on pairs for --observe")
         for p in (seq, conc, probe, fan, check):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
@@ -51,10 +59,13 @@ class Command(BaseCommand):
             self.stdout.write(f"  {key:<32} {value}")
 
     def _run(self, scenario: str, options: dict[str, Any]) -> dict[str, Any]:
-        for name in ("steps", "runs", "samples", "branches", "repeat"):
+        for name in ("steps", "runs", "samples", "branches", "repeat", "pairs"):
             if name in options and options[name] is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
+        observe = options.get("observe", False)
         if scenario == "seq":
+            if observe:
+                return observe_sequential(options["steps"], options["timeout"], options["pairs"])
             return run_sequential(options["steps"], options["timeout"])
         if scenario == "concurrent":
             return run_concurrent(options["runs"], options["steps"], options["timeout"])
@@ -62,6 +73,10 @@ class Command(BaseCommand):
             return run_replay_check(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
+        if observe:
+            return observe_fanout(
+                options["branches"], options["timeout"], options["repeat"], options["pairs"]
+            )
         return run_fanout(options["branches"], options["timeout"], options["repeat"])
 
 

@@ -67,11 +67,11 @@ def test_with_trace_context_does_nothing_without_opentelemetry(
     monkeypatch: pytest.MonkeyPatch, tracer_provider: TracerProvider
 ) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry.propagate", None)
-    tracing._propagate.cache_clear()
+    tracing.optional_module.cache_clear()
     message = Message("t", "k")
     try:
         with tracer_provider.get_tracer(__name__).start_as_current_span("dispatch"):
             assert tracing.with_trace_context(message) is message
             assert tracing.current_trace_headers() == {}
     finally:
-        tracing._propagate.cache_clear()
+        tracing.optional_module.cache_clear()

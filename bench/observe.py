@@ -1,0 +1,149 @@
+"""`--observe` for `bench seq` and `bench fanout`: the scenario with metrics and tracing off,
+then on, alternately, and the figures of both side by side.
+
+"On" is the expensive configuration: prometheus_client in multiprocess mode (every update an
+mmap write), and an OpenTelemetry SDK provider whose batch processor takes every span. "Off"
+is FANFOLD_METRICS=0 and FANFOLD_TRACING=0. The benchmark process itself is switched too, for
+the fan-out's first execution, which it performs.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from bench import tracing
+from bench.fanout import run_fanout
+from bench.sequential import run_sequential
+from bench.stats import median
+from runtime.observe import metrics
+from runtime.observe import tracing as spans
+from runtime.observe.attempts import RunPass, StepAttempt
+from runtime.observe.switches import configure
+
+Scenario = Callable[[dict[str, str]], dict[str, Any]]
+
+OFF = {"FANFOLD_METRICS": "0", "FANFOLD_TRACING": "0"}
+SAMPLE_PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def _on(multiproc_dir: str) -> dict[str, str]:
+    modules = [m for m in os.environ.get("FANFOLD_WORKFLOW_MODULES", "").split(",") if m]
+    return {
+        "FANFOLD_METRICS": "1",
+        "FANFOLD_TRACING": "1",
+        "PROMETHEUS_MULTIPROC_DIR": multiproc_dir,
+        "FANFOLD_WORKFLOW_MODULES": ",".join([*modules, "bench.tracing"]),
+        tracing.ENV: "1",
+    }
+
+
+def instrumentation_us(commits_per_step: int, traceparent: str | None, n: int = 5000) -> float:
+    """Microseconds the observability calls of one step add (on minus off), in this process.
+
+    A step attempt around `commits_per_step` checkpoint commits, each with its span and
+    metrics: the calls the runtime makes per step, without the step. Steadier than the
+    end-to-end figures on a busy machine, which move by more than the difference.
+    """
+
+    def per_step() -> float:
+        run_id = uuid.uuid4()
+        with RunPass(run_id, "bench.observe"):
+            began = time.perf_counter()
+            for position in range(n):
+                with StepAttempt(run_id, "bench.step", position, 1, traceparent) as attempt:
+                    for _ in range(commits_per_step):
+                        with spans.checkpoint_commit(2):
+                            pass
+                        metrics.checkpoint_batch(2, 0.0005)
+                    attempt.outcome = "completed"
+            return (time.perf_counter() - began) / n * 1e6
+
+    tracing.install()
+    configure(metrics_enabled=False, tracing_enabled=False)
+    off = min(per_step() for _ in range(3))
+    configure(metrics_enabled=True, tracing_enabled=True)
+    on = min(per_step() for _ in range(3))
+    return round(on - off, 1)
+
+
+def compare(
+    scenario: Scenario, figure: str, pairs: int, *, higher_is_better: bool
+) -> dict[str, Any]:
+    """Run `scenario` `pairs` times each way, off first; report both medians of `figure`."""
+    tracing.install()
+    off: list[dict[str, Any]] = []
+    on: list[dict[str, Any]] = []
+    try:
+        for _ in range(pairs):
+            configure(metrics_enabled=False, tracing_enabled=False)
+            off.append(scenario(OFF))
+            configure(metrics_enabled=True, tracing_enabled=True)
+            with tempfile.TemporaryDirectory(prefix="fanfold-bench-prom-") as directory:
+                on.append(scenario(_on(directory)))
+    finally:
+        configure(metrics_enabled=True, tracing_enabled=True)
+    off_value = median([r[figure] for r in off])
+    on_value = median([r[figure] for r in on])
+    cost = (off_value / on_value - 1) if higher_is_better else (on_value / off_value - 1)
+    # Each pair ran back to back, so its ratio shares the machine's load of that moment.
+    pair_pct = [
+        round(
+            ((a[figure] / b[figure]) if higher_is_better else (b[figure] / a[figure])) * 100 - 100,
+            1,
+        )
+        for a, b in zip(off, on, strict=True)
+    ]
+    return {
+        **on[-1],
+        "observe": {
+            "figure": figure,
+            "pairs": pairs,
+            "off": off_value,
+            "on": on_value,
+            "off_samples": [r[figure] for r in off],
+            "on_samples": [r[figure] for r in on],
+            "overhead_pct": round(cost * 100, 1),
+            "pair_overhead_pct": pair_pct,
+        },
+    }
+
+
+def with_instrumentation_cost(
+    report: dict[str, Any], step_us: float, commits: int, traceparent: str | None = None
+) -> dict[str, Any]:
+    """`report` with the instrumentation's cost per step, absolute and against `step_us` (the
+    time one step takes with observability off, from the end-to-end figure)."""
+    cost = instrumentation_us(commits, traceparent)
+    report["observe"]["instrumentation_us_per_step"] = cost
+    report["observe"]["instrumentation_pct_of_step"] = round(cost / step_us * 100, 1)
+    return report
+
+
+def observe_sequential(steps: int, timeout: float, pairs: int) -> dict[str, Any]:
+    """`bench seq --observe`: steps per second off and on, and the per-step instrumentation."""
+    report = compare(
+        lambda env: run_sequential(steps, timeout, env),
+        "steps_per_second",
+        pairs,
+        higher_is_better=True,
+    )
+    # One commit per step: its start is queued and commits with its completion.
+    return with_instrumentation_cost(report, 1e6 / report["observe"]["off"], 1)
+
+
+def observe_fanout(branches: int, timeout: float, repeat: int, pairs: int) -> dict[str, Any]:
+    """`bench fanout --observe`: fan-in time off and on, and the per-branch instrumentation
+    (a branch commits its claim and its report; its span links to the publish span)."""
+    report = compare(
+        lambda env: run_fanout(branches, timeout, repeat, env),
+        "fan_in_ms",
+        pairs,
+        higher_is_better=False,
+    )
+    per_branch_us = report["observe"]["off"] * 1000 / branches
+    return with_instrumentation_cost(report, per_branch_us, 2, SAMPLE_PARENT)

@@ -1,0 +1,81 @@
+"""`/metrics` for web processes: the process's metrics plus gauges read from the database.
+
+The gauges (runs pending, running and waiting; the age of the oldest pending run) are queried
+when Prometheus scrapes, here only: workers never query for metrics. Staff sessions may read
+the page, and so may a request with `Authorization: Bearer <FANFOLD_METRICS_TOKEN>`.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterator
+from typing import Any
+
+from django.db.models import Count, Min
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from runtime import conf
+from runtime.models import Run, RunStatus
+from runtime.observe.exporter import process_registry
+
+QUEUE_STATES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
+
+
+class RunQueueCollector:
+    """Runs by active status and the oldest pending run's age, read at collect time."""
+
+    def collect(self) -> Iterator[Metric]:
+        counts = dict(
+            Run.objects.filter(status__in=QUEUE_STATES)
+            .order_by()
+            .values_list("status")
+            .annotate(n=Count("pk"))
+            .values_list("status", "n")
+        )
+        runs = GaugeMetricFamily("fanfold_runs", "Runs not finished, by status.", labels=["status"])
+        for status in QUEUE_STATES:
+            runs.add_metric([status.value], counts.get(status, 0))
+        yield runs
+        oldest = Run.objects.pending().aggregate(oldest=Min("created_at"))["oldest"]
+        age = (timezone.now() - oldest).total_seconds() if oldest is not None else 0.0
+        yield GaugeMetricFamily(
+            "fanfold_oldest_pending_run_age_seconds",
+            "Seconds since the oldest pending run was created (0 when none is pending).",
+            value=max(age, 0.0),
+        )
+
+
+class _Scrape:
+    """The process's registry followed by the database gauges, as generate_latest reads it."""
+
+    def __init__(self) -> None:
+        self._parts: tuple[Any, ...] = (process_registry(), RunQueueCollector())
+
+    def collect(self) -> Iterator[Metric]:
+        for part in self._parts:
+            yield from part.collect()
+
+
+def allowed(request: HttpRequest) -> bool:
+    """A staff session, or the configured bearer token."""
+    user = getattr(request, "user", None)
+    if user is not None and user.is_active and user.is_staff:
+        return True
+    token = conf.get().METRICS_TOKEN
+    header = request.headers.get("Authorization", "")
+    scheme, _, given = header.partition(" ")
+    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(given, token)
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    """The Prometheus text exposition of this process and the database gauges."""
+    if not allowed(request):
+        response = HttpResponse("metrics need a staff session or the metrics token\n", status=401)
+        response["WWW-Authenticate"] = 'Bearer realm="fanfold-metrics"'
+        response["Content-Type"] = "text/plain; charset=utf-8"
+        return response
+    body = generate_latest(_Scrape())
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
