@@ -189,10 +189,13 @@ LOGGING = {
 }
 
 # --- Fanfold (see runtime.conf for every FANFOLD_* setting and its default) --------------------
-# FANFOLD_VAR_DIR and FANFOLD_LOG_LEVEL belong to these settings, not to the runtime.
+# FANFOLD_VAR_DIR and FANFOLD_LOG_LEVEL belong to these settings, not to the runtime, and
+# FANFOLD_TEST_* to the test suite.
 _PROJECT_ONLY = {"FANFOLD_VAR_DIR", "FANFOLD_LOG_LEVEL"}
 FANFOLD = {
     key.removeprefix("FANFOLD_"): value
     for key, value in os.environ.items()
-    if key.startswith("FANFOLD_") and key not in _PROJECT_ONLY
+    if key.startswith("FANFOLD_")
+    and key not in _PROJECT_ONLY
+    and not key.startswith("FANFOLD_TEST_")
 }
