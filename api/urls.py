@@ -20,6 +20,7 @@ from api.views.runs import (
     RunListView,
     RunStepsView,
 )
+from api.views.streams import RunStreamView
 from api.views.workflows import WorkflowListView
 
 # JSON first: the API is all JSON; ?format=yaml still gives YAML.
@@ -36,6 +37,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<str:run_id>/steps/", RunStepsView.as_view(), name="run-steps"),
     path("runs/<str:run_id>/events/", RunEventsView.as_view(), name="run-events"),
     path("runs/<str:run_id>/cancel/", RunCancelView.as_view(), name="run-cancel"),
+    path("runs/<str:run_id>/streams/<str:name>/", RunStreamView.as_view(), name="run-stream"),
     path("callbacks/<str:token>/", CallbackView.as_view(), name="callback"),
     path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
     path("schema/", SchemaView.as_view(renderer_classes=_SCHEMA_RENDERERS), name="api-schema"),

@@ -31,6 +31,8 @@ _LAZY = {
     "get_run": "runtime.handles",
     "RunHandle": "runtime.handles",
     "DurableContext": "runtime.context",
+    "stream": "runtime.streaming.writer",
+    "Stream": "runtime.streaming.writer",
 }
 
 
@@ -63,9 +65,11 @@ __all__ = [
     "Signature",
     "StepFailed",
     "StepInfo",
+    "Stream",
     "current_step",
     "get_run",
     "start",
     "step",
+    "stream",
     "workflow",
 ]

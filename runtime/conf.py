@@ -26,6 +26,8 @@ class FanfoldSettings:
     CHECKPOINT_MAX_BYTES: int = 4 * 1024 * 1024
     CHECKPOINT_ASYNC_WINDOW: float = 0.002
     EMBEDDED_CONCURRENCY: int = 4
+    # How long one server-sent-events response of a stream lasts before the client reconnects.
+    SSE_WINDOW_SECONDS: float = 30.0
 
 
 class SettingsError(ValueError):

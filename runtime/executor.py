@@ -33,6 +33,8 @@ from runtime.registry import registry
 from runtime.session import ExecutionSession
 from runtime.store import writer
 from runtime.store.runs import RunClaim, claim_run, load_history
+from runtime.streaming.signals import announce
+from runtime.streaming.writer import WorkflowScope, workflow_scope
 
 log = logging.getLogger("fanfold.executor")
 
@@ -114,7 +116,9 @@ def _invoke(ctx: DurableContext, claimed: RunClaim) -> Any:
     wf = registry.workflow(claimed.workflow)
     args = list(claimed.input.get("args", []))
     kwargs = dict(claimed.input.get("kwargs", {}))
-    return wf.fn(ctx, *args, **kwargs)
+    cursor = ctx.cursor
+    with workflow_scope(WorkflowScope(cursor.run_id, lambda: cursor.position)):
+        return wf.fn(ctx, *args, **kwargs)
 
 
 def _announce_start(session: ExecutionSession, claimed: RunClaim, now: datetime) -> None:
@@ -152,6 +156,7 @@ def _settle(
         session.run_id, session.guard, (EventDraft(event, now, None, payload),), run=patch
     )
     session.checkpoint(write, sync=True, payload_bytes=size)
+    announce(session.run_id)  # stream readers and RunHandle.wait() learn of it at once
 
 
 def _suspend(

@@ -47,6 +47,15 @@ class ReplayCursor:
         """True while the workflow re-executes positions the history already holds."""
         return self._position < self._last_recorded
 
+    @property
+    def position(self) -> int:
+        """The position the workflow took last (0 before its first durable call)."""
+        return self._position
+
+    def recorded_steps(self) -> list[RecordedStep]:
+        """Every step the history holds, by position."""
+        return [self._recorded[p] for p in sorted(self._recorded)]
+
     def next_position(self) -> int:
         """Take the next position; raises the fatal error if user code swallowed one."""
         if self.fatal is not None:

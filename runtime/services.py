@@ -40,6 +40,7 @@ from runtime.dispatch import enqueue_run
 from runtime.models import FINISHED_RUN_STATES, Event, EventType, Run, RunStatus, Step, StepStatus
 from runtime.registry import WorkflowFunction, registry
 from runtime.store import write_now
+from runtime.streaming.signals import announce
 
 
 def start_run(
@@ -135,6 +136,7 @@ def cancel_run(run_id: uuid.UUID | str, reason: str = "cancelled") -> Run:
         if isinstance(failure.__cause__, RunAlreadyFinished):
             raise failure.__cause__ from None
         raise
+    announce(run.id)
     _cancel_children(run.id)
     run.refresh_from_db()
     return run

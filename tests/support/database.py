@@ -17,8 +17,10 @@ from django.db import connection
 def _release_test_database(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     yield
     from runtime.store import writer  # importing runtime needs the app registry pytest sets up
+    from runtime.streaming.signals import stop_listening
 
     writer().close()
+    stop_listening()
     if connection.vendor != "postgresql":
         return
     with django_db_blocker.unblock(), connection.cursor() as cursor:

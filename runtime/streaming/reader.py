@@ -1,0 +1,99 @@
+"""Following a run's stream: chunks in seq order, as they are written, until the run ends.
+
+The reader looks at the database, hands out what it found, and waits for the run's signal
+(runtime.streaming.signals) before looking again. The run's status is read before the chunks:
+chunks are committed before the run finishes, so a reader that saw the run finished and then
+found no more chunks has seen them all.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.models import FINISHED_RUN_STATES, Run
+from runtime.stream_models import StreamChunk
+from runtime.streaming.signals import POLL_SECONDS, signals
+
+PAGE = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One value of a stream and its seq (dense per stream, from 1)."""
+
+    seq: int
+    value: Any
+
+
+def run_finished(run_id: uuid.UUID) -> bool:
+    """True if the run has finished (or no longer exists)."""
+    status = Run.objects.filter(id=run_id).values_list("status", flat=True).first()
+    return status is None or status in FINISHED_RUN_STATES
+
+
+def chunks_after(run_id: uuid.UUID, stream: str, after: int, limit: int = PAGE) -> list[Chunk]:
+    rows = (
+        StreamChunk.objects.filter(run_id=run_id, stream=stream, seq__gt=after)
+        .order_by("seq")
+        .values_list("seq", "value")[:limit]
+    )
+    return [Chunk(seq, value) for seq, value in rows]
+
+
+class StreamFollower:
+    """Iterates a stream's chunks after `after` until the run finishes or `until` passes.
+
+    `until` is a `time.monotonic()` deadline (None: no deadline). After iterating, `ended`
+    says whether the stream ended (the run finished and every chunk was handed out).
+    """
+
+    def __init__(
+        self, run_id: uuid.UUID, stream: str, after: int = 0, until: float | None = None
+    ) -> None:
+        self.run_id = run_id
+        self.stream = stream
+        self.last_seq = after
+        self.until = until
+        self.ended = False
+
+    def __iter__(self) -> Iterator[Chunk]:
+        hub = signals()
+        hub.watch(self.run_id)
+        try:
+            while True:
+                seen = hub.seen(self.run_id)
+                finished = run_finished(self.run_id)
+                page = chunks_after(self.run_id, self.stream, self.last_seq)
+                for chunk in page:
+                    self.last_seq = chunk.seq
+                    yield chunk
+                if len(page) == PAGE:
+                    continue
+                if finished:
+                    self.ended = True
+                    return
+                left = POLL_SECONDS if self.until is None else self.until - time.monotonic()
+                if left <= 0:
+                    return
+                hub.wait(self.run_id, seen, min(left, POLL_SECONDS))
+        finally:
+            hub.unwatch(self.run_id)
+
+
+def read_stream(
+    run_id: uuid.UUID, stream: str, after: int = 0, timeout: float | None = None
+) -> Iterator[Any]:
+    """The stream's values after seq `after`, ending when the run finishes.
+
+    Raises TimeoutError if the run is still going after `timeout` seconds.
+    """
+    until = None if timeout is None else time.monotonic() + timeout
+    follower = StreamFollower(run_id, stream, after, until)
+    for chunk in follower:
+        yield chunk.value
+    if not follower.ended:
+        raise TimeoutError(f"run {run_id} is still going after {timeout} s")
