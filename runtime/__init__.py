@@ -11,6 +11,7 @@ from typing import Any
 from runtime.core.errors import (
     CallbackFailed,
     CallbackTimedOut,
+    ConditionTimedOut,
     FanfoldError,
     FatalError,
     NonDeterminismError,
@@ -50,6 +51,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CallbackFailed",
     "CallbackTimedOut",
+    "ConditionTimedOut",
     "DurableContext",
     "FanfoldError",
     "FatalError",

@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from runtime import conf
+from runtime.callbacks import expire_due_callbacks, next_callback_deadline
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.context import DurableContext
 from runtime.core.clock import Clock, SystemClock
@@ -86,6 +87,7 @@ def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) ->
     now = clock.now()
     try:
         _announce_start(session, claimed, now)
+        expire_due_callbacks(ctx.cursor)  # time-outs are recorded when they happen
         result = _invoke(ctx, claimed)
         if ctx.fatal is not None:
             raise ctx.fatal
@@ -93,7 +95,9 @@ def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) ->
         _settle(session, clock, "run_completed", RunStatus.COMPLETED, result=result, size=size)
         return Execution(ExecutionOutcome.COMPLETED)
     except Suspend as suspend:
-        return _suspend(session, claimed, suspend.wake_at, clock)
+        # The run wakes for its open callbacks' deadlines too, whatever it waits on now.
+        wake_at = _earliest(suspend.wake_at, next_callback_deadline(ctx.cursor))
+        return _suspend(session, claimed, wake_at, clock)
     except Abort as abort:
         return _aborted(session, abort.failure)
     except (KeyboardInterrupt, SystemExit):
@@ -110,6 +114,10 @@ def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) ->
         except Abort as abort:
             return _aborted(session, abort.failure)
         return Execution(ExecutionOutcome.FAILED)
+
+
+def _earliest(*moments: datetime | None) -> datetime | None:
+    return min((m for m in moments if m is not None), default=None)
 
 
 def _invoke(ctx: DurableContext, claimed: RunClaim) -> Any:

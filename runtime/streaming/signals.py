@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from contextlib import suppress
+from dataclasses import dataclass
 
 import psycopg
 
@@ -114,29 +115,44 @@ class _Listener:
                 self._raw.close()
             self._raw = None
 
-
-def _build() -> tuple[RunSignals, BackgroundLoop | None]:
-    signals = RunSignals()
-    loop = None
-    if can_listen():
-        loop = BackgroundLoop("fanfold-stream-listener", lambda: 0.0, _Listener(signals))
-    return signals, loop
+    def close(self) -> None:
+        raw, self._raw = self._raw, None
+        if raw is not None:
+            with suppress(psycopg.Error):
+                raw.close()
 
 
-_local: ProcessLocal[tuple[RunSignals, BackgroundLoop | None]] = ProcessLocal(_build)
+@dataclass
+class _ProcessSignals:
+    hub: RunSignals
+    listener: _Listener | None = None
+    loop: BackgroundLoop | None = None
+
+
+def _build() -> _ProcessSignals:
+    hub = RunSignals()
+    if not can_listen():
+        return _ProcessSignals(hub)
+    listener = _Listener(hub)
+    # Interval 0: each pass blocks in the connection for up to _DRAIN_SECONDS itself.
+    loop = BackgroundLoop("fanfold-stream-listener", lambda: 0.0, listener)
+    return _ProcessSignals(hub, listener, loop)
+
+
+_local: ProcessLocal[_ProcessSignals] = ProcessLocal(_build)
 
 
 def signals() -> RunSignals:
     """This process's run signals; starts the listening thread on first use (PostgreSQL)."""
-    hub, loop = _local.get()
-    if loop is not None and not loop.running:
-        loop.start()
-    return hub
+    local = _local.get()
+    if local.loop is not None and not local.loop.running:
+        local.loop.start()
+    return local.hub
 
 
 def signal_local(run_id: uuid.UUID) -> None:
     """Wake the run's waiters in this process (other processes hear the database)."""
-    _local.get()[0].signal(run_id)
+    _local.get().hub.signal(run_id)
 
 
 def announce(run_id: uuid.UUID) -> None:
@@ -147,6 +163,7 @@ def announce(run_id: uuid.UUID) -> None:
 
 def stop_listening() -> None:
     """Stop this process's listening thread, if it runs (tests, before dropping the database)."""
-    loop = _local.get()[1]
-    if loop is not None:
-        loop.stop()
+    local = _local.get()
+    if local.loop is not None and local.listener is not None:
+        local.loop.stop()
+        local.listener.close()
