@@ -69,11 +69,3 @@ def test_wait_for_condition_check_error_fails_at_once_without_retry(clock: FakeC
     assert (step.status, step.attempt) == ("failed", 1)
     assert POLLS["boom"] == 1
     assert "step_retrying" not in event_types(run_id)
-
-
-def test_wait_for_condition_rejects_bad_terms() -> None:
-    from runtime.core.conditions import PollTerms
-
-    for bad in ({"interval": -1}, {"backoff": 0.5}, {"timeout": "soon"}, {"max_interval": -2}):
-        with pytest.raises(ValueError):
-            PollTerms.of(**bad)
