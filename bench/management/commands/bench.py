@@ -11,10 +11,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from bench.collector import run_collector_probe
 from bench.fanout import run_fanout
 from bench.sequential import run_concurrent, run_sequential
+from bench.streams import run_stream
 
 
 class Command(BaseCommand):
-    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint or fanout."
+    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout or stream."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="scenario", required=True)
@@ -31,7 +32,13 @@ class Command(BaseCommand):
         fan.add_argument(
             "--repeat", type=int, default=1, help="pairs of runs to take the medians of"
         )
-        for p in (seq, conc, probe, fan):
+        streams = sub.add_parser("stream", help="chunk latency from a step to SSE clients")
+        streams.add_argument("--chunks", type=int, default=1000)
+        streams.add_argument("--clients", type=int, default=1)
+        streams.add_argument(
+            "--pause-ms", type=float, default=2.0, help="the step's pause between writes"
+        )
+        for p in (seq, conc, probe, fan, streams):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -47,7 +54,7 @@ class Command(BaseCommand):
             self.stdout.write(f"  {key:<32} {value}")
 
     def _run(self, scenario: str, options: dict[str, Any]) -> dict[str, Any]:
-        for name in ("steps", "runs", "samples", "branches", "repeat"):
+        for name in ("steps", "runs", "samples", "branches", "repeat", "chunks", "clients"):
             if name in options and options[name] is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
         if scenario == "seq":
@@ -56,6 +63,10 @@ class Command(BaseCommand):
             return run_concurrent(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
+        if scenario == "stream":
+            return run_stream(
+                options["chunks"], options["clients"], options["pause_ms"], options["timeout"]
+            )
         return run_fanout(options["branches"], options["timeout"], options["repeat"])
 
 
