@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.models import User
 from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
@@ -35,7 +35,7 @@ class _QuietHandler(WSGIRequestHandler):
         super().setup()
         # Events are small writes: without this, Nagle's algorithm holds each one back until
         # the client acknowledges the previous (as production servers like gunicorn also do).
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        cast(socket.socket, self.connection).setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:
         return None
