@@ -6,7 +6,15 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from runtime import RetryableError, RetryPolicy, current_step, step, stream, workflow
+from runtime import (
+    CallbackTimedOut,
+    RetryableError,
+    RetryPolicy,
+    current_step,
+    step,
+    stream,
+    workflow,
+)
 
 
 @step(name="examples.add")
@@ -153,3 +161,14 @@ def square_later(ctx: Any, n: int) -> int:
 def map_children(ctx: Any, count: int = 4) -> list[int]:
     """`ctx.map` over a workflow: one child run per item, at most two at a time."""
     return ctx.map(square_later, range(1, count + 1), max_concurrency=2)
+
+
+@workflow(name="examples.approve_while_sleeping")
+def approve_while_sleeping(ctx: Any, timeout: float = 0.5, sleep: float = 1.0) -> dict[str, Any]:
+    """A callback that times out while the run sleeps: recorded at its deadline, not after."""
+    approval = ctx.create_callback("approval", timeout=timeout)
+    ctx.sleep(sleep)
+    try:
+        return {"approved": approval.wait()}
+    except CallbackTimedOut:
+        return {"approved": None, "timed_out": True}

@@ -54,7 +54,7 @@ def refuse(n: int) -> None:
 @workflow(name="tests.waiting.child")
 def child(ctx: Any, n: int) -> int:
     ctx.step(enter)
-    ctx.sleep(0.1)  # a child may sleep: no worker is held meanwhile
+    ctx.sleep(30 if n >= 100 else 0.1)  # a child may sleep: no worker is held meanwhile
     if n == 3:
         ctx.step(refuse, n)
     return n * 10
