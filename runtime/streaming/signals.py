@@ -18,6 +18,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 
 import psycopg
+from django.db import DatabaseError
 
 from runtime.checkpoint.process_local import ProcessLocal
 from runtime.recovery.loop import BackgroundLoop
@@ -156,8 +157,15 @@ def signal_local(run_id: uuid.UUID) -> None:
 
 
 def announce(run_id: uuid.UUID) -> None:
-    """Wake the run's waiters everywhere: notify other processes, signal this one."""
-    notify_run(run_id)
+    """Wake the run's waiters everywhere: notify other processes, signal this one.
+
+    What it announces has committed already; if the notification cannot be sent, readers
+    elsewhere learn of it from their next look (the polling fallback), so that is no error.
+    """
+    try:
+        notify_run(run_id)
+    except DatabaseError as exc:
+        log.warning("run %s: could not notify its readers (%s)", run_id, exc)
     signal_local(run_id)
 
 

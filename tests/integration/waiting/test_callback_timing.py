@@ -75,3 +75,31 @@ def test_callback_timing_answered_callback_does_not_wait(clock: FakeClock) -> No
     # One pass: the sleep ends and `.wait()` returns the recorded answer without suspending.
     assert execute(run_id, clock=clock).outcome is ExecutionOutcome.COMPLETED
     assert run_row(run_id).result == {"answer": "early"}
+
+
+def test_callback_timing_heartbeat_lapse_during_sleep_is_recorded_when_it_lapses(
+    clock: FakeClock, enqueued: list
+) -> None:
+    run_id = start("tests.waiting.heartbeat_during_sleep")
+    assert execute(run_id, clock=clock).wake_at == T0 + timedelta(seconds=1)
+    token = Step.objects.get(run_id=run_id, kind="callback").callback_token
+    assert token
+    clock.set(T0 + timedelta(seconds=0.5))
+    post_callback(token, heartbeat=True, clock=clock)  # the lapse moves to +1.5 s
+
+    clock.set(T0 + timedelta(seconds=1))
+    # Woken for the old deadline: nothing is due yet, so the run parks until the new one.
+    assert execute(run_id, clock=clock).wake_at == T0 + timedelta(seconds=1.5)
+    assert not Event.objects.filter(run_id=run_id, type="callback_timed_out").exists()
+
+    clock.set(T0 + timedelta(seconds=1.5))
+    assert execute(run_id, clock=clock).wake_at == T0 + timedelta(seconds=5)
+    timed_out = Event.objects.get(run_id=run_id, type="callback_timed_out")
+    assert timed_out.payload["reason"] == "heartbeat_timeout"
+    assert timed_out.created_at == T0 + timedelta(seconds=1.5)
+
+    clock.set(T0 + timedelta(seconds=5))
+    assert execute(run_id, clock=clock).outcome is ExecutionOutcome.COMPLETED
+    assert run_row(run_id).result == {"timed_out": True}
+    types = event_types(run_id)
+    assert types.index("callback_timed_out") < types.index("wait_completed")

@@ -73,3 +73,13 @@ def event_types(run_id: uuid.UUID) -> list[str]:
 
 def run_row(run_id: uuid.UUID) -> Run:
     return Run.objects.get(id=run_id)
+
+
+@workflow(name="tests.waiting.heartbeat_during_sleep")
+def heartbeat_during_sleep(ctx: Any) -> Any:
+    cb = ctx.create_callback("job", timeout=60, heartbeat_timeout=1)
+    ctx.sleep(5)
+    try:
+        return {"answer": cb.wait()}
+    except CallbackTimedOut:
+        return {"timed_out": True}
