@@ -12,7 +12,7 @@ from runtime.models import Event, Run, RunStatus, Step
 from runtime.registry import WorkflowFunction
 from runtime.services import cancel_run, get_run_row, start_run
 from runtime.streaming import reader
-from runtime.streaming.signals import POLL_SECONDS, signals
+from runtime.streaming.signals import fallback_seconds, signals
 from runtime.streaming.writer import DEFAULT_STREAM
 
 
@@ -38,14 +38,16 @@ class RunHandle:
     def workflow(self) -> str:
         return self.refresh().workflow
 
-    def wait(self, timeout: float | None = None, poll_interval: float = POLL_SECONDS) -> Any:
+    def wait(self, timeout: float | None = None, poll_interval: float | None = None) -> Any:
         """Block until the run finishes; return its result or raise RunFailed / RunCancelled.
 
         Woken the moment the run finishes (a PostgreSQL notification, or a signal from the
-        embedded worker in this process); `poll_interval` is only the fallback's period.
+        embedded worker in this process); `poll_interval` is only the fallback's period
+        (default 1 s on PostgreSQL, 0.2 s elsewhere).
         Raises TimeoutError if it is still going after `timeout` seconds.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        poll = poll_interval if poll_interval is not None else fallback_seconds()
         hub = signals()
         hub.watch(self.id)
         try:
@@ -54,10 +56,10 @@ class RunHandle:
                 run = self.refresh()
                 if run.is_finished:
                     return _outcome(run)
-                left = poll_interval if deadline is None else deadline - time.monotonic()
+                left = poll if deadline is None else deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError(f"run {run.id} is still {run.status} after {timeout} s")
-                hub.wait(self.id, seen, min(left, poll_interval))
+                hub.wait(self.id, seen, min(left, poll))
         finally:
             hub.unwatch(self.id)
 

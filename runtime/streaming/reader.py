@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.core.identity import check_name
 from runtime.models import FINISHED_RUN_STATES, Run
 from runtime.stream_models import StreamChunk
-from runtime.streaming.signals import POLL_SECONDS, signals
+from runtime.streaming.signals import fallback_seconds, signals
 
 PAGE = 500
 
@@ -62,6 +63,7 @@ class StreamFollower:
 
     def __iter__(self) -> Iterator[Chunk]:
         hub = signals()
+        poll = fallback_seconds()
         hub.watch(self.run_id)
         try:
             while True:
@@ -76,10 +78,10 @@ class StreamFollower:
                 if finished:
                     self.ended = True
                     return
-                left = POLL_SECONDS if self.until is None else self.until - time.monotonic()
+                left = poll if self.until is None else self.until - time.monotonic()
                 if left <= 0:
                     return
-                hub.wait(self.run_id, seen, min(left, POLL_SECONDS))
+                hub.wait(self.run_id, seen, min(left, poll))
         finally:
             hub.unwatch(self.run_id)
 
@@ -91,6 +93,9 @@ def read_stream(
 
     Raises TimeoutError if the run is still going after `timeout` seconds.
     """
+    check_name(stream, "stream")
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise ValueError("after must be a chunk seq (an integer >= 0)")
     until = None if timeout is None else time.monotonic() + timeout
     follower = StreamFollower(run_id, stream, after, until)
     for chunk in follower:

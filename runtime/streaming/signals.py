@@ -27,7 +27,10 @@ from runtime.store.streams import notify_run
 
 log = logging.getLogger("fanfold.streams")
 
-POLL_SECONDS = 1.0  # the fallback: how long a waiter trusts the signals before looking anyway
+# The fallback: how long a waiter trusts the signals before looking anyway. Without a
+# listening connection (SQLite) only writes made in this process signal, so look more often.
+POLL_SECONDS = 1.0
+UNHEARD_POLL_SECONDS = 0.2
 _DRAIN_SECONDS = 1.0
 
 
@@ -149,6 +152,11 @@ def signals() -> RunSignals:
     if local.loop is not None and not local.loop.running:
         local.loop.start()
     return local.hub
+
+
+def fallback_seconds() -> float:
+    """How often a waiter looks at the database when no signal comes."""
+    return POLL_SECONDS if can_listen() else UNHEARD_POLL_SECONDS
 
 
 def signal_local(run_id: uuid.UUID) -> None:

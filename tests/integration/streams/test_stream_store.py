@@ -100,3 +100,11 @@ def test_stream_store_chunks_go_with_their_run(clock: FakeClock) -> None:
     assert StreamChunk.objects.filter(run_id=run_id).exists()
     Run.objects.filter(id=run_id).delete()
     assert not StreamChunk.objects.filter(run_id=run_id).exists()
+
+
+def test_stream_store_read_stream_refuses_bad_arguments(clock: FakeClock) -> None:
+    handle = get_run(start("tests.streams_local.sleeper"))
+    with pytest.raises(ValueError, match="after"):
+        list(handle.read_stream(after=-1))
+    with pytest.raises(ValueError, match="stream name"):
+        list(handle.read_stream(""))
