@@ -2,14 +2,15 @@
 
 The benchmark serves the API from a thread of its own process (Django's threaded WSGI
 server, as `runserver` does), starts a worker, and runs `examples.ticks`: one step writing
-`chunks` chunks, each stamped with the time of its write. `clients` SSE readers follow the
-run's stream from its start; each chunk's latency is the time it arrived at a reader minus
-its stamp (one machine, one clock). The writes are paced (`pause_ms`) so that the figure is
-a live reader's latency, not the time to drain a backlog.
+`chunks` chunks, each stamped with the time of its write. `clients` SSE readers (threads of
+one separate process) follow the run's stream from its start; each chunk's latency is the
+time it arrived at a reader minus its stamp (one machine, one clock). The writes are paced
+(`pause_ms`) so that the figure is a live reader's latency, not the time to drain a backlog.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import socket
 import threading
 import time
@@ -61,11 +62,9 @@ def _token() -> str:
     return str(token.key)
 
 
-def _follow(url: str, run_id: Any, token: str, timeout: float) -> list[float]:
-    """Start `run_id`'s readers, then collect every chunk's latency in milliseconds."""
-    reader = SSEReader(
-        url, f"/api/runs/{run_id}/streams/default/", {"Authorization": f"Token {token}"}
-    )
+def _follow(url: str, path: str, token: str, timeout: float) -> list[float]:
+    """Read the stream at `path` to its end; every chunk's latency in milliseconds."""
+    reader = SSEReader(url, path, {"Authorization": f"Token {token}"})
     latencies = []
     for event in reader.events(timeout=timeout):
         if event.event == "message":
@@ -73,20 +72,34 @@ def _follow(url: str, run_id: Any, token: str, timeout: float) -> list[float]:
     return latencies
 
 
-def _one_run(
-    url: str, token: str, chunks: int, clients: int, pause: float, timeout: float
-) -> dict[str, Any]:
-    handle = start("examples.ticks", chunks, pause)
+def _readers(url: str, path: str, token: str, clients: int, timeout: float, out: Any) -> None:
+    """In the readers' process: `clients` threads follow the stream; latencies go to `out`."""
     results: list[list[float]] = [[] for _ in range(clients)]
 
     def read(slot: int) -> None:
-        results[slot] = _follow(url, handle.id, token, timeout)
+        results[slot] = _follow(url, path, token, timeout)
 
     threads = [threading.Thread(target=read, args=(i,)) for i in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout)
+    out.put(results)
+
+
+def _one_run(
+    url: str, token: str, chunks: int, clients: int, pause: float, timeout: float
+) -> dict[str, Any]:
+    handle = start("examples.ticks", chunks, pause)
+    # The readers get a process of their own, as browsers would be: the server's threads do
+    # not share a GIL with them. Forked, they use nothing but sockets.
+    context = multiprocessing.get_context("fork")
+    out = context.Queue()
+    path = f"/api/runs/{handle.id}/streams/default/"
+    child = context.Process(target=_readers, args=(url, path, token, clients, timeout, out))
+    child.start()
+    results: list[list[float]] = out.get(timeout=timeout)
+    child.join(timeout)
     handle.wait(timeout=timeout)
     received = [len(r) for r in results]
     if received != [chunks] * clients:

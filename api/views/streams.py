@@ -58,8 +58,8 @@ def _after(request: Request) -> int:
 def _events(run: Run, name: str, after: int, window: float) -> Iterator[bytes]:
     yield f"retry: {RECONNECT_MS}\n\n".encode()
     follower = StreamFollower(run.id, name, after, until=time.monotonic() + window)
-    for chunk in follower:
-        yield f"id: {chunk.seq}\ndata: {json.dumps(chunk.value)}\n\n".encode()
+    for page in follower.pages():  # one write per look, however many chunks it found
+        yield "".join(f"id: {c.seq}\ndata: {json.dumps(c.value)}\n\n" for c in page).encode()
     if follower.ended:
         status = Run.objects.filter(id=run.id).values_list("status", flat=True).first()
         yield f"event: end\ndata: {json.dumps({'status': status})}\n\n".encode()

@@ -1,9 +1,8 @@
 """Following a run's stream: chunks in seq order, as they are written, until the run ends.
 
 The reader looks at the database, hands out what it found, and waits for the run's signal
-(runtime.streaming.signals) before looking again. The run's status is read before the chunks:
-chunks are committed before the run finishes, so a reader that saw the run finished and then
-found no more chunks has seen them all.
+(runtime.streaming.signals) before looking again. A signal that arrives while it looks makes
+the wait return at once, so nothing committed after a look goes unseen.
 """
 
 from __future__ import annotations
@@ -60,30 +59,48 @@ class StreamFollower:
         self.last_seq = after
         self.until = until
         self.ended = False
+        self._finished: bool | None = None  # None until the first look
 
     def __iter__(self) -> Iterator[Chunk]:
+        for page in self.pages():
+            yield from page
+
+    def pages(self) -> Iterator[list[Chunk]]:
+        """The chunks in pages, as each look at the database found them."""
         hub = signals()
         poll = fallback_seconds()
         hub.watch(self.run_id)
         try:
             while True:
                 seen = hub.seen(self.run_id)
-                finished = run_finished(self.run_id)
-                page = chunks_after(self.run_id, self.stream, self.last_seq)
-                for chunk in page:
-                    self.last_seq = chunk.seq
-                    yield chunk
+                page = self._next_page()
+                if page:
+                    yield page
+                if self.ended:
+                    return
                 if len(page) == PAGE:
                     continue
-                if finished:
-                    self.ended = True
-                    return
                 left = poll if self.until is None else self.until - time.monotonic()
                 if left <= 0:
                     return
                 hub.wait(self.run_id, seen, min(left, poll))
         finally:
             hub.unwatch(self.run_id)
+
+    def _next_page(self) -> list[Chunk]:
+        # Chunks commit before their run finishes, so once the run is seen finished, the
+        # looks that follow find every chunk. The status is read at the first look and after
+        # an empty one: while chunks come, a look is a single query.
+        if self._finished is None:
+            self._finished = run_finished(self.run_id)
+        page = chunks_after(self.run_id, self.stream, self.last_seq)
+        if not page and not self._finished and run_finished(self.run_id):
+            self._finished = True
+            page = chunks_after(self.run_id, self.stream, self.last_seq)
+        if page:
+            self.last_seq = page[-1].seq
+        self.ended = self._finished and len(page) < PAGE
+        return page
 
 
 def read_stream(

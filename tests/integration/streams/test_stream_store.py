@@ -108,3 +108,14 @@ def test_stream_store_read_stream_refuses_bad_arguments(clock: FakeClock) -> Non
         list(handle.read_stream(after=-1))
     with pytest.raises(ValueError, match="stream name"):
         list(handle.read_stream(""))
+
+
+def test_stream_store_reader_pages_through_a_long_stream_of_a_finished_run() -> None:
+    run_id = start("tests.streams_local.sleeper")
+    for i in range(1203):  # more than two pages of the reader
+        append_chunk(run_id, "long", i)
+    Run.objects.filter(id=run_id).update(status="completed")
+    assert list(get_run(run_id).read_stream("long", timeout=30)) == list(range(1203))
+    assert list(get_run(run_id).read_stream("long", after=1000, timeout=30)) == list(
+        range(1000, 1203)
+    )
