@@ -16,6 +16,7 @@ from typing import Any
 from runtime.core.identity import check_name
 from runtime.models import FINISHED_RUN_STATES, Run
 from runtime.stream_models import StreamChunk
+from runtime.streaming.shared import SharedLooks
 from runtime.streaming.signals import fallback_seconds, signals
 
 PAGE = 500
@@ -42,6 +43,9 @@ def chunks_after(run_id: uuid.UUID, stream: str, after: int, limit: int = PAGE) 
         .values_list("seq", "value")[:limit]
     )
     return [Chunk(seq, value) for seq, value in rows]
+
+
+_shared: SharedLooks[list[Chunk]] = SharedLooks()
 
 
 class StreamFollower:
@@ -73,7 +77,7 @@ class StreamFollower:
         try:
             while True:
                 seen = hub.seen(self.run_id)
-                page = self._next_page()
+                page = self._next_page(seen)
                 if page:
                     yield page
                 if self.ended:
@@ -87,20 +91,34 @@ class StreamFollower:
         finally:
             hub.unwatch(self.run_id)
 
-    def _next_page(self) -> list[Chunk]:
-        # Chunks commit before their run finishes, so once the run is seen finished, the
-        # looks that follow find every chunk. The status is read at the first look and after
-        # an empty one: while chunks come, a look is a single query.
+    def _next_page(self, seen: tuple[int, int]) -> list[Chunk]:
+        # Chunks commit before their run finishes, so a look that begins after the run was
+        # seen finished finds every chunk. The status is read at the first look and after an
+        # empty one: while chunks come, a look is one query, shared with this process's other
+        # readers of the stream (runtime.streaming.shared). A look that may end the stream is
+        # never shared: it must begin after this reader saw the run finished.
         if self._finished is None:
             self._finished = run_finished(self.run_id)
-        page = chunks_after(self.run_id, self.stream, self.last_seq)
+        page = self._look(seen)
         if not page and not self._finished and run_finished(self.run_id):
             self._finished = True
-            page = chunks_after(self.run_id, self.stream, self.last_seq)
+            page = self._look(seen)
         if page:
             self.last_seq = page[-1].seq
-        self.ended = self._finished and len(page) < PAGE
+        self.ended = bool(self._finished) and len(page) < PAGE
         return page
+
+    def _look(self, seen: tuple[int, int]) -> list[Chunk]:
+        after = self.last_seq
+        if self._finished:
+            return chunks_after(self.run_id, self.stream, after)
+        question = (after, seen)
+        return _shared.look(
+            self.run_id,
+            self.stream,
+            question,
+            lambda: chunks_after(self.run_id, self.stream, after),
+        )
 
 
 def read_stream(
