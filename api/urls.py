@@ -21,6 +21,7 @@ from api.views.runs import (
     RunListView,
     RunStepsView,
 )
+from api.views.streams import RunStreamView
 from api.views.workflows import WorkflowListView
 
 # JSON first: the API is all JSON; ?format=yaml still gives YAML.
@@ -39,6 +40,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<str:run_id>/cancel/", RunCancelView.as_view(), name="run-cancel"),
     path("runs/<str:run_id>/fork/", RunForkView.as_view(), name="run-fork"),
     path("runs/<str:run_id>/retry/", RunRetryView.as_view(), name="run-retry"),
+    path("runs/<str:run_id>/streams/<str:name>/", RunStreamView.as_view(), name="run-stream"),
     path("callbacks/<str:token>/", CallbackView.as_view(), name="callback"),
     path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
     path("schema/", SchemaView.as_view(renderer_classes=_SCHEMA_RENDERERS), name="api-schema"),

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from typing import Any
 
-from runtime import RetryableError, RetryPolicy, current_step, step, workflow
+from runtime import (
+    CallbackTimedOut,
+    RetryableError,
+    RetryPolicy,
+    current_step,
+    step,
+    stream,
+    workflow,
+)
 
 
 @step(name="examples.add")
@@ -88,3 +98,77 @@ def sum_of_squares(ctx: Any, count: int = 20) -> int:
     """A fan-out: `count` branches on any worker, results back in order, then one more step."""
     squares = ctx.map(square, range(1, count + 1), max_concurrency=8)
     return ctx.step(add, 0, sum(squares))
+
+
+# -- streams, polling and child workflows (docs/streams.md, docs/waiting.md) ---------------
+
+
+@step(name="examples.count_words")
+def count_words(text: str) -> int:
+    """Counts words, streaming its progress to whoever reads the run's "progress" stream."""
+    words = text.split()
+    for done, word in enumerate(words, 1):
+        stream("progress").write({"word": word, "done": done, "of": len(words)})
+    return len(words)
+
+
+@workflow(name="examples.word_count")
+def word_count(ctx: Any, text: str) -> int:
+    """A step that streams progress; the workflow itself writes the first and last chunk."""
+    stream("progress").write("started")
+    words = ctx.step(count_words, text)
+    stream("progress").write("finished")
+    return words
+
+
+@step(name="examples.stream_ticks")
+def stream_ticks(count: int, pause: float = 0.0) -> int:
+    """Writes `count` chunks stamped with the time of writing (the stream benchmark)."""
+    for i in range(count):
+        stream().write({"i": i, "written_at": time.time()})
+        if pause:
+            time.sleep(pause)
+    return count
+
+
+@workflow(name="examples.ticks")
+def ticks(ctx: Any, count: int, pause: float = 0.0) -> int:
+    return int(ctx.step(stream_ticks, count, pause))
+
+
+@step(name="examples.ready_yet")
+def ready_yet(since: str, seconds: float) -> dict[str, float] | None:
+    """None until `seconds` have passed since `since`: a stand-in for "is the export done?"."""
+    waited = (datetime.now(UTC) - datetime.fromisoformat(since)).total_seconds()
+    return {"waited": round(waited, 1)} if waited >= seconds else None
+
+
+@workflow(name="examples.wait_until_ready")
+def wait_until_ready(ctx: Any, seconds: float = 0.5) -> dict[str, float]:
+    """Polls `ready_yet` every 0.1 s (durably: one step record, no worker held between)."""
+    since = ctx.now().isoformat()
+    return ctx.wait_for_condition(ready_yet, since, seconds, interval=0.1, timeout=60)
+
+
+@workflow(name="examples.square_later")
+def square_later(ctx: Any, n: int) -> int:
+    """A child workflow: it sleeps, then squares."""
+    ctx.sleep(0.1)
+    return ctx.step(square, n)
+
+
+@workflow(name="examples.map_children")
+def map_children(ctx: Any, count: int = 4) -> list[int]:
+    """`ctx.map` over a workflow: one child run per item, at most two at a time."""
+    return ctx.map(square_later, range(1, count + 1), max_concurrency=2)
+
+
+@workflow(name="examples.approve_while_sleeping")
+def approve_while_sleeping(ctx: Any, timeout: float = 0.5, sleep: float = 1.0) -> dict[str, Any]:
+    """A callback that times out while the run sleeps: recorded at its deadline, not after."""
+    approval = ctx.create_callback("approval", timeout=timeout)
+    ctx.sleep(sleep)
+    try:
+        return {"approved": approval.wait()}
+    except CallbackTimedOut:
+        return {"approved": None, "timed_out": True}

@@ -11,6 +11,7 @@ from typing import Any
 from runtime.core.errors import (
     CallbackFailed,
     CallbackTimedOut,
+    ConditionTimedOut,
     FanfoldError,
     FatalError,
     NonDeterminismError,
@@ -32,6 +33,8 @@ _LAZY = {
     "fork": "runtime.handles",
     "RunHandle": "runtime.handles",
     "DurableContext": "runtime.context",
+    "stream": "runtime.streaming.writer",
+    "Stream": "runtime.streaming.writer",
 }
 
 
@@ -49,6 +52,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CallbackFailed",
     "CallbackTimedOut",
+    "ConditionTimedOut",
     "DurableContext",
     "FanfoldError",
     "FatalError",
@@ -64,10 +68,12 @@ __all__ = [
     "Signature",
     "StepFailed",
     "StepInfo",
+    "Stream",
     "current_step",
     "fork",
     "get_run",
     "start",
     "step",
+    "stream",
     "workflow",
 ]

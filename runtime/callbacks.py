@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.core import history
@@ -18,7 +18,6 @@ from runtime.core.callbacks import (
     AwaitPost,
     CallbackTerms,
     RaiseTimedOut,
-    TimeOut,
     next_wait_action,
     timed_out_error,
 )
@@ -75,53 +74,84 @@ class Callback:
                 )
             if isinstance(action, AwaitPost):
                 raise Suspend(action.deadline)
-            if self._record_timeout(recorded, action):
+            if record_timeout(cursor, recorded, action.reason, action.deadline):
                 raise CallbackTimedOut(
                     timed_out_error(self.name, action.reason, action.deadline)["message"]
                 )
 
-    def _record_timeout(self, recorded: history.RecordedStep, action: TimeOut) -> bool:
-        """Commit the time-out unless a post or heartbeat got there first (then reload)."""
-        cursor = self._cursor
-        session = cursor.session
-        now = cursor.clock.now()
-        sid = step_id(cursor.run_id, self._position)
-        error = timed_out_error(self.name, action.reason, action.deadline)
-        row = StepRow(
-            sid,
-            self._position,
-            self.name,
-            "callback",
-            history.FAILED,
-            recorded.attempt,
-            recorded.started_at or now,
-            error=error,
-            started_at=recorded.started_at,
-            finished_at=now,
-            callback_token=self.token,
+
+def record_timeout(
+    cursor: ReplayCursor, recorded: history.RecordedStep, reason: str, deadline: datetime
+) -> bool:
+    """Commit a callback's time-out unless a post or heartbeat got there first (then reload).
+
+    Returns True if the time-out was recorded; either way the cursor holds the step as it is.
+    """
+    session = cursor.session
+    now = cursor.clock.now()
+    sid = step_id(cursor.run_id, recorded.position)
+    error = timed_out_error(recorded.name, reason, deadline)
+    row = StepRow(sid, recorded.position, recorded.name, "callback", history.FAILED,
+                  recorded.attempt, recorded.started_at or now, error=error,
+                  started_at=recorded.started_at, finished_at=now,
+                  callback_token=recorded.callback_token)  # fmt: skip
+    payload = {"reason": reason, "deadline": deadline.isoformat()}
+    event = EventDraft("callback_timed_out", now, sid, payload)
+    guard = OpenStepGuard(sid, token=session.token, due_by=now)
+    try:
+        # Alone in its transaction, so a refused time-out takes nothing else down with it.
+        session.writer.barrier(session.key)
+    except CheckpointFailed as failure:
+        raise Abort(failure) from failure
+    try:
+        cursor.checkpoint(HistoryWrite(cursor.run_id, guard, (event,), (row,)), sync=True)
+    except Abort as abort:
+        if not isinstance(abort.failure.__cause__, StepChanged):
+            raise
+        session.writer.reset_session(session.key)
+        cursor.remember(_reload(cursor.run_id, recorded.position))
+        return False
+    cursor.remember(history.RecordedStep.of(row))
+    return True
+
+
+def _open_callbacks(cursor: ReplayCursor) -> list[history.RecordedStep]:
+    return [
+        r
+        for r in cursor.recorded_steps()
+        if r.kind == "callback" and r.status in (history.PENDING, history.RUNNING)
+    ]
+
+
+def expire_due_callbacks(cursor: ReplayCursor) -> None:
+    """Record the time-out of every open callback whose deadline has passed.
+
+    Called at the start of each pass of a run, before the workflow code runs: a callback that
+    timed out while the run waited on something else (a sleep, another callback, a fan-out)
+    is recorded when its deadline woke the run, not when the code next reaches `.wait()`.
+    """
+    now = cursor.clock.now()
+    due = [r for r in _open_callbacks(cursor) if r.wake_at is not None and r.wake_at <= now]
+    if not due:
+        return
+    positions = [r.position for r in due]
+    inputs = dict(
+        Step.objects.filter(run_id=cursor.run_id, position__in=positions).values_list(
+            "position", "input"
         )
-        event = EventDraft(
-            "callback_timed_out",
-            now,
-            sid,
-            {"reason": action.reason, "deadline": action.deadline.isoformat()},
-        )
-        guard = OpenStepGuard(sid, token=session.token, due_by=now)
-        try:
-            # Alone in its transaction, so a refused time-out takes nothing else down with it.
-            session.writer.barrier(session.key)
-        except CheckpointFailed as failure:
-            raise Abort(failure) from failure
-        try:
-            cursor.checkpoint(HistoryWrite(cursor.run_id, guard, (event,), (row,)), sync=True)
-        except Abort as abort:
-            if not isinstance(abort.failure.__cause__, StepChanged):
-                raise
-            session.writer.reset_session(session.key)
-            cursor.remember(_reload(cursor.run_id, self._position))
-            return False
-        cursor.remember(history.RecordedStep.of(row))
-        return True
+    )
+    for recorded in due:
+        if recorded.wake_at is None:
+            continue
+        terms = CallbackTerms.from_input(inputs.get(recorded.position))
+        reason = terms.reason(recorded.started_at or recorded.wake_at, now)
+        record_timeout(cursor, recorded, reason, recorded.wake_at)
+
+
+def next_callback_deadline(cursor: ReplayCursor) -> datetime | None:
+    """The nearest deadline of the run's open callbacks: the run must wake by then."""
+    deadlines = [r.wake_at for r in _open_callbacks(cursor) if r.wake_at is not None]
+    return min(deadlines, default=None)
 
 
 def create_callback(

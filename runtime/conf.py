@@ -32,6 +32,8 @@ class FanfoldSettings:
     METRICS_TOKEN: str = ""  # a bearer token that may read /metrics (staff sessions always may)
     METRICS_PORT: int = 0  # a worker's metrics exporter port; 0: no exporter
     TRACING: bool = True  # spans, when opentelemetry-api is installed
+    # How long one server-sent-events response of a stream lasts before the client reconnects.
+    SSE_WINDOW_SECONDS: float = 30.0
 
 
 class SettingsError(ValueError):

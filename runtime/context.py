@@ -19,8 +19,10 @@ from typing import Any
 
 from runtime import conf
 from runtime.callbacks import Callback, create_callback
+from runtime.conditions import wait_for_condition
 from runtime.core import history
 from runtime.core.clock import Clock
+from runtime.core.conditions import PollTerms
 from runtime.core.control import Suspend
 from runtime.core.errors import StepFailed, StepInterrupted, describe_exception
 from runtime.core.identity import check_name, deterministic_uuid, step_id
@@ -281,6 +283,24 @@ class DurableContext:
         ]
         self.cursor.write(events, row, sync=False)
         raise Suspend(wake_at)
+
+    def wait_for_condition(
+        self,
+        check: Callable[..., Any],
+        *args: Any,
+        interval: float | timedelta = 5.0,
+        backoff: float = 1.0,
+        max_interval: float | timedelta | None = None,
+        timeout: float | timedelta | None = None,
+    ) -> Any:
+        """Poll `check(*args)` durably until it returns something other than None/False.
+
+        Between polls the run sleeps durably (no worker held), `interval` growing by `backoff`
+        up to `max_interval`. Raises ConditionTimedOut after `timeout`; an exception from
+        `check` fails the wait at once (StepFailed, no retry). All polls are one step record.
+        """
+        terms = PollTerms.of(interval, backoff, max_interval, timeout)
+        return wait_for_condition(self.cursor, check, args, terms)
 
     # -- callbacks and fan-outs ---------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from runtime import conf
+from runtime.callbacks import expire_due_callbacks, next_callback_deadline
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.context import DurableContext
 from runtime.core.clock import Clock, SystemClock
@@ -36,6 +37,8 @@ from runtime.registry import registry
 from runtime.session import ExecutionSession
 from runtime.store import writer
 from runtime.store.runs import RunClaim, claim_run, load_history
+from runtime.streaming.signals import announce
+from runtime.streaming.writer import WorkflowScope, workflow_scope
 
 log = logging.getLogger("fanfold.executor")
 
@@ -100,6 +103,7 @@ def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) ->
     now = clock.now()
     try:
         _announce_start(session, claimed, now)
+        expire_due_callbacks(ctx.cursor)  # time-outs are recorded when they happen
         result = _invoke(ctx, claimed)
         if ctx.fatal is not None:
             raise ctx.fatal
@@ -108,7 +112,9 @@ def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) ->
         metrics.run_finished(claimed.workflow, RunStatus.COMPLETED)
         return Execution(ExecutionOutcome.COMPLETED)
     except Suspend as suspend:
-        return _suspend(session, claimed, suspend.wake_at, clock)
+        # The run wakes for its open callbacks' deadlines too, whatever it waits on now.
+        wake_at = _earliest(suspend.wake_at, next_callback_deadline(ctx.cursor))
+        return _suspend(session, claimed, wake_at, clock)
     except Abort as abort:
         return _aborted(session, abort.failure)
     except (KeyboardInterrupt, SystemExit):
@@ -128,11 +134,17 @@ def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) ->
         return Execution(ExecutionOutcome.FAILED)
 
 
+def _earliest(*moments: datetime | None) -> datetime | None:
+    return min((m for m in moments if m is not None), default=None)
+
+
 def _invoke(ctx: DurableContext, claimed: RunClaim) -> Any:
     wf = registry.workflow(claimed.workflow)
     args = list(claimed.input.get("args", []))
     kwargs = dict(claimed.input.get("kwargs", {}))
-    return wf.fn(ctx, *args, **kwargs)
+    cursor = ctx.cursor
+    with workflow_scope(WorkflowScope(cursor.run_id, lambda: cursor.position)):
+        return wf.fn(ctx, *args, **kwargs)
 
 
 def _announce_start(session: ExecutionSession, claimed: RunClaim, now: datetime) -> None:
@@ -171,6 +183,7 @@ def _settle(
         session.run_id, session.guard, (EventDraft(event, now, None, payload),), run=patch
     )
     session.checkpoint(write, sync=True, payload_bytes=size)
+    announce(session.run_id)  # stream readers and RunHandle.wait() learn of it at once
 
 
 def _suspend(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from runtime.core.errors import RunCancelled, RunFailed
@@ -11,6 +12,9 @@ from runtime.forks import fork_run, retry_run
 from runtime.models import Event, Run, RunStatus, Step
 from runtime.registry import WorkflowFunction
 from runtime.services import cancel_run, get_run_row, start_run
+from runtime.streaming import reader
+from runtime.streaming.signals import fallback_seconds, signals
+from runtime.streaming.writer import DEFAULT_STREAM
 
 
 class RunHandle:
@@ -35,27 +39,38 @@ class RunHandle:
     def workflow(self) -> str:
         return self.refresh().workflow
 
-    def wait(self, timeout: float | None = None, poll_interval: float = 0.02) -> Any:
+    def wait(self, timeout: float | None = None, poll_interval: float | None = None) -> Any:
         """Block until the run finishes; return its result or raise RunFailed / RunCancelled.
 
+        Woken the moment the run finishes (a PostgreSQL notification, or a signal from the
+        embedded worker in this process); `poll_interval` is only the fallback's period
+        (default 1 s on PostgreSQL, 0.2 s elsewhere).
         Raises TimeoutError if it is still going after `timeout` seconds.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        interval = poll_interval
-        while True:
-            run = self.refresh()
-            if run.status == RunStatus.COMPLETED:
-                return run.result
-            if run.status == RunStatus.FAILED:
-                error = run.error or {}
-                kind, message = error.get("type", "Error"), error.get("message", "")
-                raise RunFailed(f"run {run.id} failed: {kind}: {message}", error)
-            if run.status == RunStatus.CANCELLED:
-                raise RunCancelled(f"run {run.id} was cancelled")
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(f"run {run.id} is still {run.status} after {timeout} s")
-            time.sleep(interval)
-            interval = min(interval * 1.5, 0.5)
+        poll = poll_interval if poll_interval is not None else fallback_seconds()
+        hub = signals()
+        hub.watch(self.id)
+        try:
+            while True:
+                seen = hub.seen(self.id)
+                run = self.refresh()
+                if run.is_finished:
+                    return _outcome(run)
+                left = poll if deadline is None else deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"run {run.id} is still {run.status} after {timeout} s")
+                hub.wait(self.id, seen, min(left, poll))
+        finally:
+            hub.unwatch(self.id)
+
+    def read_stream(
+        self, name: str = DEFAULT_STREAM, after: int = 0, timeout: float | None = None
+    ) -> Iterator[Any]:
+        """The values of the run's stream `name` after seq `after` (seqs count from 1), as
+        they are written; the iterator ends when the run finishes. Raises TimeoutError if the
+        run is still going after `timeout` seconds."""
+        return reader.read_stream(self.id, name, after, timeout)
 
     def cancel(self) -> None:
         """Cancel the run; raises RunAlreadyFinished if it has finished."""
@@ -70,6 +85,16 @@ class RunHandle:
 
     def events(self, after: int = 0) -> list[Event]:
         return list(Event.objects.filter(run_id=self.id, seq__gt=after).order_by("seq"))
+
+
+def _outcome(run: Run) -> Any:
+    if run.status == RunStatus.COMPLETED:
+        return run.result
+    if run.status == RunStatus.FAILED:
+        error = run.error or {}
+        kind, message = error.get("type", "Error"), error.get("message", "")
+        raise RunFailed(f"run {run.id} failed: {kind}: {message}", error)
+    raise RunCancelled(f"run {run.id} was cancelled")
 
 
 def start(

@@ -16,6 +16,9 @@ from django.db.models import Q
 from runtime.core.identity import MAX_NAME_LENGTH
 from runtime.core.writes import StepRow
 
+# Defined on its own, re-exported here so Django and callers find it with the other models.
+from runtime.stream_models import StreamChunk as StreamChunk
+
 
 class RunStatus(models.TextChoices):
     PENDING = "pending"

@@ -49,8 +49,12 @@ class ReplayCursor:
 
     @property
     def position(self) -> int:
-        """The last position taken so far (0 before the first durable call)."""
+        """The position the workflow took last (0 before its first durable call)."""
         return self._position
+
+    def recorded_steps(self) -> list[RecordedStep]:
+        """Every step the history holds, by position."""
+        return [self._recorded[p] for p in sorted(self._recorded)]
 
     def next_position(self) -> int:
         """Take the next position; raises the fatal error if user code swallowed one.

@@ -41,6 +41,7 @@ from runtime.models import FINISHED_RUN_STATES, Event, EventType, Run, RunStatus
 from runtime.observe import metrics
 from runtime.registry import WorkflowFunction, registry
 from runtime.store import write_now
+from runtime.streaming.signals import announce
 
 
 def start_run(
@@ -137,6 +138,7 @@ def cancel_run(run_id: uuid.UUID | str, reason: str = "cancelled") -> Run:
             raise failure.__cause__ from None
         raise
     metrics.run_finished(run.workflow, RunStatus.CANCELLED)
+    announce(run.id)
     _cancel_children(run.id)
     run.refresh_from_db()
     return run

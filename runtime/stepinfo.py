@@ -30,6 +30,11 @@ def current_step() -> StepInfo:
     return info
 
 
+def active_step() -> StepInfo | None:
+    """The step whose body is running in this thread, or None."""
+    return _current.get()
+
+
 @contextmanager
 def running(info: StepInfo) -> Iterator[None]:
     token = _current.set(info)

@@ -210,6 +210,12 @@ class CallbackTimedOut(FanfoldError):
     code = "callback_timed_out"
 
 
+class ConditionTimedOut(FanfoldError):
+    """`ctx.wait_for_condition` polled until its `timeout` and the condition never held."""
+
+    code = "condition_timed_out"
+
+
 class CallbackNotFound(FanfoldError, LookupError):
     code = "callback_not_found"
 

@@ -22,7 +22,7 @@ from runtime.core.errors import FatalError
 from runtime.core.jsonvalues import checked
 from runtime.core.retry import DEFAULT_POLICY
 from runtime.core.writes import BranchClaim
-from runtime.fanout.children import drive_child
+from runtime.fanout.children import drive_child, stop_abandoned_child
 from runtime.fanout.report import (
     BranchAttempt,
     ClaimedBranch,
@@ -64,6 +64,8 @@ def run_branch(branch: BranchAttempt, poll: int = 0, traceparent: str | None = N
     """
     claimed = claim_branch(branch, continuing=poll > 0)
     if claimed is None:
+        if poll > 0:  # only child branches poll: the fan-out may have let this one go
+            stop_abandoned_child(branch)
         return "skipped"
     args = list(claimed.input.get("args", []))
     kwargs = dict(claimed.input.get("kwargs", {}))

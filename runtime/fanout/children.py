@@ -13,7 +13,7 @@ from runtime.core.errors import ChildFailed, FanfoldError, RunAlreadyFinished, d
 from runtime.core.identity import child_run_key
 from runtime.dispatch import publish_later
 from runtime.fanout.report import BranchAttempt, ClaimedBranch, finish
-from runtime.models import Run, RunStatus
+from runtime.models import Run, RunStatus, Step, StepStatus
 from runtime.services import cancel_run, start_run
 
 CHILD_POLL_MAX = 1.0  # seconds between looks at a child run that has not finished
@@ -60,3 +60,19 @@ def drive_child(
     delay = min(0.05 * 2**poll, CHILD_POLL_MAX)
     publish_later(run_id, branch.group_position, branch.position, branch.attempt, delay, poll + 1)
     return "polling"
+
+
+def stop_abandoned_child(branch: BranchAttempt) -> None:
+    """Cancel the child run of a branch its fan-out cancelled (decided early without it).
+
+    Called when a child branch's next poll finds its step no longer running: if the fan-out
+    cancelled it (`min_successful` reached, too many failures), nobody will use the child's
+    result, so the child stops instead of running on to its end.
+    """
+    status = Step.objects.filter(id=branch.step_id).values_list("status", flat=True).first()
+    if status != StepStatus.CANCELLED:
+        return
+    key = child_run_key(branch.run_id, branch.position)
+    for child_id in Run.objects.active().filter(idempotency_key=key).values_list("id", flat=True):
+        with suppress(RunAlreadyFinished):  # it finished meanwhile: nothing to stop
+            cancel_run(child_id, reason=f"the fan-out of run {branch.run_id} was decided")

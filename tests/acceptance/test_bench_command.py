@@ -78,6 +78,15 @@ def test_bench_fanout_publishes_in_batches_and_compares_with_a_group(counters_re
     assert report["baseline_group_ms"] > 0
 
 
+def test_bench_stream_reports_write_to_read_latency(redis_broker: Any) -> None:
+    report = bench("stream", "--chunks", "50", "--clients", "3", "--pause-ms", "1")
+
+    assert (report["scenario"], report["chunks"], report["clients"]) == ("stream", 50, 3)
+    latency = report["latency_ms"]
+    assert set(latency) == {"p50", "p95"}
+    assert 0 < latency["p50"] <= latency["p95"]
+
+
 def test_bench_rejects_a_bad_size() -> None:
     done = subprocess.run(
         [sys.executable, "manage.py", "bench", "seq", "--steps", "0"],

@@ -19,9 +19,11 @@ def _release_test_database(django_db_setup: None, django_db_blocker: Any) -> Ite
     # Importing runtime needs the app registry pytest sets up.
     from runtime.recovery.liveness import release_process_liveness
     from runtime.store import writer
+    from runtime.streaming.signals import stop_listening
 
     writer().close()
     release_process_liveness()
+    stop_listening()
     if connection.vendor != "postgresql":
         return
     with django_db_blocker.unblock(), connection.cursor() as cursor:

@@ -13,10 +13,14 @@ from bench.fanout import run_fanout
 from bench.observe import observe_fanout, observe_sequential
 from bench.replaycheck import run_replay_check
 from bench.sequential import run_concurrent, run_sequential
+from bench.streams import run_stream
+
+# Options that count something: each must be at least 1.
+COUNTS = ("steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients")
 
 
 class Command(BaseCommand):
-    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout or replay."
+    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay or stream."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="scenario", required=True)
@@ -43,7 +47,13 @@ class Command(BaseCommand):
                 help="run with metrics and tracing off, then on, and report both",
             )
             p.add_argument("--pairs", type=int, default=2, help="off/on pairs for --observe")
-        for p in (seq, conc, probe, fan, check):
+        streams = sub.add_parser("stream", help="chunk latency from a step to SSE clients")
+        streams.add_argument("--chunks", type=int, default=1000)
+        streams.add_argument("--clients", type=int, default=1)
+        streams.add_argument(
+            "--pause-ms", type=float, default=2.0, help="the step's pause between writes"
+        )
+        for p in (seq, conc, probe, fan, check, streams):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -59,7 +69,16 @@ class Command(BaseCommand):
             self.stdout.write(f"  {key:<32} {value}")
 
     def _run(self, scenario: str, options: dict[str, Any]) -> dict[str, Any]:
-        for name in ("steps", "runs", "samples", "branches", "repeat", "pairs"):
+        for name in (
+            "steps",
+            "runs",
+            "samples",
+            "branches",
+            "repeat",
+            "pairs",
+            "chunks",
+            "clients",
+        ):
             if name in options and options[name] is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
         observe = options.get("observe", False)
@@ -73,6 +92,10 @@ class Command(BaseCommand):
             return run_replay_check(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
+        if scenario == "stream":
+            return run_stream(
+                options["chunks"], options["clients"], options["pause_ms"], options["timeout"]
+            )
         if observe:
             return observe_fanout(
                 options["branches"], options["timeout"], options["repeat"], options["pairs"]

@@ -37,3 +37,14 @@ def sleeper(ctx: Any, seconds: float = 3600) -> str:
 def approval(ctx: Any) -> Any:
     cb = ctx.create_callback("approval", timeout=600, heartbeat_timeout=60)
     return {"decision": cb.wait()}
+
+
+@workflow(name="tests.api.streamer")
+def streamer(ctx: Any, count: int, then_sleep: float = 0) -> int:
+    from runtime import stream
+
+    for i in range(count):
+        stream("numbers").write({"i": i})
+    if then_sleep:
+        ctx.sleep(then_sleep)
+    return count

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runtime", "0005_run_forked_from_and_patch_markers"),
+        ("runtime", "0007_stream_chunks"),
     ]
 
     operations = [

@@ -1,0 +1,134 @@
+"""`ctx.wait_for_condition`: poll a check durably, sleeping between polls, in ONE step record.
+
+The step's attempts are the polls. An unmet poll records `step_retrying` with the next poll's
+time and suspends the run (no worker held) until then; a met poll completes the step with the
+check's result; an exception from the check fails the step at once (no retry), and a timeout
+fails it with `ConditionTimedOut`. Replay reads the one record, so the history a resumed run
+loads does not grow with the number of polls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from runtime.core import history
+from runtime.core.conditions import TIMED_OUT, PollTerms, met, timed_out_error
+from runtime.core.control import Suspend
+from runtime.core.errors import ConditionTimedOut, StepFailed, describe_exception
+from runtime.core.identity import check_name, step_id
+from runtime.core.writes import EventDraft, StepRow, step_created
+from runtime.registry import StepFunction
+from runtime.replay import ReplayCursor
+from runtime.stepinfo import StepInfo, running
+
+
+@dataclass(frozen=True)
+class _Poll:
+    """One poll about to run: where, what, and since when the wait has been polling."""
+
+    cursor: ReplayCursor
+    position: int
+    name: str
+    body: Callable[..., Any]
+    args: tuple[Any, ...]
+    step_input: Any
+    terms: PollTerms
+    attempt: int
+    first_poll: datetime
+
+    def row(self, status: str, now: datetime, **fields: Any) -> StepRow:
+        sid = step_id(self.cursor.run_id, self.position)
+        return StepRow(sid, self.position, self.name, "step", status, self.attempt,
+                       self.first_poll, input=self.step_input, started_at=self.first_poll,
+                       **fields)  # fmt: skip
+
+    def event(self, kind: str, now: datetime, **payload: Any) -> EventDraft:
+        sid = step_id(self.cursor.run_id, self.position)
+        return EventDraft(kind, now, sid, {"attempt": self.attempt, **payload})
+
+
+def wait_for_condition(
+    cursor: ReplayCursor, check: Callable[..., Any], args: tuple[Any, ...], terms: PollTerms
+) -> Any:
+    """Poll `check(*args)` until it returns something other than None/False (see module)."""
+    if not callable(check):
+        raise TypeError("ctx.wait_for_condition takes a callable as its first argument")
+    registered = check if isinstance(check, StepFunction) else None
+    name = check_name(
+        registered.name if registered else getattr(check, "__name__", "check"), "step"
+    )
+    position = cursor.next_position()
+    recorded = cursor.recorded(position)
+    now = cursor.clock.now()
+    action = cursor.identity_checked(
+        lambda: history.next_step_action(recorded, name, now, at_most_once=False)
+    )
+    if isinstance(action, history.ReturnRecorded):
+        return action.result
+    if isinstance(action, history.RaiseRecorded):
+        raise _recorded_failure(name, position, action.error)
+    if isinstance(action, history.WaitUntil):
+        raise Suspend(action.wake_at)
+    if not isinstance(action, history.RunAttempt):
+        raise TypeError(f"unexpected replay action {action!r} for a condition")
+    step_input, _ = cursor.checked(
+        {"args": list(args), "kwargs": {}, "poll": terms.as_input()}, f"condition {name!r} input"
+    )
+    first = recorded.started_at if recorded and recorded.started_at else now
+    body = registered.fn if registered else check
+    poll = _Poll(cursor, position, name, body, args, step_input, terms, action.attempt, first)
+    return _run_poll(poll, fresh=action.fresh, now=now)
+
+
+def _recorded_failure(name: str, position: int, error: dict[str, Any] | None) -> Exception:
+    if error and error.get("type") == TIMED_OUT:
+        return ConditionTimedOut(str(error.get("message", "")))
+    return StepFailed.from_record(name, position, error)
+
+
+def _run_poll(poll: _Poll, *, fresh: bool, now: datetime) -> Any:
+    cursor = poll.cursor
+    events = [poll.event("step_started", now)]
+    if fresh:
+        sid = step_id(cursor.run_id, poll.position)
+        events.insert(0, step_created(sid, poll.position, poll.name, "step", poll.step_input, now))
+    cursor.write(events, poll.row(history.RUNNING, now), sync=False)
+    try:
+        with running(StepInfo(cursor.run_id, poll.position, poll.name, poll.attempt)):
+            raw = poll.body(*poll.args)
+        value, _ = cursor.checked(raw, f"condition {poll.name!r} result")
+    except (Suspend, KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:
+        error, at = describe_exception(exc), cursor.clock.now()
+        failed = poll.event("step_failed", at, error=error, reason="check raised")
+        cursor.write([failed], poll.row(history.FAILED, at, error=error, finished_at=at), sync=True)
+        raise StepFailed.from_record(poll.name, poll.position, error) from exc
+    done = cursor.clock.now()
+    if met(value):
+        completed = poll.event("step_completed", done, result=value)
+        row = poll.row(history.COMPLETED, done, result=value, finished_at=done)
+        cursor.write([completed], row, sync=True)
+        return value
+    return _after_unmet(poll, value, done)
+
+
+def _after_unmet(poll: _Poll, value: Any, now: datetime) -> Any:
+    cursor = poll.cursor
+    wake_at = poll.terms.next_poll(poll.first_poll, poll.attempt, now)
+    if wake_at is None:
+        error = timed_out_error(poll.name, poll.terms, poll.attempt)
+        failed = poll.event("step_failed", now, error=error, reason="timeout")
+        row = poll.row(history.FAILED, now, error=error, finished_at=now)
+        cursor.write([failed], row, sync=True)
+        raise ConditionTimedOut(error["message"])
+    delay = (wake_at - now).total_seconds()
+    retrying = poll.event(
+        "step_retrying", now, delay=delay, wake_at=wake_at.isoformat(), result=value
+    )
+    row = poll.row(history.PENDING, now, result=value, wake_at=wake_at)
+    cursor.write([retrying], row, sync=False)  # the suspend that follows commits it
+    raise Suspend(wake_at)

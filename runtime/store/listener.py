@@ -1,0 +1,41 @@
+"""The LISTEN side of run notifications: one PostgreSQL connection of its own per process.
+
+It is not Django's connection: it stays in autocommit, idle between notifications, and
+belongs to the one thread that listens (runtime.streaming.signals).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+from django.db import connection
+
+from runtime.store.streams import CHANNEL
+
+
+def can_listen() -> bool:
+    """True when the database delivers notifications (PostgreSQL)."""
+    return connection.vendor == "postgresql"
+
+
+def open_listener() -> psycopg.Connection:
+    """A new autocommit connection to the default database, listening on the run channel."""
+    params = connection.settings_dict
+    raw = psycopg.connect(
+        dbname=params["NAME"],
+        user=params.get("USER") or None,
+        password=params.get("PASSWORD") or None,
+        host=params.get("HOST") or None,
+        port=str(params["PORT"]) if params.get("PORT") else None,
+        autocommit=True,
+        application_name="fanfold-listener",
+    )
+    raw.execute(f"LISTEN {CHANNEL}")
+    return raw
+
+
+def drain(raw: psycopg.Connection, on_notify: Callable[[str], None], timeout: float) -> None:
+    """Hand every notification that arrives within `timeout` seconds to `on_notify`."""
+    for note in raw.notifies(timeout=timeout):
+        on_notify(note.payload)

@@ -1,0 +1,99 @@
+"""Stream chunks and run notifications: the statements behind runtime.streaming.
+
+A chunk is appended in its own transaction with the next seq of its (run, stream), and on
+PostgreSQL the same transaction sends `NOTIFY fanfold_runs, '<run id>'`, which PostgreSQL
+delivers when (and only if) the transaction commits: a woken reader always finds the chunk.
+Concurrent writers to one stream (the branches of a fan-out) take a transaction-level
+advisory lock on the stream first, so they queue instead of colliding on the seq; the lock,
+the insert and the notification go out in one pipeline. Elsewhere (SQLite) the ORM writes
+the chunk, and a rare seq collision is retried.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from runtime.store.dialect import execute, json_param
+from runtime.stream_models import StreamChunk
+
+CHANNEL = "fanfold_runs"
+_ATTEMPTS = 20  # seq collisions are rare (SQLite, or a lock-free race); each retry is cheap
+
+
+def _postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def append_chunk(
+    run_id: uuid.UUID, stream: str, value: Any, writer_key: str | None = None
+) -> int | None:
+    """Append `value` to the run's stream; returns its seq (None: `writer_key` was written)."""
+    for _ in range(_ATTEMPTS):
+        try:
+            with transaction.atomic():
+                return _append_txn(run_id, stream, value, writer_key)
+        except IntegrityError:
+            if writer_key is not None and _written(run_id, stream, writer_key):
+                return None
+    raise IntegrityError(f"no free seq for stream {stream!r} of run {run_id}")
+
+
+def _append_txn(run_id: uuid.UUID, stream: str, value: Any, writer_key: str | None) -> int | None:
+    if _postgres():
+        return _append_pg(run_id, stream, value, writer_key)
+    if writer_key is not None and _written(run_id, stream, writer_key):
+        return None
+    chunks = StreamChunk.objects.filter(run_id=run_id, stream=stream)
+    seq = (chunks.aggregate(last=Max("seq"))["last"] or 0) + 1
+    StreamChunk.objects.create(
+        run_id=run_id,
+        stream=stream,
+        seq=seq,
+        value=value,
+        writer_key=writer_key,
+        created_at=timezone.now(),
+    )
+    return seq
+
+
+_TABLE = StreamChunk._meta.db_table
+_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+# The next seq is read under the lock by a statement of its own, so its snapshot (READ
+# COMMITTED: one per statement) sees every chunk committed before the lock was granted.
+_INSERT_NEXT = (
+    f"INSERT INTO {_TABLE} (run_id, stream, seq, value, writer_key, created_at) "
+    f"SELECT %s, %s, COALESCE(MAX(seq), 0) + 1, %s::jsonb, %s, %s FROM {_TABLE} "
+    "WHERE run_id = %s AND stream = %s "
+    "ON CONFLICT DO NOTHING RETURNING seq"
+)
+_NOTIFY = "SELECT pg_notify(%s, %s)"
+
+
+def _append_pg(run_id: uuid.UUID, stream: str, value: Any, writer_key: str | None) -> int | None:
+    """Lock, insert and notify in one pipeline (one round trip before the commit)."""
+    insert = [run_id, stream, json_param(value), writer_key, timezone.now(), run_id, stream]
+    _, inserted, _ = execute(
+        [(_LOCK, [f"{run_id}/{stream}"]), (_INSERT_NEXT, insert), (_NOTIFY, [CHANNEL, str(run_id)])]
+    )
+    # Nothing inserted: under the lock the seq was free, so the writer key was taken.
+    return int(inserted[0][0]) if inserted else None
+
+
+def _written(run_id: uuid.UUID, stream: str, writer_key: str) -> bool:
+    return StreamChunk.objects.filter(run_id=run_id, stream=stream, writer_key=writer_key).exists()
+
+
+def notify_run(run_id: uuid.UUID) -> None:
+    """Tell every listening process that something happened to the run (PostgreSQL only).
+
+    Inside a transaction the notification leaves at commit; outside, at once.
+    """
+    if not _postgres():
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(_NOTIFY, [CHANNEL, str(run_id)])

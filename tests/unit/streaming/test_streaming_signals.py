@@ -1,0 +1,65 @@
+"""RunSignals: a signal between looking and waiting is never lost; waits stay bounded."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+from runtime.streaming.signals import RunSignals
+
+
+def test_streaming_signals_signal_before_wait_is_not_lost() -> None:
+    hub, run = RunSignals(), uuid.uuid4()
+    hub.watch(run)
+    seen = hub.seen(run)
+    hub.signal(run)  # lands after the look, before the wait
+    assert hub.wait(run, seen, timeout=5.0) is True
+    hub.unwatch(run)
+
+
+def test_streaming_signals_wait_times_out_without_a_signal() -> None:
+    hub, run = RunSignals(), uuid.uuid4()
+    hub.watch(run)
+    assert hub.wait(run, hub.seen(run), timeout=0.05) is False
+    hub.unwatch(run)
+
+
+def test_streaming_signals_other_runs_do_not_wake_a_waiter() -> None:
+    hub, run, other = RunSignals(), uuid.uuid4(), uuid.uuid4()
+    hub.watch(run)
+    seen = hub.seen(run)
+    hub.signal(other)
+    assert hub.wait(run, seen, timeout=0.05) is False
+    hub.unwatch(run)
+
+
+def test_streaming_signals_wake_a_blocked_waiter_from_another_thread() -> None:
+    hub, run = RunSignals(), uuid.uuid4()
+    hub.watch(run)
+    seen = hub.seen(run)
+    woke: list[bool] = []
+    waiter = threading.Thread(target=lambda: woke.append(hub.wait(run, seen, timeout=30)))
+    waiter.start()
+    time.sleep(0.05)
+    hub.signal(str(run))  # the listener hands over the notification's text payload
+    waiter.join(30)
+    assert woke == [True]
+    hub.unwatch(run)
+
+
+def test_streaming_signals_signal_all_wakes_every_waiter() -> None:
+    hub, run = RunSignals(), uuid.uuid4()
+    hub.watch(run)
+    seen = hub.seen(run)
+    hub.signal_all()  # the listener reconnected: anything may have been missed
+    assert hub.wait(run, seen, timeout=5.0) is True
+    hub.unwatch(run)
+
+
+def test_streaming_signals_forget_runs_nobody_watches() -> None:
+    hub, run = RunSignals(), uuid.uuid4()
+    hub.signal(run)
+    hub.watch(run)
+    hub.unwatch(run)
+    assert hub._generations == {} and hub._waiters == {}
