@@ -23,6 +23,7 @@ from runtime.core.errors import (
     StepFailed,
 )
 from runtime.core.retry import RetryPolicy
+from runtime.core.schedule import Cron
 from runtime.registry import Signature, step, workflow
 from runtime.stepinfo import StepInfo, current_step
 
@@ -48,6 +49,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CallbackFailed",
     "CallbackTimedOut",
+    "Cron",
     "DurableContext",
     "FanfoldError",
     "FatalError",

@@ -26,6 +26,10 @@ class FanfoldSettings:
     CHECKPOINT_MAX_BYTES: int = 4 * 1024 * 1024
     CHECKPOINT_ASYNC_WINDOW: float = 0.002
     EMBEDDED_CONCURRENCY: int = 4
+    # Schedules (runtime.flow): how often each worker looks for due ticks, and how old a due
+    # tick may be and still count as on time rather than missed (the catch-up policy's case).
+    SCHEDULE_INTERVAL: float = 1.0
+    SCHEDULE_GRACE: float = 60.0
 
 
 class SettingsError(ValueError):

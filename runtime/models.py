@@ -15,6 +15,13 @@ from django.db.models import Q
 
 from runtime.core.identity import MAX_NAME_LENGTH
 from runtime.core.writes import StepRow
+from runtime.flow.models import (  # noqa: F401  (re-exported: the runtime app's models)
+    ConcurrencySlot,
+    RateBucket,
+    RateReservation,
+    Schedule,
+    admission_indexes,
+)
 
 
 class RunStatus(models.TextChoices):
@@ -28,6 +35,7 @@ class RunStatus(models.TextChoices):
 
 FINISHED_RUN_STATES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
 ACTIVE_RUN_STATES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
+ADMISSION_INDEXES = admission_indexes([s.value for s in ACTIVE_RUN_STATES])
 
 
 class StepStatus(models.TextChoices):
@@ -132,6 +140,12 @@ class Run(models.Model):
     # Bumped by whoever makes a waiting run ready (callback, fan-in); a suspend that saw an
     # older value replays again instead of going to sleep.
     wakeups = models.PositiveIntegerField(default=0)
+    # Flow control (runtime.flow): 0-9, higher first; a concurrency key ("" for the whole
+    # workflow) only on runs of workflows with `concurrency=N`, which wait unadmitted until a
+    # slot is theirs. Every other run is admitted from the start: its claim pays nothing.
+    priority = models.PositiveSmallIntegerField(default=0)
+    concurrency_key = models.CharField(max_length=255, null=True, blank=True)
+    admitted = models.BooleanField(default=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -150,6 +164,7 @@ class Run(models.Model):
                 name="run_lease_idx",
                 condition=Q(lease_token__isnull=False),
             ),
+            *ADMISSION_INDEXES,
         ]
         constraints = [
             models.CheckConstraint(

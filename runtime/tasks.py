@@ -11,6 +11,7 @@ from runtime import executor
 from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
 from runtime.fanout import branch, sweep
 from runtime.fanout.report import BranchAttempt
+from runtime.flow import loop as flow_loop
 from runtime.recovery import run_sweep
 from runtime.store import writer
 
@@ -48,9 +49,11 @@ def sweep_runs() -> int:
 
 
 def start_sweeps() -> None:
-    """Start this process's run and fan-out sweeps (each worker runs them; idempotent)."""
+    """Start this process's run and fan-out sweeps and its flow loop (schedule ticks,
+    admission backstop): each worker runs them; idempotent."""
     run_sweep.loop.start()
     sweep.loop.start()
+    flow_loop.loop.start()
 
 
 @worker_ready.connect

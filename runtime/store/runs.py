@@ -72,17 +72,18 @@ class RunClaim:
 
 
 def claim_run(run_id: uuid.UUID, token: str, now: datetime) -> RunClaim | None:
-    """Take the run's lease if it is active and nobody live holds it."""
+    """Take the run's lease if it is active, admitted (runtime.flow.admission) and nobody live
+    holds it."""
     lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
     states, state_params = in_list(ACTIVE_RUN_STATES)
     sql = (
         f"UPDATE {Run._meta.db_table} SET lease_token = %s, lease_expires_at = %s "
         f"WHERE id = %s AND status IN ({states}) "
-        "AND (lease_token IS NULL OR lease_expires_at < %s) "
+        "AND (lease_token IS NULL OR lease_expires_at < %s) AND admitted = %s "
         "RETURNING status, wakeups, workflow, input"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [token, lease_until, uuid_param(run_id), *state_params, now])
+        cursor.execute(sql, [token, lease_until, uuid_param(run_id), *state_params, now, True])
         row = cursor.fetchone()
     if row is None:
         return None

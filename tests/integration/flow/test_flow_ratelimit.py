@@ -1,0 +1,45 @@
+"""Rate-limit turns: evenly spaced, kept per attempt, waited for without a worker."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from runtime import start
+from runtime.models import RateReservation
+from runtime.store.ratelimit import reserve_turn
+from runtime.testing import InMemoryDispatcher
+from tests.integration.flow import flow_workflows as flows
+
+T0 = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def test_ratelimit_turns_are_spaced_by_the_rate() -> None:
+    turns = [reserve_turn("b", 0.25, uuid.uuid4(), 1, T0) for _ in range(4)]
+    assert turns == [T0 + timedelta(seconds=0.25 * i) for i in range(4)]
+
+
+def test_ratelimit_an_attempt_keeps_its_turn() -> None:
+    sid = uuid.uuid4()
+    first = reserve_turn("b", 1.0, sid, 1, T0)
+    reserve_turn("b", 1.0, uuid.uuid4(), 1, T0)
+    assert reserve_turn("b", 1.0, sid, 1, T0 + timedelta(seconds=5)) == first
+    assert reserve_turn("b", 1.0, sid, 2, T0) == T0 + timedelta(seconds=2)  # a new attempt
+
+
+def test_ratelimit_an_idle_bucket_starts_at_once() -> None:
+    reserve_turn("b", 1.0, uuid.uuid4(), 1, T0)
+    later = T0 + timedelta(minutes=5)
+    assert reserve_turn("b", 1.0, uuid.uuid4(), 1, later) == later
+
+
+def test_ratelimit_a_step_waiting_for_its_turn_suspends_the_run(
+    dispatcher: InMemoryDispatcher,
+) -> None:
+    handle = start(flows.paced_twice)
+    dispatcher.join()
+    assert handle.wait(timeout=5) == [1, 2]
+    # The second step's turn was 0.1 s after the first: the run was enqueued again for it.
+    delays = [r.countdown for r in dispatcher.runs if r.countdown]
+    assert len(delays) == 1 and 0.0 < delays[0] <= 0.1
+    assert RateReservation.objects.count() == 2
