@@ -24,6 +24,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from runtime.core.errors import FanfoldError, RunAlreadyFinished, RunNotFound
+from runtime.flow import admin as flow_admin  # noqa: F401  (schedules, slots pages)
 from runtime.models import Event, Run, RunStatus, Step, StepStatus
 from runtime.services import cancel_run, start_run
 
