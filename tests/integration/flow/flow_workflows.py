@@ -21,7 +21,7 @@ def limited(ctx: Any, label: str) -> str:
     return ctx.step(note, label)
 
 
-@step(name="tests.flow.paced", rate_limit="10/s")
+@step(name="tests.flow.paced", rate_limit="2/s")
 def paced(i: int) -> int:
     return i
 

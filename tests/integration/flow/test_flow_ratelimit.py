@@ -6,6 +6,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from runtime import start
+from runtime.flow.ratelimit import LEAD
 from runtime.models import RateReservation
 from runtime.store.ratelimit import reserve_turn
 from runtime.testing import InMemoryDispatcher
@@ -39,7 +40,8 @@ def test_ratelimit_a_step_waiting_for_its_turn_suspends_the_run(
     handle = start(flows.paced_twice)
     dispatcher.join()
     assert handle.wait(timeout=5) == [1, 2]
-    # The second step's turn was 0.1 s after the first: the run was enqueued again for it.
+    # The second step's turn was 0.5 s after the first: the run suspended and was enqueued
+    # again for a little before it (LEAD).
     delays = [r.countdown for r in dispatcher.runs if r.countdown]
-    assert len(delays) == 1 and 0.0 < delays[0] <= 0.1
+    assert len(delays) == 1 and 0.0 < delays[0] <= (0.5 - LEAD.total_seconds())
     assert RateReservation.objects.count() == 2
