@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from runtime.flow.schedules import pause_schedule
 from runtime.models import Run
 from tests.acceptance import flow_catchup_workflows as catchup
 from tests.acceptance import flow_schedule_workflows as flows
@@ -34,11 +35,12 @@ def test_flow_schedules_three_racing_workers_start_one_run_per_tick(redis_broker
         for i in range(3):
             stack.enter_context(running_worker(f"ticker-{i}", "threads", 2, **env))
         wait_until(lambda: Run.objects.filter(workflow=name).count() >= 31, 90, "31 ticks")
-    wait_until(
-        lambda: not Run.objects.filter(workflow=name).exclude(status="completed").exists(),
-        30,
-        "the started runs to finish",
-    )
+        pause_schedule(name)  # waits for a tick being taken right now; none after it
+        wait_until(
+            lambda: not Run.objects.filter(workflow=name).exclude(status="completed").exists(),
+            30,
+            "the started runs to finish",
+        )
     ticks = ticks_of(name)
     assert len(ticks) >= 31
     # One run per tick: consecutive seconds, none missing, none twice (and one body each).
