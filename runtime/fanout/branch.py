@@ -29,6 +29,7 @@ from runtime.fanout.report import (
     report,
     report_failure,
 )
+from runtime.flow.ratelimit import branch_turn_later
 from runtime.recovery.leases import branch_leases
 from runtime.registry import registry
 from runtime.stepinfo import StepInfo, running
@@ -56,6 +57,9 @@ def claim_branch(branch: BranchAttempt, *, continuing: bool = False) -> ClaimedB
 
 def run_branch(branch: BranchAttempt, poll: int = 0) -> str:
     """Run one delivered branch attempt; says what happened ("skipped", "completed", ...)."""
+    if poll == 0 and branch_turn_later(branch.run_id, branch.group_position, branch.position,
+                                       branch.attempt):  # fmt: skip
+        return "rate_limited"  # published again for its turn (runtime.flow.ratelimit)
     claimed = claim_branch(branch, continuing=poll > 0)
     if claimed is None:
         return "skipped"

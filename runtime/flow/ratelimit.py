@@ -22,7 +22,9 @@ from typing import Any
 from django.utils import timezone
 
 from runtime.core.identity import step_id
-from runtime.registry import StepFunction
+from runtime.dispatch import publish_later
+from runtime.models import Step, StepStatus
+from runtime.registry import StepFunction, registry
 from runtime.store.ratelimit import forget_reservations, reserve_turn
 
 LEAD = timedelta(milliseconds=150)
@@ -53,3 +55,23 @@ def turn_wait(
 def forget_old_turns() -> int:
     """Drop reservations of turns long past (their attempts started or were abandoned)."""
     return forget_reservations(timezone.now() - KEEP_RESERVATIONS)
+
+
+def branch_turn_later(run_id: uuid.UUID, group_position: int, position: int, attempt: int) -> bool:
+    """For a fan-out branch about to claim its step: True if its turn is later, in which case
+    its message is published again for then and the step's wake_at says when (so the fan-out
+    sweep does not take it for a lost message). Free unless some step has a rate limit."""
+    if not any(st.rate_limit is not None for st in registry.steps.values()):
+        return False
+    sid = step_id(run_id, position)
+    name = Step.objects.filter(id=sid).values_list("name", flat=True).first()
+    fn = registry.steps.get(name) if name is not None else None
+    if fn is None:
+        return False
+    wake = turn_wait(fn, run_id, position, attempt)
+    if wake is None:
+        return False
+    Step.objects.filter(id=sid, status=StepStatus.PENDING).update(wake_at=wake)
+    countdown = max((wake - timezone.now()).total_seconds(), 0.0)
+    publish_later(run_id, group_position, position, attempt, countdown)
+    return True

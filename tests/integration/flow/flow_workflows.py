@@ -39,3 +39,8 @@ def every_minute(ctx: Any) -> None:
 @workflow(name="tests.flow.every_ten_seconds", schedule=timedelta(seconds=10), catchup="all")
 def every_ten_seconds(ctx: Any) -> None:
     return None
+
+
+@workflow(name="tests.flow.paced_map")
+def paced_map(ctx: Any, items: list[int]) -> list[int]:
+    return ctx.map(paced, items)

@@ -45,3 +45,17 @@ def test_ratelimit_a_step_waiting_for_its_turn_suspends_the_run(
     delays = [r.countdown for r in dispatcher.runs if r.countdown]
     assert len(delays) == 1 and 0.0 < delays[0] <= (0.5 - LEAD.total_seconds())
     assert RateReservation.objects.count() == 2
+
+
+def test_ratelimit_fanout_branches_wait_for_their_turns_unclaimed(
+    dispatcher: InMemoryDispatcher,
+) -> None:
+    handle = start(flows.paced_map, [1, 2, 3])
+    dispatcher.join()
+    assert handle.wait(timeout=5) == [1, 2, 3]
+    # At 2/s the turns are 0.5 s apart: two branches were published again for later.
+    delayed = sorted(b.countdown for b in dispatcher.branches if b.countdown > 0)
+    assert len(delayed) == 2
+    assert 0.0 < delayed[0] <= 0.5 - LEAD.total_seconds() < delayed[1] <= 1.0
+    turns = sorted(RateReservation.objects.values_list("at", flat=True))
+    assert [(t - turns[0]).total_seconds() for t in turns] == [0.0, 0.5, 1.0]
