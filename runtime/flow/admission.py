@@ -47,13 +47,18 @@ def admit(workflow: str, key: str) -> list[uuid.UUID]:
 def run_finished(run_id: uuid.UUID, workflow: str) -> None:
     """A run finished, failed or was cancelled: its slot is free, admit who is next.
 
-    Never raises: the flow loop's backstop admits them later if this fails.
+    Takes the slot lock only when some run of the key is waiting: a start that found the
+    slots full committed its run before it looked, so this check sees that run. Never raises:
+    the flow loop's backstop admits them later if this fails.
     """
     if capacity(workflow) is None:
         return
     try:
         key = Run.objects.filter(id=run_id).values_list("concurrency_key", flat=True).first()
-        if key is not None:
+        waiting = Run.objects.filter(
+            workflow=workflow, concurrency_key=key, status=RunStatus.PENDING, admitted=False
+        )
+        if key is not None and waiting.exists():
             admit(workflow, key)
     except Exception:
         log.exception("admission after run %s failed; the flow loop will retry it", run_id)

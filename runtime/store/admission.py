@@ -15,7 +15,7 @@ from django.db import connection
 
 from runtime.flow.models import ConcurrencySlot
 from runtime.models import ACTIVE_RUN_STATES, Run, RunStatus
-from runtime.store.dialect import as_uuid, in_list, time_param
+from runtime.store.dialect import as_uuid, execute, in_list, postgres, time_param
 
 _RUN = Run._meta.db_table
 _SLOT = ConcurrencySlot._meta.db_table
@@ -24,43 +24,55 @@ _SLOT = ConcurrencySlot._meta.db_table
 def admit_next_txn(workflow: str, key: str, capacity: int, now: datetime) -> list[uuid.UUID]:
     """Admit as many pending runs of (workflow, key) as there are free slots, highest priority
     first, then oldest; returns their ids. Call inside a transaction (the slot lock is held
-    until it commits); the caller enqueues the runs after commit."""
+    until it commits); the caller enqueues the runs after commit.
+
+    Two statements in one round trip (a pipeline on PostgreSQL): the second starts once the
+    first holds the slot lock, so its snapshot sees every admission committed before.
+    """
     states, state_params = in_list(ACTIVE_RUN_STATES)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {_SLOT} (workflow, key, capacity, updated_at) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (workflow, key) DO UPDATE SET capacity = EXCLUDED.capacity, "
-            "updated_at = EXCLUDED.updated_at",
-            [workflow, key, capacity, time_param(now)],
-        )
-        cursor.execute(
-            f"SELECT count(*) FROM {_RUN} WHERE workflow = %s AND concurrency_key = %s "
-            f"AND admitted = %s AND status IN ({states})",
-            [workflow, key, True, *state_params],
-        )
-        free = capacity - int(cursor.fetchone()[0])
-        if free <= 0:
-            return []
-        # The outer status test is checked again after a row lock wait (a cancel racing us).
-        cursor.execute(
-            f"UPDATE {_RUN} SET admitted = %s, wake_at = %s, updated_at = %s "
-            f"WHERE status = %s AND id IN (SELECT id FROM {_RUN} WHERE workflow = %s "
-            "AND concurrency_key = %s AND status = %s AND admitted = %s "
-            "ORDER BY priority DESC, created_at, id LIMIT %s) RETURNING id",
-            [
-                True,
-                time_param(now),
-                time_param(now),
-                RunStatus.PENDING,
-                workflow,
-                key,
-                RunStatus.PENDING,
-                False,
-                free,
-            ],
-        )
-        rows = cursor.fetchall()
-    return [as_uuid(row[0]) for row in rows]
+    lock = (
+        f"INSERT INTO {_SLOT} (workflow, key, capacity, updated_at) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (workflow, key) DO UPDATE SET capacity = EXCLUDED.capacity, "
+        "updated_at = EXCLUDED.updated_at"
+    )
+    in_use = (
+        f"SELECT count(*) FROM {_RUN} WHERE workflow = %s AND concurrency_key = %s "
+        f"AND admitted = %s AND status IN ({states})"
+    )
+    greatest = "GREATEST" if postgres() else "MAX"  # SQLite's two-argument max() is scalar
+    # The outer status test is checked again after a row lock wait (a cancel racing us).
+    admit = (
+        f"UPDATE {_RUN} SET admitted = %s, wake_at = %s, updated_at = %s "
+        f"WHERE status = %s AND id IN (SELECT id FROM {_RUN} WHERE workflow = %s "
+        "AND concurrency_key = %s AND status = %s AND admitted = %s "
+        f"ORDER BY priority DESC, created_at, id LIMIT {greatest}(%s - ({in_use}), 0)) "
+        "RETURNING id"
+    )
+    at = time_param(now)
+    _, admitted = execute(
+        [
+            (lock, [workflow, key, capacity, at]),
+            (
+                admit,
+                [
+                    True,
+                    at,
+                    at,
+                    str(RunStatus.PENDING.value),
+                    workflow,
+                    key,
+                    str(RunStatus.PENDING.value),
+                    False,
+                    capacity,
+                    workflow,
+                    key,
+                    True,
+                    *state_params,
+                ],
+            ),
+        ]
+    )
+    return [as_uuid(row[0]) for row in admitted]
 
 
 def slots_in_use() -> dict[tuple[str, str], int]:

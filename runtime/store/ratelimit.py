@@ -55,7 +55,8 @@ def reserve_turn(
             step_id,
             attempt,
         ]
-        with transaction.atomic(), connection.cursor() as cursor:
+        # One statement in autocommit: one round trip, no BEGIN and COMMIT around it.
+        with connection.cursor() as cursor:
             cursor.execute(_RESERVE_PG, params)
             return cursor.fetchone()[0]
     return _reserve_portable(bucket, spacing, step_id, attempt, now)

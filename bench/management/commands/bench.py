@@ -10,11 +10,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bench.collector import run_collector_probe
 from bench.fanout import run_fanout
+from bench.flow import run_flow
 from bench.sequential import run_concurrent, run_sequential
 
 
 class Command(BaseCommand):
-    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint or fanout."
+    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout or flow."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="scenario", required=True)
@@ -31,7 +32,11 @@ class Command(BaseCommand):
         fan.add_argument(
             "--repeat", type=int, default=1, help="pairs of runs to take the medians of"
         )
-        for p in (seq, conc, probe, fan):
+        flow = sub.add_parser("flow", help="admission and rate-limit overhead, limits off vs on")
+        flow.add_argument("--runs", type=int, default=100)
+        flow.add_argument("--steps", type=int, default=20)
+        flow.add_argument("--repeat", type=int, default=3, help="rounds to take the medians of")
+        for p in (seq, conc, probe, fan, flow):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -56,6 +61,10 @@ class Command(BaseCommand):
             return run_concurrent(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
+        if scenario == "flow":
+            return run_flow(
+                options["runs"], options["steps"], options["repeat"], options["timeout"]
+            )
         return run_fanout(options["branches"], options["timeout"], options["repeat"])
 
 

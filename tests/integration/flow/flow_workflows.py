@@ -44,3 +44,8 @@ def every_ten_seconds(ctx: Any) -> None:
 @workflow(name="tests.flow.paced_map")
 def paced_map(ctx: Any, items: list[int]) -> list[int]:
     return ctx.map(paced, items)
+
+
+@workflow(name="tests.flow.plain")
+def plain(ctx: Any, label: str) -> str:
+    return ctx.step(note, label)

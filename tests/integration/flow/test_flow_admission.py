@@ -6,6 +6,7 @@ import threading
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from runtime import start
 from runtime.core.errors import InvalidArguments
@@ -97,3 +98,14 @@ def test_admission_racing_admitters_never_exceed_the_limit(
     for t in threads:
         t.join()
     assert Run.objects.filter(id__in=[w.id for w in waiting], admitted=True).count() == 2
+
+
+def test_admission_a_plain_run_pays_no_flow_control_query(dispatcher: InMemoryDispatcher) -> None:
+    with CaptureQueriesContext(connection) as captured:
+        handle = start(flows.plain, "x")
+        dispatcher.join()
+    assert handle.wait(timeout=5) == "x"
+    statements = [q["sql"] for q in captured.captured_queries]
+    flow_tables = ("concurrencyslot", "ratebucket", "ratereservation", "schedule")
+    assert not [s for s in statements if any(t in s for t in flow_tables)]
+    assert not [s for s in statements if "concurrency_key" in s and "INSERT" not in s]
