@@ -118,7 +118,7 @@ def _create_run(
         if gated:
             transaction.on_commit(lambda: admit(workflow, concurrency_key or ""))
         else:
-            transaction.on_commit(lambda: enqueue_run(run.id))
+            transaction.on_commit(lambda: enqueue_run(run.id, priority=priority))
     return run
 
 

@@ -39,9 +39,9 @@ def admit(workflow: str, key: str) -> list[uuid.UUID]:
         return []
     with transaction.atomic():
         admitted = admit_next_txn(workflow, key, limit, timezone.now())
-        for run_id in admitted:
-            transaction.on_commit(partial(enqueue_run, run_id))
-    return admitted
+        for run_id, priority in admitted:
+            transaction.on_commit(partial(enqueue_run, run_id, priority=priority))
+    return [run_id for run_id, _ in admitted]
 
 
 def run_finished(run_id: uuid.UUID, workflow: str) -> None:

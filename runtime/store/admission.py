@@ -21,10 +21,12 @@ _RUN = Run._meta.db_table
 _SLOT = ConcurrencySlot._meta.db_table
 
 
-def admit_next_txn(workflow: str, key: str, capacity: int, now: datetime) -> list[uuid.UUID]:
+def admit_next_txn(
+    workflow: str, key: str, capacity: int, now: datetime
+) -> list[tuple[uuid.UUID, int]]:
     """Admit as many pending runs of (workflow, key) as there are free slots, highest priority
-    first, then oldest; returns their ids. Call inside a transaction (the slot lock is held
-    until it commits); the caller enqueues the runs after commit.
+    first, then oldest; returns their (id, priority). Call inside a transaction (the slot lock
+    is held until it commits); the caller enqueues the runs after commit.
 
     Two statements in one round trip (a pipeline on PostgreSQL): the second starts once the
     first holds the slot lock, so its snapshot sees every admission committed before.
@@ -46,7 +48,7 @@ def admit_next_txn(workflow: str, key: str, capacity: int, now: datetime) -> lis
         f"WHERE status = %s AND id IN (SELECT id FROM {_RUN} WHERE workflow = %s "
         "AND concurrency_key = %s AND status = %s AND admitted = %s "
         f"ORDER BY priority DESC, created_at, id LIMIT {greatest}(%s - ({in_use}), 0)) "
-        "RETURNING id"
+        "RETURNING id, priority"
     )
     at = time_param(now)
     _, admitted = execute(
@@ -72,7 +74,7 @@ def admit_next_txn(workflow: str, key: str, capacity: int, now: datetime) -> lis
             ),
         ]
     )
-    return [as_uuid(row[0]) for row in admitted]
+    return [(as_uuid(row[0]), int(row[1])) for row in admitted]
 
 
 def slots_in_use() -> dict[tuple[str, str], int]:

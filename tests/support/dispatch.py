@@ -53,7 +53,9 @@ class RecordingDispatcher(CeleryDispatcher):
         self.enqueued = Enqueued()
         self.later = Later()
 
-    def enqueue_run(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
+    def enqueue_run(
+        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+    ) -> None:
         self.enqueued(run_id, countdown)
 
     def publish_later(
