@@ -25,10 +25,15 @@ from runtime.core.identity import step_id
 from runtime.dispatch import publish_later
 from runtime.models import Step, StepStatus
 from runtime.registry import StepFunction, registry
-from runtime.store.ratelimit import forget_reservations, reserve_turn
+from runtime.store.ratelimit import forget_reservations, reserve_turn, retake_turn
 
 LEAD = timedelta(milliseconds=150)
 SHORT_WAIT = timedelta(milliseconds=250)
+# A body starts at most this long after its turn, so no window of a period holds more than
+# N + N * LATE / period + 1 starts; an attempt later than that takes a new turn (at most
+# MAX_RETAKES times, then it starts anyway rather than starve on a stalled machine).
+LATE = timedelta(milliseconds=50)
+MAX_RETAKES = 3
 KEEP_RESERVATIONS = timedelta(hours=1)
 
 
@@ -42,13 +47,23 @@ def turn_wait(
     """
     if not isinstance(fn, StepFunction) or fn.rate_limit is None:
         return None
-    now = timezone.now()
-    turn = reserve_turn(fn.name, fn.rate_limit.spacing, step_id(run_id, position), attempt, now)
-    wait = turn - timezone.now()  # after the round trip, which took some of it
-    if wait > SHORT_WAIT:
-        return turn - LEAD
-    if wait > timedelta(0):
+    spacing, sid = fn.rate_limit.spacing, step_id(run_id, position)
+    asked = timezone.now()
+    turn = reserve_turn(fn.name, spacing, sid, attempt, asked)
+    for _ in range(MAX_RETAKES):
+        if asked - turn > LATE:
+            # Back too late for a turn kept from before: starting now would crowd the turns
+            # of the next second. Leave that turn unused and queue again.
+            asked = timezone.now()
+            turn = retake_turn(fn.name, spacing, sid, attempt, asked)
+            continue
+        wait = turn - timezone.now()
+        if wait > SHORT_WAIT:
+            return turn - LEAD
+        if wait <= timedelta(0):
+            return None
         time.sleep(wait.total_seconds())
+        asked = timezone.now()  # an oversleep past LATE is late too
     return None
 
 

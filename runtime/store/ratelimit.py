@@ -38,6 +38,32 @@ _RESERVE_PG = (
 )
 
 
+# A new turn for an attempt that keeps one already (it came back too late to take it).
+_RETAKE_PG = (
+    f"WITH turn AS (INSERT INTO {_BUCKET} (name, next_at) "
+    "VALUES (%s, %s::timestamptz + %s * interval '1 second') "
+    f"ON CONFLICT (name) DO UPDATE SET next_at = GREATEST({_BUCKET}.next_at, %s::timestamptz) "
+    "+ %s * interval '1 second' "
+    "RETURNING next_at - %s * interval '1 second' AS at) "
+    f"INSERT INTO {_RESERVATION} (step_id, attempt, at) SELECT %s, %s, at FROM turn "
+    "ON CONFLICT (step_id, attempt) DO UPDATE SET at = EXCLUDED.at RETURNING at"
+)
+
+
+def retake_turn(
+    bucket: str, spacing: float, step_id: uuid.UUID, attempt: int, now: datetime
+) -> datetime:
+    """A new turn for this attempt, replacing the one it kept (which nobody else takes)."""
+    if postgres():
+        params: list[Any] = [bucket, now, spacing, now, spacing, spacing, step_id, attempt]
+        with connection.cursor() as cursor:
+            cursor.execute(_RETAKE_PG, params)
+            return cursor.fetchone()[0]
+    with transaction.atomic():
+        RateReservation.objects.filter(step_id=step_id, attempt=attempt).delete()
+        return _reserve_portable(bucket, spacing, step_id, attempt, now)
+
+
 def reserve_turn(
     bucket: str, spacing: float, step_id: uuid.UUID, attempt: int, now: datetime
 ) -> datetime:

@@ -13,9 +13,12 @@ from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# Turns are exactly 50 ms apart; a body starts a little after its turn (the resume message's
-# timer, the claim, the replay). A run of late bodies followed by punctual ones can crowd a
-# window: we allow 2 bodies over the rate in any 1 s window (100 ms of jitter), no more.
+# Turns are exactly 50 ms apart, and a body starts within 50 ms of its turn (one that would
+# start later takes a new turn: runtime.flow.ratelimit.LATE). A window of 1 s can then hold
+# the starts of the turns of 1.05 s, plus the window's edge: 22. So we allow 2 bodies over the
+# rate in any 1 s window, no more.
+# Each worker has 8 threads: the last fraction of a second before a turn is waited out in a
+# pool thread, and a pool with none spare would delay the resumes queued behind it.
 TOLERANCE = 2
 
 
@@ -23,7 +26,7 @@ def test_flow_rate_limit_spaces_bodies_across_workers(redis_broker: Any) -> None
     with ExitStack() as stack:
         for i in range(2):
             stack.enter_context(
-                running_worker(f"paced-{i}", "threads", 4, FANFOLD_WORKFLOW_MODULES=flows.MODULE)
+                running_worker(f"paced-{i}", "threads", 8, FANFOLD_WORKFLOW_MODULES=flows.MODULE)
             )
         handles = [start(flows.paced_once, i) for i in range(200)]
         assert sorted(h.wait(timeout=120) for h in handles) == list(range(200))

@@ -5,8 +5,11 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from django.utils import timezone
+
 from runtime import start
-from runtime.flow.ratelimit import LEAD
+from runtime.core.identity import step_id
+from runtime.flow.ratelimit import LEAD, turn_wait
 from runtime.models import RateReservation
 from runtime.store.ratelimit import reserve_turn
 from runtime.testing import InMemoryDispatcher
@@ -59,3 +62,15 @@ def test_ratelimit_fanout_branches_wait_for_their_turns_unclaimed(
     assert 0.0 < delayed[0] <= 0.5 - LEAD.total_seconds() < delayed[1] <= 1.0
     turns = sorted(RateReservation.objects.values_list("at", flat=True))
     assert [(t - turns[0]).total_seconds() for t in turns] == [0.0, 0.5, 1.0]
+
+
+def test_ratelimit_an_attempt_back_too_late_takes_a_new_turn() -> None:
+    run_id = uuid.uuid4()
+    sid = step_id(run_id, 1)
+    long_ago = timezone.now() - timedelta(seconds=5)
+    assert reserve_turn(flows.paced.name, 0.5, sid, 1, long_ago) == long_ago
+    before = timezone.now()
+    # Starting now would be 5 s after its turn: it queues again (here, at once: idle bucket).
+    assert turn_wait(flows.paced, run_id, 1, 1) is None
+    kept = RateReservation.objects.get(step_id=sid, attempt=1).at
+    assert kept >= before
