@@ -32,13 +32,15 @@ def _round(workflow: str, runs: int, steps: int, timeout: float) -> float:
     return _run_seconds(handles)
 
 
-def _start_latency_ms(workflow: str, samples: int) -> float:
+def _start_latency_ms(workflow: str, samples: int, timeout: float) -> float:
     """Median ms of `start()` in this process (for `admitted`, that includes the admission)."""
-    took = []
+    took, handles = [], []
     for _ in range(samples):
         began = time.perf_counter()
-        start(workflow, 0)
+        handles.append(start(workflow, 0))
         took.append((time.perf_counter() - began) * 1000)
+    for handle in handles:  # finished before the workers stop: nothing left pending
+        handle.wait(timeout=timeout, poll_interval=0.01)
     return median(took)
 
 
@@ -58,11 +60,9 @@ def run_flow(runs: int, steps: int, repeat: int, timeout: float) -> dict[str, An
         for _ in range(repeat):
             for name, workflow in SCENARIOS.items():
                 seconds[name].append(_round(workflow, runs, steps, timeout))
-        plain_start = _start_latency_ms(SCENARIOS["plain"], 50)
-        admitted_start = _start_latency_ms(SCENARIOS["admitted"], 50)
+        plain_start = _start_latency_ms(SCENARIOS["plain"], 50, timeout)
+        admitted_start = _start_latency_ms(SCENARIOS["admitted"], 50, timeout)
         turn = _turn_latency_ms(200)
-        # The start-latency runs finish too, so nothing is left for the next benchmark.
-        time.sleep(0.5)
     med = {name: median(values) for name, values in seconds.items()}
     total_steps = runs * steps
     report: dict[str, Any] = {
