@@ -101,6 +101,8 @@ def _take_ticks(row_id: int, now: datetime) -> int:
 
 
 def _row(workflow: str) -> Schedule:
+    if "\x00" in workflow:  # PostgreSQL text cannot hold NUL: no workflow has such a name
+        raise ScheduleNotFound(f"workflow {workflow!r} has no schedule")
     row = Schedule.objects.filter(workflow=workflow).first()
     if row is None and any(wf.name == workflow for wf in scheduled_workflows()):
         sync_schedules()

@@ -69,3 +69,8 @@ def test_api_start_rejects_a_bad_priority_or_a_key_without_a_limit(client: APICl
     keyed = post(client, "/api/runs/", {"workflow": "tests.api.nightly", "concurrency_key": "k"})
     assert keyed.status_code == 400
     assert keyed.json()["error"]["code"] == "invalid_arguments"
+
+
+def test_api_schedules_a_name_with_nul_is_404_not_500(client: APIClient) -> None:
+    response = post(client, "/api/schedules/bad%00name/pause/")
+    assert response.status_code == 404
