@@ -236,6 +236,13 @@ def workflow(
         if not callable(f):
             raise TypeError("@workflow decorates a function")
         wf = WorkflowFunction(f, check_name(name or _default_name(f), "workflow"), flow)
+        if flow.schedule is not None:  # a tick starts it with no arguments
+            try:
+                wf.check_arguments([], {})
+            except InvalidArguments:
+                raise TypeError(
+                    f"scheduled workflow {wf.name!r} must take no arguments besides ctx"
+                ) from None
         registry.add_workflow(wf)
         return wf
 

@@ -70,6 +70,8 @@ def test_schedule_bad_definitions_fail_at_decoration() -> None:
         workflow(name="tests.bad", schedule=timedelta(seconds=1), catchup="some")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="concurrency"):
         workflow(name="tests.bad", concurrency=0)
+    with pytest.raises(TypeError, match="no arguments"):
+        workflow(name="tests.bad.args", schedule=timedelta(hours=1))(lambda ctx, x: x)
 
 
 def test_rate_parses_counts_per_period() -> None:
