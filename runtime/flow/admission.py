@@ -65,13 +65,35 @@ def run_finished(run_id: uuid.UUID, workflow: str) -> None:
 
 
 def admit_waiting() -> int:
-    """Admit into every key that has runs waiting and free slots (the backstop); how many."""
-    keys = (
-        Run.objects.filter(status=RunStatus.PENDING, admitted=False)
-        .values_list("workflow", "concurrency_key")
-        .distinct()
-    )
-    return sum(len(admit(workflow, key or "")) for workflow, key in keys)
+    """Admit into every key that has runs waiting and free slots (the backstop); how many.
+
+    Runs of a workflow whose code no longer declares `concurrency` are all let go.
+    """
+    waiting = Run.objects.filter(status=RunStatus.PENDING, admitted=False)
+    keys = list(waiting.values_list("workflow", "concurrency_key").distinct())
+    admitted = 0
+    for workflow, key in keys:
+        wf = registry.workflows.get(workflow)
+        if wf is not None and wf.flow.concurrency is None:
+            admitted += _release_all(workflow)
+        else:
+            admitted += len(admit(workflow, key or ""))
+    return admitted
+
+
+def _release_all(workflow: str) -> int:
+    with transaction.atomic():
+        rows = list(
+            Run.objects.select_for_update()
+            .filter(workflow=workflow, status=RunStatus.PENDING, admitted=False)
+            .values_list("id", "priority")
+        )
+        Run.objects.filter(id__in=[run_id for run_id, _ in rows]).update(
+            admitted=True, wake_at=timezone.now()
+        )
+        for run_id, priority in rows:
+            transaction.on_commit(partial(enqueue_run, run_id, priority=priority))
+    return len(rows)
 
 
 def admission_terms(

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from runtime import start
 from runtime.core.errors import InvalidArguments
-from runtime.flow.admission import admit
+from runtime.flow.admission import admit, admit_waiting
 from runtime.models import Run
 from runtime.store.admission import slots_in_use
 from runtime.testing import InMemoryDispatcher
@@ -109,3 +109,13 @@ def test_admission_a_plain_run_pays_no_flow_control_query(dispatcher: InMemoryDi
     flow_tables = ("concurrencyslot", "ratebucket", "ratereservation", "schedule")
     assert not [s for s in statements if any(t in s for t in flow_tables)]
     assert not [s for s in statements if "concurrency_key" in s and "INSERT" not in s]
+
+
+def test_admission_runs_of_a_workflow_that_lost_its_limit_are_let_go(
+    dispatcher: InMemoryDispatcher,
+) -> None:
+    handle = start(flows.plain, "was-limited")
+    Run.objects.filter(id=handle.id).update(admitted=False, concurrency_key="")
+    assert admit_waiting() == 1
+    assert Run.objects.get(id=handle.id).admitted is True
+    assert [r.run_id for r in dispatcher.runs].count(handle.id) == 2  # at start, and now
