@@ -27,6 +27,7 @@ from runtime.core.errors import (
     PositionUnfinished,
     RunAlreadyFinished,
     RunNotFound,
+    ScheduleNotFound,
     WorkflowNotFound,
 )
 
@@ -38,6 +39,7 @@ RUNTIME_ERROR_STATUS: tuple[tuple[type[FanfoldError], int], ...] = (
     (InvalidArguments, status.HTTP_400_BAD_REQUEST),
     (RunNotFound, status.HTTP_404_NOT_FOUND),
     (CallbackNotFound, status.HTTP_404_NOT_FOUND),
+    (ScheduleNotFound, status.HTTP_404_NOT_FOUND),
     (RunAlreadyFinished, status.HTTP_409_CONFLICT),
     (CallbackAlreadyCompleted, status.HTTP_409_CONFLICT),
     (PositionOutOfRange, status.HTTP_400_BAD_REQUEST),

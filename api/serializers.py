@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from runtime.models import Event, Run, RunStatus, Step, StepStatus
+from runtime.models import Event, Run, RunStatus, Schedule, Step, StepStatus
 from runtime.selectors import step_counts
 
 CALLBACK_STATUSES = [("running", "running"), ("completed", "completed"), ("failed", "failed")]
@@ -36,6 +36,16 @@ class StartRunSerializer(serializers.Serializer[Any]):
         required=False,
         allow_null=True,
         help_text="a second start with the same key returns the first run",
+    )
+    concurrency_key = serializers.CharField(
+        max_length=255,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text="the slots to count against, for a workflow with `concurrency=N`",
+    )
+    priority = serializers.IntegerField(
+        min_value=0, max_value=9, default=0, help_text="0-9, higher is admitted first"
     )
 
 
@@ -81,6 +91,8 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "args",
             "kwargs",
             "idempotency_key",
+            "priority",
+            "concurrency_key",
             "result",
             "error",
             "created_at",
@@ -196,7 +208,33 @@ class WorkflowParameterSerializer(serializers.Serializer[Any]):
     required = serializers.BooleanField()  # type: ignore[assignment]  # as for ErrorBody.fields
 
 
+class WorkflowScheduleSerializer(serializers.Serializer[Any]):
+    kind = serializers.ChoiceField(choices=["cron", "interval"])
+    expression = serializers.CharField(help_text="the cron expression, or the interval in seconds")
+    timezone = serializers.CharField()
+    catchup = serializers.ChoiceField(choices=["skip", "latest", "all"])
+
+
 class WorkflowSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     description = serializers.CharField(allow_blank=True)
     parameters = WorkflowParameterSerializer(many=True)
+    schedule = WorkflowScheduleSerializer(allow_null=True)
+    concurrency = serializers.IntegerField(allow_null=True)
+
+
+class ScheduleSerializer(serializers.ModelSerializer[Schedule]):
+    class Meta:
+        model = Schedule
+        fields = [
+            "workflow",
+            "kind",
+            "expression",
+            "timezone",
+            "catchup",
+            "paused",
+            "last_tick",
+            "next_tick",
+            "updated_at",
+        ]
+        read_only_fields = fields

@@ -21,6 +21,7 @@ from api.views.runs import (
     RunListView,
     RunStepsView,
 )
+from api.views.schedules import ScheduleListView, SchedulePauseView, ScheduleResumeView
 from api.views.streams import RunStreamView
 from api.views.workflows import WorkflowListView
 
@@ -43,6 +44,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<str:run_id>/streams/<str:name>/", RunStreamView.as_view(), name="run-stream"),
     path("callbacks/<str:token>/", CallbackView.as_view(), name="callback"),
     path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
+    path("schedules/", ScheduleListView.as_view(), name="schedule-list"),
+    path("schedules/<str:workflow>/pause/", SchedulePauseView.as_view(), name="schedule-pause"),
+    path("schedules/<str:workflow>/resume/", ScheduleResumeView.as_view(), name="schedule-resume"),
     path("schema/", SchemaView.as_view(renderer_classes=_SCHEMA_RENDERERS), name="api-schema"),
     path("docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
     re_path(r"^(?P<path>.*)$", endpoint_not_found),

@@ -24,6 +24,7 @@ from runtime.core.errors import (
     StepFailed,
 )
 from runtime.core.retry import RetryPolicy
+from runtime.core.schedule import Cron
 from runtime.registry import Signature, step, workflow
 from runtime.stepinfo import StepInfo, current_step
 
@@ -53,6 +54,7 @@ __all__ = [
     "CallbackFailed",
     "CallbackTimedOut",
     "ConditionTimedOut",
+    "Cron",
     "DurableContext",
     "FanfoldError",
     "FatalError",

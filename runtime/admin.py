@@ -32,6 +32,7 @@ from runtime.admin_display import (
 from runtime.admin_forks import RunForkAdmin
 from runtime.admin_pages import RunPagesMixin
 from runtime.core.errors import FanfoldError, RunAlreadyFinished, RunNotFound
+from runtime.flow import admin as flow_admin  # noqa: F401  (schedules, slots pages)
 from runtime.models import Event, Run, RunStatus, Step, StepStatus
 from runtime.services import cancel_run, start_run
 

@@ -34,6 +34,10 @@ class FanfoldSettings:
     TRACING: bool = True  # spans, when opentelemetry-api is installed
     # How long one server-sent-events response of a stream lasts before the client reconnects.
     SSE_WINDOW_SECONDS: float = 30.0
+    # Schedules (runtime.flow): how often each worker looks for due ticks, and how old a due
+    # tick may be and still count as on time rather than missed (the catch-up policy's case).
+    SCHEDULE_INTERVAL: float = 1.0
+    SCHEDULE_GRACE: float = 60.0
 
 
 class SettingsError(ValueError):

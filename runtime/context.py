@@ -29,6 +29,7 @@ from runtime.core.identity import check_name, deterministic_uuid, step_id
 from runtime.core.retry import DEFAULT_POLICY, GiveUp, RetryPolicy, decide
 from runtime.core.writes import EventDraft, StepRow, step_created
 from runtime.fanout.group import run_all
+from runtime.flow.ratelimit import turn_wait
 from runtime.markers import patched
 from runtime.observe.attempts import StepAttempt
 from runtime.registry import Signature, StepFunction, WorkflowFunction
@@ -155,6 +156,9 @@ class DurableContext:
             return self._after_failure(call, step_input[0], action.attempt, interrupted)
         if not isinstance(action, history.RunAttempt):
             raise TypeError(f"unexpected replay action {action!r} for a step")
+        turn = turn_wait(fn, self.run_id, call.position, action.attempt)  # `rate_limit=` only
+        if turn is not None:
+            raise Suspend(turn)  # no worker waits for the turn; the attempt keeps it
         with StepAttempt(self.run_id, call.name, call.position, action.attempt) as observed:
             try:
                 result = self._run_attempt(call, step_input, action)

@@ -33,8 +33,11 @@ RUN_BRANCH = "fanfold.run_branch"
 class Dispatcher(Protocol):
     """Where the runtime sends its messages."""
 
-    def enqueue_run(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
-        """Ask a worker to execute (or resume) `run_id`, now or after `countdown` seconds."""
+    def enqueue_run(
+        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+    ) -> None:
+        """Ask a worker to execute (or resume) `run_id`, now or after `countdown` seconds;
+        `priority` (0-9, higher first) becomes the message's priority where the broker has one."""
 
     def publish_branches(
         self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
@@ -53,6 +56,20 @@ def branch_message(run_id: uuid.UUID, group_position: int, d: BranchDispatch) ->
     if d.poll:
         key, args = f"{key}:poll:{d.poll}", [*args, d.poll]
     return Message(RUN_BRANCH, key, args=args)
+
+
+def broker_priority(broker_url: str, priority: int) -> int | None:
+    """A run's priority (0-9, higher first) as this broker's message priority, or None.
+
+    AMQP (RabbitMQ) has the same scale, on a queue declared with x-max-priority. Redis does
+    not get one: kombu's Redis transport sorts a message without a priority (every resume,
+    every message of a run without one) as its highest, so a priority there could only
+    demote a run below those. Other brokers have none.
+    """
+    scheme = broker_url.split("://", 1)[0].split("+")[0]
+    if scheme in ("amqp", "amqps", "pyamqp"):
+        return priority
+    return None
 
 
 class CeleryDispatcher:
@@ -76,11 +93,19 @@ class CeleryDispatcher:
             self._before_send()
         return current_app._get_current_object()  # type: ignore[attr-defined]
 
-    def enqueue_run(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
+    def enqueue_run(
+        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+    ) -> None:
         # Duplicates are harmless: an execution that finds the lease taken or the run finished
         # does nothing.
-        self._app().send_task(
-            EXECUTE_RUN, args=(str(run_id),), countdown=countdown or None, ignore_result=True
+        app = self._app()
+        level = broker_priority(str(app.conf.broker_url or ""), priority) if priority else None
+        app.send_task(
+            EXECUTE_RUN,
+            args=(str(run_id),),
+            countdown=countdown or None,
+            ignore_result=True,
+            priority=level,
         )
 
     def publish_branches(
@@ -145,9 +170,12 @@ def current() -> Dispatcher:
     return _dispatcher
 
 
-def enqueue_run(run_id: uuid.UUID, countdown: float | None = None) -> None:
+def enqueue_run(run_id: uuid.UUID, countdown: float | None = None, priority: int = 0) -> None:
     """Ask a worker to execute (or resume) `run_id`, now or after `countdown` seconds."""
-    _dispatcher.enqueue_run(run_id, countdown)
+    if priority:
+        _dispatcher.enqueue_run(run_id, countdown, priority=priority)
+    else:  # the common call, which dispatchers written before priorities also take
+        _dispatcher.enqueue_run(run_id, countdown)
 
 
 def publish_branches(

@@ -28,6 +28,7 @@ from runtime.core.errors import LeaseLost, WokenUp, describe_exception
 from runtime.core.jsonvalues import checked
 from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, SuspendGuard
 from runtime.dispatch import enqueue_run
+from runtime.flow.admission import run_finished
 from runtime.models import Run, RunStatus
 from runtime.observe import metrics
 from runtime.observe.attempts import RunPass
@@ -70,7 +71,7 @@ def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
         while True:
             session = ExecutionSession(run_id, token, epoch, writer())
             try:
-                return _observed_pass(session, claimed, clock)
+                return _freeing_slot(run_id, claimed, _observed_pass(session, claimed, clock))
             except _Replay as again:
                 epoch += 1
                 claimed = RunClaim(
@@ -78,6 +79,13 @@ def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
                 )
     finally:
         run_leases.release(token)
+
+
+def _freeing_slot(run_id: uuid.UUID, claimed: RunClaim, execution: Execution) -> Execution:
+    # A finished run of a workflow with `concurrency` frees its slot: admit who is next.
+    if execution.outcome in (ExecutionOutcome.COMPLETED, ExecutionOutcome.FAILED):
+        run_finished(run_id, claimed.workflow)
+    return execution
 
 
 class _Replay(Exception):

@@ -101,10 +101,23 @@ def start(
     workflow: str | WorkflowFunction[Any],
     *args: Any,
     idempotency_key: str | None = None,
+    concurrency_key: str | None = None,
+    priority: int = 0,
     **kwargs: Any,
 ) -> RunHandle:
-    """Start a run of `workflow` (a name or the decorated function) with these arguments."""
-    run, created = start_run(workflow, args, kwargs, idempotency_key=idempotency_key)
+    """Start a run of `workflow` (a name or the decorated function) with these arguments.
+
+    `concurrency_key` picks the slots of a workflow with `concurrency=N`; `priority` (0-9,
+    higher first) orders admission and pending work.
+    """
+    run, created = start_run(
+        workflow,
+        args,
+        kwargs,
+        idempotency_key=idempotency_key,
+        concurrency_key=concurrency_key,
+        priority=priority,
+    )
     return RunHandle(run.id, created)
 
 

@@ -15,6 +15,13 @@ from django.db.models import Q
 
 from runtime.core.identity import MAX_NAME_LENGTH
 from runtime.core.writes import StepRow
+from runtime.flow.models import (  # noqa: F401  (re-exported: the runtime app's models)
+    ConcurrencySlot,
+    RateBucket,
+    RateReservation,
+    Schedule,
+    admission_indexes,
+)
 
 # Defined on its own, re-exported here so Django and callers find it with the other models.
 from runtime.stream_models import StreamChunk as StreamChunk
@@ -31,6 +38,7 @@ class RunStatus(models.TextChoices):
 
 FINISHED_RUN_STATES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
 ACTIVE_RUN_STATES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
+ADMISSION_INDEXES = admission_indexes([s.value for s in ACTIVE_RUN_STATES])
 
 
 class StepStatus(models.TextChoices):
@@ -153,6 +161,12 @@ class Run(models.Model):
         editable=False,
     )
     forked_from_position = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # Flow control (runtime.flow): 0-9, higher first; a concurrency key ("" for the whole
+    # workflow) only on runs of workflows with `concurrency=N`, which wait unadmitted until a
+    # slot is theirs. Every other run is admitted from the start: its claim pays nothing.
+    priority = models.PositiveSmallIntegerField(default=0)
+    concurrency_key = models.CharField(max_length=255, null=True, blank=True)
+    admitted = models.BooleanField(default=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -174,6 +188,7 @@ class Run(models.Model):
             models.Index(
                 fields=["forked_from"], name="run_forks_idx", condition=Q(forked_from__isnull=False)
             ),
+            *ADMISSION_INDEXES,
         ]
         constraints = [
             models.CheckConstraint(

@@ -6,11 +6,14 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from runtime.core.errors import InvalidArguments, RegistrationError, WorkflowNotFound
 from runtime.core.identity import check_name
+from runtime.core.rates import Rate, parse_rate
 from runtime.core.retry import RetryPolicy
+from runtime.core.schedule import CatchUp, Schedule, as_schedule, check_catchup
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -39,11 +42,13 @@ class StepFunction(Generic[P, R]):
         name: str,
         retry: RetryPolicy | None,
         at_most_once: bool,
+        rate_limit: Rate | None = None,
     ) -> None:
         self.fn = fn
         self.name = name
         self.retry = retry
         self.at_most_once = at_most_once
+        self.rate_limit = rate_limit  # global across workers (runtime.flow.ratelimit)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -57,12 +62,33 @@ class StepFunction(Generic[P, R]):
         return f"<step {self.name}>"
 
 
+@dataclass(frozen=True)
+class FlowOptions:
+    """A workflow's flow control: its schedule and catch-up policy, its concurrency limit."""
+
+    schedule: Schedule | None = None
+    catchup: CatchUp = "skip"
+    concurrency: int | None = None
+
+    @classmethod
+    def checked(cls, schedule: object, catchup: object, concurrency: object) -> FlowOptions:
+        if concurrency is not None and (
+            not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1
+        ):
+            raise ValueError(
+                f"workflow(concurrency=...) must be a positive int, not {concurrency!r}"
+            )
+        sched = None if schedule is None else as_schedule(schedule)
+        return cls(sched, check_catchup(catchup), concurrency)
+
+
 class WorkflowFunction(Generic[R]):
     """A function registered as a workflow; its first parameter is the durable context."""
 
-    def __init__(self, fn: Callable[..., R], name: str) -> None:
+    def __init__(self, fn: Callable[..., R], name: str, flow: FlowOptions | None = None) -> None:
         self.fn = fn
         self.name = name
+        self.flow = flow or FlowOptions()
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> R:
@@ -136,7 +162,11 @@ def step(fn: Callable[P, R], /) -> StepFunction[P, R]: ...
 
 @overload
 def step(
-    *, name: str | None = None, retry: RetryPolicy | None = None, at_most_once: bool = False
+    *,
+    name: str | None = None,
+    retry: RetryPolicy | None = None,
+    at_most_once: bool = False,
+    rate_limit: str | None = None,
 ) -> Callable[[Callable[P, R]], StepFunction[P, R]]: ...
 
 
@@ -147,21 +177,23 @@ def step(
     name: str | None = None,
     retry: RetryPolicy | None = None,
     at_most_once: bool = False,
+    rate_limit: str | None = None,
 ) -> StepFunction[P, R] | Callable[[Callable[P, R]], StepFunction[P, R]]:
     """Register a step. Works bare (`@step`) or with options (`@step(retry=...)`).
 
     The name defaults to `<module>.<qualname>`. `retry` overrides the default RetryPolicy;
     `at_most_once=True` records the start before the body runs and never re-runs an
-    interrupted attempt.
+    interrupted attempt. `rate_limit="N/s|m|h"` spaces body starts across every worker.
     """
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise TypeError("step(retry=...) takes a RetryPolicy")
+    rate = None if rate_limit is None else parse_rate(rate_limit)
 
     def register(f: Callable[P, R]) -> StepFunction[P, R]:
         if not callable(f):
             raise TypeError("@step decorates a function")
         st: StepFunction[P, R] = StepFunction(
-            f, check_name(name or _default_name(f), "step"), retry, at_most_once
+            f, check_name(name or _default_name(f), "step"), retry, at_most_once, rate
         )
         registry.add_step(st)
         return st
@@ -174,18 +206,43 @@ def workflow(fn: Callable[..., R], /) -> WorkflowFunction[R]: ...
 
 
 @overload
-def workflow(*, name: str | None = None) -> Callable[[Callable[..., R]], WorkflowFunction[R]]: ...
+def workflow(
+    *,
+    name: str | None = None,
+    schedule: Schedule | timedelta | None = None,
+    catchup: CatchUp = "skip",
+    concurrency: int | None = None,
+) -> Callable[[Callable[..., R]], WorkflowFunction[R]]: ...
 
 
 def workflow(
-    fn: Callable[..., R] | None = None, /, *, name: str | None = None
+    fn: Callable[..., R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    schedule: Schedule | timedelta | None = None,
+    catchup: CatchUp = "skip",
+    concurrency: int | None = None,
 ) -> WorkflowFunction[R] | Callable[[Callable[..., R]], WorkflowFunction[R]]:
-    """Register a workflow: ordinary Python whose first argument is the durable context."""
+    """Register a workflow: ordinary Python whose first argument is the durable context.
+
+    `schedule=Cron(...)` or a timedelta starts a run per tick (`catchup` says what happens to
+    ticks missed while no worker ran); `concurrency=N` lets at most N runs execute at once
+    (per `concurrency_key` given at start).
+    """
+    flow = FlowOptions.checked(schedule, catchup, concurrency)
 
     def register(f: Callable[..., R]) -> WorkflowFunction[R]:
         if not callable(f):
             raise TypeError("@workflow decorates a function")
-        wf = WorkflowFunction(f, check_name(name or _default_name(f), "workflow"))
+        wf = WorkflowFunction(f, check_name(name or _default_name(f), "workflow"), flow)
+        if flow.schedule is not None:  # a tick starts it with no arguments
+            try:
+                wf.check_arguments([], {})
+            except InvalidArguments:
+                raise TypeError(
+                    f"scheduled workflow {wf.name!r} must take no arguments besides ctx"
+                ) from None
         registry.add_workflow(wf)
         return wf
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db.models import Count, QuerySet
 
+from runtime.core.schedule import describe
 from runtime.models import Event, Run, RunStatus, Step, StepStatus
-from runtime.registry import registry
+from runtime.registry import WorkflowFunction, registry
 from runtime.services import get_run_row
 
 
@@ -59,6 +60,9 @@ class WorkflowInfo:
     name: str
     description: str
     parameters: tuple[Parameter, ...]
+    # Flow control: {"kind", "expression", "timezone", "catchup"} or None; `concurrency=N`.
+    schedule: dict[str, str] | None = None
+    concurrency: int | None = None
 
 
 _KINDS = {
@@ -72,7 +76,17 @@ _KINDS = {
 
 def registered_workflows() -> list[WorkflowInfo]:
     """Every registered workflow with its parameters (after the context), sorted by name."""
-    return [_describe(name, wf.fn) for name, wf in sorted(registry.workflows.items())]
+    return [
+        replace(_describe(name, wf.fn), schedule=_schedule(wf), concurrency=wf.flow.concurrency)
+        for name, wf in sorted(registry.workflows.items())
+    ]
+
+
+def _schedule(wf: WorkflowFunction[Any]) -> dict[str, str] | None:
+    if wf.flow.schedule is None:
+        return None
+    kind, expression, tz = describe(wf.flow.schedule)
+    return {"kind": kind, "expression": expression, "timezone": tz, "catchup": wf.flow.catchup}
 
 
 def _describe(name: str, fn: Any) -> WorkflowInfo:

@@ -37,6 +37,7 @@ from runtime.core.writes import (
     UnfinishedGuard,
 )
 from runtime.dispatch import enqueue_run
+from runtime.flow.admission import admission_terms, admit, run_finished
 from runtime.models import FINISHED_RUN_STATES, Event, EventType, Run, RunStatus, Step, StepStatus
 from runtime.observe import metrics
 from runtime.registry import WorkflowFunction, registry
@@ -50,14 +51,18 @@ def start_run(
     kwargs: dict[str, Any] | None = None,
     *,
     idempotency_key: str | None = None,
+    concurrency_key: str | None = None,
+    priority: int = 0,
 ) -> tuple[Run, bool]:
     """Create a run and enqueue it; returns (run, created).
 
     A repeated idempotency key returns the existing run, whatever its state. Unknown workflows,
     arguments that are not JSON, too large, or that do not fit the workflow raise before
-    anything is recorded.
+    anything is recorded. A run of a workflow with `concurrency=N` waits `pending` until
+    admitted (runtime.flow.admission), by `priority` (0-9, higher first), then FIFO.
     """
     wf = registry.workflow(workflow)
+    key, priority = admission_terms(wf.name, concurrency_key, priority)
     kwargs = kwargs or {}
     if idempotency_key is not None:
         check_idempotency_key(idempotency_key)
@@ -72,7 +77,7 @@ def start_run(
         if existing is not None:
             return existing, False
     try:
-        run = _create_run(wf.name, run_input, idempotency_key)
+        run = _create_run(wf.name, run_input, idempotency_key, key, priority)
     except IntegrityError:
         if idempotency_key:
             existing = Run.objects.filter(idempotency_key=idempotency_key).first()
@@ -82,25 +87,40 @@ def start_run(
     return run, True
 
 
-def _create_run(workflow: str, run_input: Any, idempotency_key: str | None) -> Run:
-    """Insert the run and its run_created event; enqueue it after commit."""
+def _create_run(
+    workflow: str,
+    run_input: Any,
+    idempotency_key: str | None,
+    concurrency_key: str | None = None,
+    priority: int = 0,
+) -> Run:
+    """Insert the run and its run_created event; enqueue it (or admit it) after commit."""
     now = timezone.now()
+    gated = concurrency_key is not None  # waits for a slot: not due until admitted
     run = Run(
         workflow=workflow,
         input=run_input,
         idempotency_key=idempotency_key,
         created_at=now,
         updated_at=now,
-        wake_at=now,
+        wake_at=None if gated else now,
         last_seq=1,
+        priority=priority,
+        concurrency_key=concurrency_key,
+        admitted=not gated,
     )
     payload = {"workflow": workflow, "input": run_input, "idempotency_key": idempotency_key}
+    if gated or priority:
+        payload.update(concurrency_key=concurrency_key, priority=priority)
     with transaction.atomic():
         run.save(force_insert=True)
         Event.objects.create(
             run=run, seq=1, type=EventType.RUN_CREATED, payload=payload, created_at=now
         )
-        transaction.on_commit(lambda: enqueue_run(run.id))
+        if gated:
+            transaction.on_commit(lambda: admit(workflow, concurrency_key or ""))
+        else:
+            transaction.on_commit(lambda: enqueue_run(run.id, priority=priority))
     return run
 
 
@@ -140,6 +160,7 @@ def cancel_run(run_id: uuid.UUID | str, reason: str = "cancelled") -> Run:
     metrics.run_finished(run.workflow, RunStatus.CANCELLED)
     announce(run.id)
     _cancel_children(run.id)
+    run_finished(run.id, run.workflow)  # its slot, if it held one, is free
     run.refresh_from_db()
     return run
 

@@ -13,6 +13,7 @@ from runtime import conf, executor, takeover
 from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
 from runtime.fanout import branch, sweep
 from runtime.fanout.report import BranchAttempt
+from runtime.flow import loop as flow_loop
 from runtime.observe.exporter import child_exited, start_worker_exporter
 from runtime.recovery import run_sweep
 from runtime.recovery.liveness import release_process_liveness
@@ -57,10 +58,12 @@ def sweep_runs() -> int:
 
 
 def start_sweeps() -> None:
-    """Start this process's sweeps and takeover pass (each worker runs them; idempotent)."""
+    """Start this process's sweeps, its takeover pass and its flow loop (schedule ticks,
+    admission backstop): each worker runs them; idempotent."""
     run_sweep.loop.start()
     sweep.loop.start()
     takeover.loop.start()
+    flow_loop.loop.start()
 
 
 @worker_ready.connect

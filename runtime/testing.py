@@ -91,7 +91,9 @@ class InMemoryDispatcher:
     _queue: list[SentRun | SentBranch] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def enqueue_run(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
+    def enqueue_run(
+        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+    ) -> None:
         sent = SentRun(run_id, countdown, time.monotonic() + (countdown or 0.0))
         with self._lock:
             self.runs.append(sent)

@@ -64,6 +64,8 @@ class RunListView(GenericAPIView[Any]):
             data["args"],
             data["kwargs"],
             idempotency_key=data.get("idempotency_key"),
+            concurrency_key=data.get("concurrency_key") or None,
+            priority=data["priority"],
         )
         return Response(RunDetailSerializer(run).data, status=201 if created else 200)
 

@@ -252,3 +252,9 @@ def describe_exception(exc: BaseException) -> dict[str, Any]:
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     record["traceback"] = tb[-8000:]
     return record
+
+
+class ScheduleNotFound(FanfoldError, LookupError):
+    """No workflow with a schedule has this name."""
+
+    code = "schedule_not_found"

@@ -30,6 +30,7 @@ from runtime.fanout.report import (
     report,
     report_failure,
 )
+from runtime.flow.ratelimit import branch_turn_later
 from runtime.observe.attempts import StepAttempt
 from runtime.recovery.leases import branch_leases
 from runtime.recovery.liveness import process_key
@@ -62,6 +63,9 @@ def run_branch(branch: BranchAttempt, poll: int = 0, traceparent: str | None = N
 
     `traceparent` names the span that published the message: the attempt's span links to it.
     """
+    if poll == 0 and branch_turn_later(branch.run_id, branch.group_position, branch.position,
+                                       branch.attempt):  # fmt: skip
+        return "rate_limited"  # published again for its turn (runtime.flow.ratelimit)
     claimed = claim_branch(branch, continuing=poll > 0)
     if claimed is None:
         if poll > 0:  # only child branches poll: the fan-out may have let this one go

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runtime", "0005_run_forked_from_and_patch_markers"),
+        ("runtime", "0006_schedules_and_admission"),
     ]
 
     operations = [

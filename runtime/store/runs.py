@@ -74,17 +74,17 @@ class RunClaim:
 def claim_run(
     run_id: uuid.UUID, token: str, now: datetime, owner: int | None = None
 ) -> RunClaim | None:
-    """Take the run's lease if it is active and nobody live holds it; `owner` is the claiming
-    process's liveness key (runtime.recovery.liveness)."""
+    """Take the run's lease if it is active, admitted (runtime.flow.admission) and nobody live
+    holds it; `owner` is the claiming process's liveness key (runtime.recovery.liveness)."""
     lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
     states, state_params = in_list(ACTIVE_RUN_STATES)
     sql = (
         f"UPDATE {Run._meta.db_table} SET lease_token = %s, lease_expires_at = %s, "
         f"lease_owner = %s WHERE id = %s AND status IN ({states}) "
-        "AND (lease_token IS NULL OR lease_expires_at < %s) "
+        "AND (lease_token IS NULL OR lease_expires_at < %s) AND admitted = %s "
         "RETURNING status, wakeups, workflow, input"
     )
-    params = [token, lease_until, owner, uuid_param(run_id), *state_params, now]
+    params = [token, lease_until, owner, uuid_param(run_id), *state_params, now, True]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()

@@ -56,7 +56,9 @@ class RecordingDispatcher(CeleryDispatcher):
         self.later = Later()
         self.depth: int | None = None
 
-    def enqueue_run(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
+    def enqueue_run(
+        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+    ) -> None:
         self.enqueued(run_id, countdown)
 
     def queue_depth(self) -> int | None:

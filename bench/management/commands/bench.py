@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bench.collector import run_collector_probe
 from bench.fanout import run_fanout
+from bench.flow import run_flow
 from bench.observe import observe_fanout, observe_sequential
 from bench.replaycheck import run_replay_check
 from bench.sequential import run_concurrent, run_sequential
@@ -20,7 +21,7 @@ COUNTS = ("steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "
 
 
 class Command(BaseCommand):
-    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay or stream."
+    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream or flow."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="scenario", required=True)
@@ -53,7 +54,11 @@ class Command(BaseCommand):
         streams.add_argument(
             "--pause-ms", type=float, default=2.0, help="the step's pause between writes"
         )
-        for p in (seq, conc, probe, fan, check, streams):
+        flow = sub.add_parser("flow", help="admission and rate-limit overhead, limits off vs on")
+        flow.add_argument("--runs", type=int, default=100)
+        flow.add_argument("--steps", type=int, default=20)
+        flow.add_argument("--repeat", type=int, default=3, help="rounds to take the medians of")
+        for p in (seq, conc, probe, fan, check, streams, flow):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -92,6 +97,10 @@ class Command(BaseCommand):
             return run_replay_check(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
+        if scenario == "flow":
+            return run_flow(
+                options["runs"], options["steps"], options["repeat"], options["timeout"]
+            )
         if scenario == "stream":
             return run_stream(
                 options["chunks"], options["clients"], options["pause_ms"], options["timeout"]

@@ -1,0 +1,42 @@
+"""The flow loop: every worker takes schedule ticks and admits stranded runs itself.
+
+One BackgroundLoop per worker process, no separate beat. Each pass takes due schedule ticks;
+every SWEEP_INTERVAL it also admits runs still waiting for a free slot (the backstop for an
+admission lost with a dead process) and forgets rate-limit turns long past.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from runtime import conf
+from runtime.flow import admission, ratelimit, schedules
+from runtime.recovery.loop import BackgroundLoop
+
+
+class _Housekeeping:
+    """What the first pass in a process does once, and what runs every SWEEP_INTERVAL."""
+
+    def __init__(self) -> None:
+        self.synced_pid: int | None = None
+        self.next_sweep = 0.0
+
+    def flow_pass(self) -> None:
+        if self.synced_pid != os.getpid():
+            schedules.sync_schedules()
+            self.synced_pid = os.getpid()
+        schedules.tick_once()
+        now = time.monotonic()
+        if now >= self.next_sweep:
+            self.next_sweep = now + conf.get().SWEEP_INTERVAL
+            admission.admit_waiting()
+            ratelimit.forget_old_turns()
+
+
+def _interval() -> float:
+    return conf.get().SCHEDULE_INTERVAL
+
+
+_housekeeping = _Housekeeping()
+loop = BackgroundLoop("fanfold-flow", _interval, _housekeeping.flow_pass)
