@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from runtime import step, workflow
-from tests.support.services import broker_redis
+from tests.support.services import counters_redis_client
 
 MODULE = __name__
 SPANS = "tests:flow:spans"  # one JSON [key, start, end] per body of `hold`
@@ -23,7 +23,7 @@ PACED = "tests:flow:paced"  # start times of `paced` bodies
 
 
 def client() -> Any:
-    return broker_redis()
+    return counters_redis_client()
 
 
 @step(name="tests.accept.flow.hold")

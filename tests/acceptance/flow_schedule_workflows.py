@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from runtime import step, workflow
-from tests.support.services import broker_redis
+from tests.support.services import counters_redis_client
 
 MODULE = __name__
 BODIES = "tests:flow:ticks"  # one run id per body of `record`
@@ -18,7 +18,7 @@ BODIES = "tests:flow:ticks"  # one run id per body of `record`
 
 @step(name="tests.accept.schedule.record")
 def record(run_id: str) -> str:
-    broker_redis().rpush(BODIES, run_id)
+    counters_redis_client().rpush(BODIES, run_id)
     return run_id
 
 

@@ -78,7 +78,7 @@ def test_bench_fanout_publishes_in_batches_and_compares_with_a_group(counters_re
     assert report["baseline_group_ms"] > 0
 
 
-def test_bench_stream_reports_write_to_read_latency(redis_broker: Any) -> None:
+def test_bench_stream_reports_write_to_read_latency(counters_redis: Any) -> None:
     report = bench("stream", "--chunks", "50", "--clients", "3", "--pause-ms", "1")
 
     assert (report["scenario"], report["chunks"], report["clients"]) == ("stream", 50, 3)

@@ -20,7 +20,7 @@ from runtime.models import Run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_bench_flow_reports_admission_and_rate_limit_overhead(redis_broker: Any) -> None:
+def test_bench_flow_reports_admission_and_rate_limit_overhead(counters_redis: Any) -> None:
     env = {
         **os.environ,
         "DATABASE_URL": database_url(),

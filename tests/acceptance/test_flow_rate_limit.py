@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TOLERANCE = 2
 
 
-def test_flow_rate_limit_spaces_bodies_across_workers(redis_broker: Any) -> None:
+def test_flow_rate_limit_spaces_bodies_across_workers(counters_redis: Any) -> None:
     with ExitStack() as stack:
         for i in range(2):
             stack.enter_context(
@@ -30,7 +30,7 @@ def test_flow_rate_limit_spaces_bodies_across_workers(redis_broker: Any) -> None
             )
         handles = [start(flows.paced_once, i) for i in range(200)]
         assert sorted(h.wait(timeout=120) for h in handles) == list(range(200))
-    starts = sorted(float(x) for x in redis_broker.lrange(flows.PACED, 0, -1))
+    starts = sorted(float(x) for x in counters_redis.lrange(flows.PACED, 0, -1))
     assert len(starts) == 200
     # 200 turns at 20/s: the last one 9.95 s after the first.
     assert 9.5 <= starts[-1] - starts[0] <= 13.0

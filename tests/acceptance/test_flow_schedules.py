@@ -28,7 +28,7 @@ def ticks_of(workflow: str) -> list[datetime]:
     return sorted(datetime.fromisoformat(str(k).removeprefix(prefix)) for k in keys)
 
 
-def test_flow_schedules_three_racing_workers_start_one_run_per_tick(redis_broker: Any) -> None:
+def test_flow_schedules_three_racing_workers_start_one_run_per_tick(counters_redis: Any) -> None:
     env = {"FANFOLD_WORKFLOW_MODULES": flows.MODULE, "FANFOLD_SCHEDULE_INTERVAL": "0.2"}
     name = flows.every_second.name
     with ExitStack() as stack:
@@ -45,13 +45,13 @@ def test_flow_schedules_three_racing_workers_start_one_run_per_tick(redis_broker
     assert len(ticks) >= 31
     # One run per tick: consecutive seconds, none missing, none twice (and one body each).
     assert [(t - ticks[0]).total_seconds() for t in ticks] == list(range(len(ticks)))
-    bodies = [b.decode() for b in redis_broker.lrange(flows.BODIES, 0, -1)]
+    bodies = [b.decode() for b in counters_redis.lrange(flows.BODIES, 0, -1)]
     assert sorted(bodies) == sorted(
         str(i) for i in Run.objects.filter(workflow=name).values_list("id", flat=True)
     )
 
 
-def test_flow_schedules_a_stopped_worker_catches_up_per_policy(redis_broker: Any) -> None:
+def test_flow_schedules_a_stopped_worker_catches_up_per_policy(counters_redis: Any) -> None:
     env = {
         "FANFOLD_WORKFLOW_MODULES": catchup.MODULE,
         "FANFOLD_SCHEDULE_INTERVAL": "0.2",

@@ -36,7 +36,7 @@ def _read_all(reader: SSEReader, into: list[Event], drop_after: int | None = Non
 
 
 def test_streams_thousand_chunks_reach_twenty_sse_clients_in_order(
-    live_server: Any, token: str, redis_broker: Any
+    live_server: Any, token: str, counters_redis: Any
 ) -> None:
     count = 1000
     with running_worker("streams", "threads", 2, **WORKER_ENV):
@@ -66,7 +66,7 @@ def test_streams_thousand_chunks_reach_twenty_sse_clients_in_order(
 
 
 def test_streams_sse_windows_end_and_the_client_resumes(
-    live_server: Any, token: str, redis_broker: Any, settings: Any
+    live_server: Any, token: str, counters_redis: Any, settings: Any
 ) -> None:
     from runtime import conf
 
@@ -87,7 +87,7 @@ def test_streams_sse_windows_end_and_the_client_resumes(
 
 
 def test_streams_workflow_writes_once_and_failed_attempts_keep_their_chunks(
-    transactional_db: Any, redis_broker: Any
+    transactional_db: Any, counters_redis: Any
 ) -> None:
     with running_worker("progress", "threads", 2, **WORKER_ENV):
         run = start(flows.progress)
@@ -104,7 +104,7 @@ def test_streams_workflow_writes_once_and_failed_attempts_keep_their_chunks(
 
 
 def test_streams_read_stream_follows_a_running_step(
-    transactional_db: Any, redis_broker: Any
+    transactional_db: Any, counters_redis: Any
 ) -> None:
     with running_worker("follow", "threads", 2, **WORKER_ENV):
         run = start(flows.chunks, 200, 20)
@@ -113,7 +113,7 @@ def test_streams_read_stream_follows_a_running_step(
 
 
 def test_streams_run_wait_is_woken_by_the_notification(
-    transactional_db: Any, redis_broker: Any
+    transactional_db: Any, counters_redis: Any
 ) -> None:
     with running_worker("wake", "threads", 2, **WORKER_ENV):
         start(flows.chunks, 1).wait(timeout=60)  # the worker is warm

@@ -30,7 +30,7 @@ def at(events: list[tuple[str, Any]], kind: str) -> Any:
     return next(created for type_, created in events if type_ == kind)
 
 
-def test_waiting_condition_met_on_fifth_poll_is_one_step(redis_broker: Any) -> None:
+def test_waiting_condition_met_on_fifth_poll_is_one_step(counters_redis: Any) -> None:
     with running_worker("condition", "threads", 2, **WORKER_ENV):
         run = start(flows.condition, 5)
         assert run.wait(timeout=60) == {"polls": 5}
@@ -38,13 +38,13 @@ def test_waiting_condition_met_on_fifth_poll_is_one_step(redis_broker: Any) -> N
     assert [(s.name, s.status, s.attempt) for s in steps] == [
         ("tests.waiting.poll_counter", "completed", 5)
     ]
-    assert int(redis_broker.get(flows.POLLS)) == 5
+    assert int(counters_redis.get(flows.POLLS)) == 5
     types = [kind for kind, _ in log(run.id)]
     assert types.count("step_retrying") == 4
     assert types[-1] == "run_completed"
 
 
-def test_waiting_callback_timeout_during_sleep_is_recorded_in_time(redis_broker: Any) -> None:
+def test_waiting_callback_timeout_during_sleep_is_recorded_in_time(counters_redis: Any) -> None:
     with running_worker("cb-timeout", "threads", 2, **WORKER_ENV):
         run = start(flows.cb_in_sleep, 1.0, 3.0)
         assert run.wait(timeout=60) == {"timed_out": True}
@@ -56,7 +56,7 @@ def test_waiting_callback_timeout_during_sleep_is_recorded_in_time(redis_broker:
     assert [created for _, created in events] == sorted(created for _, created in events)
 
 
-def test_waiting_callback_answered_during_sleep_is_recorded_in_time(redis_broker: Any) -> None:
+def test_waiting_callback_answered_during_sleep_is_recorded_in_time(counters_redis: Any) -> None:
     with running_worker("cb-answer", "threads", 2, **WORKER_ENV):
         run = start(flows.cb_in_sleep, 60.0, 2.0)
         wait_until(lambda: Step.objects.filter(run_id=run.id, kind="sleep").exists(), 30, "sleep")
@@ -70,18 +70,18 @@ def test_waiting_callback_answered_during_sleep_is_recorded_in_time(redis_broker
     assert [created for _, created in events] == sorted(created for _, created in events)
 
 
-def test_waiting_map_over_child_workflow_runs_one_child_per_item(redis_broker: Any) -> None:
+def test_waiting_map_over_child_workflow_runs_one_child_per_item(counters_redis: Any) -> None:
     with running_worker("map", "threads", 4, **WORKER_ENV):
         run = start(flows.map_children, [1, 2, 3, 4, 5])
         assert run.wait(timeout=90) == [10, 20, {"failed": "ChildFailed"}, 40, 50]
     children = Run.objects.filter(idempotency_key__startswith=child_run_key_prefix(run.id))
     assert sorted(c.input["args"][0] for c in children) == [1, 2, 3, 4, 5]
-    assert max(int(n) for n in redis_broker.lrange(flows.OVERLAP, 0, -1)) <= 2  # max_concurrency
+    assert max(int(n) for n in counters_redis.lrange(flows.OVERLAP, 0, -1)) <= 2  # max_concurrency
     kinds = set(Step.objects.filter(run_id=run.id).values_list("kind", flat=True))
     assert kinds == {"child"}
 
 
-def test_waiting_map_over_child_workflow_completion_rules(redis_broker: Any) -> None:
+def test_waiting_map_over_child_workflow_completion_rules(counters_redis: Any) -> None:
     with running_worker("map-rules", "threads", 4, **WORKER_ENV):
         strict = start(flows.map_children_strict, [1, 3, 5])
         assert strict.wait(timeout=90) == {"failed": 2, "type": "ChildFailed"}

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from runtime import CallbackTimedOut, FatalError, StepFailed, step, workflow
-from tests.support.services import broker_redis
+from tests.support.services import counters_redis_client
 
 MODULE = __name__
 POLLS = "tests:waiting:polls"
@@ -18,7 +18,7 @@ OVERLAP = "tests:waiting:overlap"  # the number of child bodies running, after e
 
 @step(name="tests.waiting.poll_counter")
 def poll_counter(needed: int) -> dict[str, int] | None:
-    polls = int(broker_redis().incr(POLLS))
+    polls = int(counters_redis_client().incr(POLLS))
     return {"polls": polls} if polls >= needed else None
 
 
@@ -39,10 +39,10 @@ def cb_in_sleep(ctx: Any, timeout: float, sleep: float) -> Any:
 
 @step(name="tests.waiting.enter")
 def enter() -> int:
-    running = int(broker_redis().incr(CHILDREN))
-    broker_redis().rpush(OVERLAP, running)
+    running = int(counters_redis_client().incr(CHILDREN))
+    counters_redis_client().rpush(OVERLAP, running)
     time.sleep(0.2)
-    broker_redis().decr(CHILDREN)
+    counters_redis_client().decr(CHILDREN)
     return running
 
 
