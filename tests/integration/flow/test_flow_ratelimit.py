@@ -57,7 +57,7 @@ def test_ratelimit_fanout_branches_wait_for_their_turns_unclaimed(
     dispatcher.join()
     assert handle.wait(timeout=5) == [1, 2, 3]
     # At 2/s the turns are 0.5 s apart: two branches were published again for later.
-    delayed = sorted(b.countdown for b in dispatcher.branches if b.countdown > 0)
+    delayed = sorted(b.dispatch.countdown for b in dispatcher.branches if b.dispatch.countdown > 0)
     assert len(delayed) == 2
     assert 0.0 < delayed[0] <= 0.5 - LEAD.total_seconds() < delayed[1] <= 1.0
     turns = sorted(RateReservation.objects.values_list("at", flat=True))
