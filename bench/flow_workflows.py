@@ -1,7 +1,9 @@
 """The flow-control benchmark's workflows (`bench flow`): one loop, limits off and on.
 
 The limits are set so high that nothing ever waits: what `bench flow` measures is the cost of
-admission and of taking rate-limit turns, not the limits themselves.
+admission and of taking rate-limit turns, not the limits themselves. Not a `workflows.py`:
+only `bench flow` loads it (its workers through FANFOLD_WORKFLOW_MODULES), so that no other
+scenario's worker has a rate-limited step registered.
 """
 
 from __future__ import annotations
