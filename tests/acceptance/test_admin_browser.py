@@ -25,23 +25,13 @@ from django.urls import reverse
 
 from bench.workers import ROOT
 from runtime.models import Run, RunStatus
+from tests.support.browser import CHROMIUM_ARGS, require_chromium
 from tests.support.run_rows import add_events, add_steps, finished_run, make_run, waiting_run
 from tests.support.webserver import collect_static, running_gunicorn
 from tests.support.workers import ARTIFACTS
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 PASSWORD = "pw-browser-1234"
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 NOT_NETWORK = {"data", "blob", "about"}
@@ -65,12 +55,7 @@ def server(
 
 @pytest.fixture
 def chromium() -> Path:
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing (apt-get install chromium)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{message}, and CI=true requires it", pytrace=False)
-        pytest.skip(message)
-    return CHROMIUM
+    return require_chromium()
 
 
 @pytest.fixture
