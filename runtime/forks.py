@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import transaction
@@ -34,6 +34,7 @@ from runtime.dispatch import enqueue_run
 from runtime.models import Event, EventType, FanoutGroup, Run, Step, StepStatus
 from runtime.registry import registry
 from runtime.services import get_run_row
+from runtime.store.orm import step_model
 
 TOKEN_BYTES = 32  # a copied callback gets a fresh token: tokens are unique and credentials
 
@@ -183,23 +184,10 @@ def _copied_events(plan: ForkPlan, events: list[Event], run_id: uuid.UUID) -> li
 
 def _copied_step(step: Step, run_id: uuid.UUID) -> Step:
     token = secrets.token_urlsafe(TOKEN_BYTES) if step.callback_token else None
-    return Step(
-        id=step_id(run_id, step.position),
-        run_id=run_id,
-        position=step.position,
-        name=step.name,
-        kind=step.kind,
-        status=step.status,
-        attempt=step.attempt,
-        input=step.input,
-        result=step.result,
-        error=step.error,
-        created_at=step.created_at,
-        started_at=step.started_at,
-        finished_at=step.finished_at,
-        wake_at=None,
-        callback_token=token,
+    row = replace(
+        step.as_row(), id=step_id(run_id, step.position), wake_at=None, callback_token=token
     )
+    return step_model(run_id, row)
 
 
 def _copied_group(group: FanoutGroup, run_id: uuid.UUID) -> FanoutGroup:

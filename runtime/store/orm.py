@@ -42,7 +42,7 @@ def write_parts_txn(parts: list[RunPart], now: datetime) -> None:
                     created_at=draft.at,
                 )
             )
-        steps.extend(_step_model(part.run_id, row) for row in part.steps.values())
+        steps.extend(step_model(part.run_id, row) for row in part.steps.values())
     if steps:
         Step.objects.bulk_create(
             steps,
@@ -58,26 +58,6 @@ def write_parts_txn(parts: list[RunPart], now: datetime) -> None:
         )
     if events:
         Event.objects.bulk_create(events)
-
-
-def _step_model(run_id: uuid.UUID, row: StepRow) -> Step:
-    return Step(
-        id=row.id,
-        run_id=run_id,
-        position=row.position,
-        name=row.name,
-        kind=row.kind,
-        status=row.status,
-        attempt=row.attempt,
-        input=row.input,
-        result=row.result,
-        error=row.error,
-        created_at=row.created_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        wake_at=row.wake_at,
-        callback_token=row.callback_token,
-    )
 
 
 def _json_param(column: str, value: Any) -> Any:
@@ -129,3 +109,24 @@ def _guard_failure(part: RunPart) -> Exception:
         if still_ours:
             return WokenUp(f"run {part.run_id} was woken while suspending")
     return LeaseLost(f"this executor no longer owns run {part.run_id}")
+
+
+def step_model(run_id: uuid.UUID, row: StepRow) -> Step:
+    """The model of a step row as the checkpoint store writes it (`Step.as_row`'s inverse)."""
+    return Step(
+        id=row.id,
+        run_id=run_id,
+        position=row.position,
+        name=row.name,
+        kind=row.kind,
+        status=row.status,
+        attempt=row.attempt,
+        input=row.input,
+        result=row.result,
+        error=row.error,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        wake_at=row.wake_at,
+        callback_token=row.callback_token,
+    )
