@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection
@@ -16,6 +17,24 @@ from bench.workers import ROOT, WorkerProcess
 from runtime import embedded
 
 LOGS = ROOT / "var"
+# Each pool's -c when a benchmark is not told: prefork as `celery worker` on a 2-core machine.
+DEFAULT_CONCURRENCY = {"prefork": 2, "threads": 16}
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The benchmark's workers: `workers` processes of Celery's `kind` pool, `concurrency` each."""
+
+    kind: str = "prefork"
+    workers: int = 1
+    concurrency: int = 2
+
+    @property
+    def slots(self) -> int:
+        return self.workers * self.concurrency
+
+    def describe(self) -> dict[str, object]:
+        return {"pool": self.kind, "workers": self.workers, "concurrency": self.concurrency}
 
 
 def describe() -> dict[str, str]:
@@ -43,17 +62,17 @@ def write_transactions() -> int | None:
 
 
 @contextmanager
-def workers(
-    count: int = 1, pool: str = "threads", concurrency: int = 8, **extra_env: str
-) -> Iterator[None]:
+def workers(pool: Pool, **extra_env: str) -> Iterator[None]:
     """Run the benchmark's workers: real processes for a real broker, else the embedded one."""
     if embedded.is_embedded():
         embedded.ensure_worker()
         yield
         return
     workers = [
-        WorkerProcess(f"bench{i}", pool=pool, concurrency=concurrency, env=extra_env, log_dir=LOGS)
-        for i in range(count)
+        WorkerProcess(
+            f"bench{i}", pool=pool.kind, concurrency=pool.concurrency, env=extra_env, log_dir=LOGS
+        )
+        for i in range(pool.workers)
     ]
     try:
         for worker in workers:

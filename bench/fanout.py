@@ -1,25 +1,27 @@
-"""`bench fanout`: a durable N-branch fan-out against a plain Celery group on the same workers.
+"""`bench fanout`: a durable N-branch fan-out against plain Celery groups on the same workers.
 
+The worker processes are started once (prefork by default, as `celery worker` does) and every
+side runs on them, in rounds whose order alternates, so a noisy moment hurts each side in turn.
 The benchmark process performs the run's first execution itself (what a worker would do), so
-the publisher's counters it reads are exactly the branch dispatch's; branches and the resume
-after fan-in run on two worker processes.
+the publisher's counters it reads are exactly the branch dispatch's.
 """
 
 from __future__ import annotations
 
-import os
 import time
+from collections.abc import Callable
 from typing import Any
 
-from celery import current_app, group
-from django.conf import settings
+from celery import current_app
 from django.db.models import Max, Min
 
-from bench import environment
+from bench import counting, environment
+from bench.baselines import counted_group_ms, fetched_group_ms, result_backend
+from bench.environment import Pool
 from bench.stats import median
-from bench.tasks import bench_noop
 from publisher.metrics import counters
-from runtime import embedded, executor
+from runtime import dispatch, embedded, executor
+from runtime.dispatch import RUN_BRANCH
 from runtime.handles import RunHandle
 from runtime.models import Run, Step
 from runtime.services import start_run
@@ -28,49 +30,73 @@ from runtime.testing import InMemoryDispatcher, use_dispatcher
 WARM_UP_BRANCHES = 20
 
 
-def _result_backend() -> str:
-    """Where the baseline group's results go: BENCH_RESULT_BACKEND, else Redis db 13 (of the
-    broker's Redis server when the broker is Redis)."""
-    configured = os.environ.get("BENCH_RESULT_BACKEND")
-    if configured:
-        return configured
-    broker = str(settings.CELERY_BROKER_URL)
-    if broker.startswith("redis://"):
-        return broker.rsplit("/", 1)[0] + "/13"
-    return "redis://127.0.0.1:6379/13"
-
-
 def run_fanout(
-    branches: int, timeout: float, repeat: int = 1, worker_env: dict[str, str] | None = None
+    branches: int,
+    timeout: float,
+    repeat: int = 1,
+    worker_env: dict[str, str] | None = None,
+    pool: Pool | None = None,
 ) -> dict[str, Any]:
-    """`repeat` pairs of (durable fan-out, Celery group), alternating; medians are reported."""
+    """`repeat` rounds of (durable fan-out, baseline A, baseline B); medians and each round's
+    ratios are reported."""
     if embedded.is_embedded():
         raise RuntimeError("bench fanout compares worker processes: set CELERY_BROKER_URL")
-    app = current_app
-    backend = _result_backend()
-    app.conf.update(result_backend=backend)
-    durables: list[dict[str, Any]] = []
-    baselines: list[float] = []
-    with environment.workers(
-        count=2, pool="threads", concurrency=16, CELERY_RESULT_BACKEND=backend, **(worker_env or {})
-    ):
-        # Both sides first run a small one, so neither pays for connections and prepares.
+    pool = pool or Pool()
+    backend = result_backend()
+    current_app.conf.update(result_backend=backend)
+    env = {
+        "CELERY_RESULT_BACKEND": backend,
+        counting.ENV: counting.counter_url(),
+        **(worker_env or {}),
+    }
+    sides: dict[str, Callable[[], Any]] = {
+        "durable": lambda: _durable(branches, timeout),
+        "a": lambda: counted_group_ms(branches, timeout),
+        "b": lambda: fetched_group_ms(branches, timeout),
+    }
+    rounds: list[dict[str, Any]] = []
+    with environment.workers(pool, **env):
+        # Every side first runs a small one, so none pays for connections and prepares.
         _durable(WARM_UP_BRANCHES, timeout)
-        _baseline(WARM_UP_BRANCHES, timeout)
-        for _ in range(repeat):
-            durables.append(_durable(branches, timeout))
-            baselines.append(_baseline(branches, timeout))
+        counted_group_ms(WARM_UP_BRANCHES, timeout)
+        fetched_group_ms(WARM_UP_BRANCHES, timeout)
+        for i in range(repeat):
+            order = list(sides) if i % 2 == 0 else list(reversed(sides))
+            rounds.append({name: sides[name]() for name in order})
+    return _report(branches, pool, rounds)
+
+
+def _report(branches: int, pool: Pool, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    durables = [r["durable"] for r in rounds]
     report = dict(durables[-1])
-    for key in ("ttfs_ms", "ttls_ms", "fan_in_ms", "wall_ms"):
+    for key in ("ttfs_ms", "ttls_ms", "fan_in_ms", "fan_in_after_last_body_ms", "wall_ms"):
         report[key] = round(median([d[key] for d in durables]), 1)
-    baseline_ms = median(baselines)
-    report["baseline_group_ms"] = round(baseline_ms, 1)
-    report["ratio_to_group"] = round(report["fan_in_ms"] / baseline_ms, 3)
-    report["repeat"] = repeat
-    if repeat > 1:
-        report["ratio_samples"] = [
-            round(d["fan_in_ms"] / b, 3) for d, b in zip(durables, baselines, strict=True)
-        ]
+    report["consumed_messages"] = median([d["consumed_messages"] for d in durables])
+    report["consumed_per_branch"] = round(report["consumed_messages"] / branches, 4)
+    baseline_a = median([r["a"] for r in rounds])
+    baseline_b = median([r["b"] for r in rounds])
+    pairs = [
+        {
+            "fan_in_ms": r["durable"]["fan_in_ms"],
+            "baseline_a_ms": round(r["a"], 1),
+            "baseline_b_ms": round(r["b"], 1),
+            "ratio_to_a": round(r["durable"]["fan_in_ms"] / r["a"], 3),
+            "ratio_to_b": round(r["durable"]["fan_in_ms"] / r["b"], 3),
+        }
+        for r in rounds
+    ]
+    report.update(
+        **pool.describe(),
+        repeat=len(rounds),
+        # A branch's cost per execution slot: what one worker process (or thread) spends on it.
+        per_branch_ms=round(report["fan_in_ms"] * pool.slots / branches, 3),
+        baseline_a_ms=round(baseline_a, 1),
+        baseline_a_per_task_ms=round(baseline_a * pool.slots / branches, 3),
+        baseline_b_ms=round(baseline_b, 1),
+        ratio_to_a=round(median([p["ratio_to_a"] for p in pairs]), 3),
+        ratio_to_b=round(median([p["ratio_to_b"] for p in pairs]), 3),
+        pairs=pairs,
+    )
     return report
 
 
@@ -78,6 +104,7 @@ def _durable(branches: int, timeout: float) -> dict[str, Any]:
     with use_dispatcher(InMemoryDispatcher()):  # this process performs the first execution
         run, _ = start_run("examples.fanout_noop", [branches])
     counters.reset()
+    counting.reset()
     began = time.perf_counter()
     executor.execute(run.id)
     publish = counters.snapshot()
@@ -96,21 +123,23 @@ def _durable(branches: int, timeout: float) -> dict[str, Any]:
         "ttfs_ms": _ms(span["first"] - run.created_at),
         "ttls_ms": _ms(span["last"] - run.created_at),
         "fan_in_ms": _ms(run.finished_at - run.created_at),
+        "fan_in_after_last_body_ms": _ms(run.finished_at - span["last"]),
         "wall_ms": round(wall_ms, 1),
         "publish_requests": publish.requests,
         "publish_messages": publish.messages,
         "max_batch_size": publish.max_batch_size,
+        "consumed_messages": _consumed_branch_messages(timeout),
     }
 
 
-def _baseline(branches: int, timeout: float) -> float:
-    began = time.perf_counter()
-    results = group(bench_noop.s(i) for i in range(branches)).apply_async()
-    values = results.get(timeout=timeout)
-    elapsed = (time.perf_counter() - began) * 1000
-    if values != list(range(branches)):
-        raise RuntimeError("the baseline group returned wrong results")
-    return elapsed
+def _consumed_branch_messages(timeout: float) -> int:
+    """Branch messages the workers executed, once the queue has drained (a duplicate still
+    queued when the run finished is consumed too, and counts)."""
+    deadline = time.monotonic() + min(timeout, 30.0)
+    while time.monotonic() < deadline and (dispatch.queue_depth() or 0) > 0:
+        time.sleep(0.05)
+    time.sleep(0.1)  # what a worker took last is counted as it starts
+    return counting.consumed().get(RUN_BRANCH, 0)
 
 
 def _ms(delta: Any) -> float:

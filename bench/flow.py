@@ -16,6 +16,7 @@ from typing import Any
 from django.utils import timezone
 
 from bench import environment, flow_workflows
+from bench.environment import Pool
 from bench.sequential import _run_seconds
 from bench.stats import median
 from runtime.handles import RunHandle, start
@@ -59,7 +60,7 @@ def run_flow(runs: int, steps: int, repeat: int, timeout: float) -> dict[str, An
     # every fan-out branch look its step up before its claim, which the other scenarios
     # must not pay.
     with environment.workers(
-        count=1, pool="threads", concurrency=8, FANFOLD_WORKFLOW_MODULES=flow_workflows.__name__
+        Pool("threads", 1, 8), FANFOLD_WORKFLOW_MODULES=flow_workflows.__name__
     ):
         _round(SCENARIOS["plain"], 2, 5, timeout)  # warm-up: connections, prepared statements
         for _ in range(repeat):

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench import tracing
+from bench.environment import Pool
 from bench.fanout import run_fanout
 from bench.sequential import run_sequential
 from bench.stats import median
@@ -124,10 +125,12 @@ def with_instrumentation_cost(
     return report
 
 
-def observe_sequential(steps: int, timeout: float, pairs: int) -> dict[str, Any]:
+def observe_sequential(
+    steps: int, timeout: float, pairs: int, pool: Pool | None = None
+) -> dict[str, Any]:
     """`bench seq --observe`: steps per second off and on, and the per-step instrumentation."""
     report = compare(
-        lambda env: run_sequential(steps, timeout, env),
+        lambda env: run_sequential(steps, timeout, env, pool),
         "steps_per_second",
         pairs,
         higher_is_better=True,
@@ -136,11 +139,13 @@ def observe_sequential(steps: int, timeout: float, pairs: int) -> dict[str, Any]
     return with_instrumentation_cost(report, 1e6 / report["observe"]["off"], 1)
 
 
-def observe_fanout(branches: int, timeout: float, repeat: int, pairs: int) -> dict[str, Any]:
+def observe_fanout(
+    branches: int, timeout: float, repeat: int, pairs: int, pool: Pool | None = None
+) -> dict[str, Any]:
     """`bench fanout --observe`: fan-in time off and on, and the per-branch instrumentation
     (a branch commits its claim and its report; its span links to the publish span)."""
     report = compare(
-        lambda env: run_fanout(branches, timeout, repeat, env),
+        lambda env: run_fanout(branches, timeout, repeat, env, pool),
         "fan_in_ms",
         pairs,
         higher_is_better=False,

@@ -10,6 +10,7 @@ from django.db import connection
 from django.db.models import Max, Min
 
 from bench import environment
+from bench.environment import Pool
 from bench.sinkfloor import sink_steps_per_second
 from bench.stats import p50_p95
 from runtime.handles import RunHandle, start
@@ -64,9 +65,14 @@ def _warm_up(timeout: float) -> None:
 
 
 def run_sequential(
-    steps: int, timeout: float, worker_env: dict[str, str] | None = None
+    steps: int,
+    timeout: float,
+    worker_env: dict[str, str] | None = None,
+    pool: Pool | None = None,
 ) -> dict[str, Any]:
-    with environment.workers(count=1, pool="threads", concurrency=4, **(worker_env or {})):
+    """One run of `steps` no-op steps: one worker process executes it, whatever the pool."""
+    pool = pool or Pool()
+    with environment.workers(pool, **(worker_env or {})):
         _warm_up(timeout)
         tx_before = environment.write_transactions()
         handle = start("examples.noop_loop", steps)
@@ -77,6 +83,7 @@ def run_sequential(
     report: dict[str, Any] = {
         "scenario": "seq",
         **environment.describe(),
+        **pool.describe(),
         "steps": steps,
         "seconds": round(seconds, 3),
         "steps_per_second": round(steps / seconds, 1),
@@ -98,8 +105,12 @@ def run_sequential(
     return report
 
 
-def run_concurrent(runs: int, steps: int, timeout: float) -> dict[str, Any]:
-    with environment.workers(count=1, pool="threads", concurrency=runs):
+def run_concurrent(
+    runs: int, steps: int, timeout: float, pool: Pool | None = None
+) -> dict[str, Any]:
+    """`runs` runs of `steps` no-op steps at once, on the pool's execution slots."""
+    pool = pool or Pool("threads", 1, runs)
+    with environment.workers(pool):
         _warm_up(timeout)
         tx_before = environment.write_transactions()
         handles: list[RunHandle] = [start("examples.noop_loop", steps) for _ in range(runs)]
@@ -111,6 +122,7 @@ def run_concurrent(runs: int, steps: int, timeout: float) -> dict[str, Any]:
     return {
         "scenario": "concurrent",
         **environment.describe(),
+        **pool.describe(),
         "runs": runs,
         "steps_per_run": steps,
         "steps": total,

@@ -24,6 +24,7 @@ from django.core.wsgi import get_wsgi_application
 from rest_framework.authtoken.models import Token
 
 from bench import environment
+from bench.environment import Pool
 from bench.sse_client import SSEReader
 from bench.stats import p50_p95
 from runtime import start
@@ -110,7 +111,7 @@ def _one_run(
 def run_stream(chunks: int, clients: int, pause_ms: float, timeout: float) -> dict[str, Any]:
     """Write-to-read latency of `chunks` chunks, read by `clients` SSE clients at once."""
     token = _token()
-    with environment.workers(count=1, pool="threads", concurrency=4), api_server() as url:
+    with environment.workers(Pool("threads", 1, 4)), api_server() as url:
         _one_run(url, token, WARM_UP_CHUNKS, 1, 0.0, timeout)  # connections, listener, prepares
         measured = _one_run(url, token, chunks, clients, pause_ms / 1000, timeout)
     return {

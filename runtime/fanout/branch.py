@@ -5,6 +5,10 @@ for exactly this attempt, only while the run is active, set-based with the other
 batch) -> body -> a report (runtime.fanout.report), counted on the group row in the same
 transaction -> after commit, the receipt's actions.
 
+A fresh claim may be visible before it is durable (runtime.store.branch_claims); an
+at-most-once step's claim is confirmed by a second claim that waits for the flush before its
+body starts.
+
 A duplicate delivery loses the claim and does nothing. A worker that dies mid-body stops
 renewing the branch's lease; the fan-out sweep then publishes the next attempt, which may
 claim a running step only once that lease has expired.
@@ -19,6 +23,7 @@ from django.utils import timezone
 
 from runtime import conf
 from runtime.core.errors import FatalError
+from runtime.core.fanin import ClaimReceipt
 from runtime.core.jsonvalues import checked
 from runtime.core.retry import DEFAULT_POLICY
 from runtime.core.writes import BranchClaim
@@ -39,23 +44,36 @@ from runtime.stepinfo import StepInfo, running
 from runtime.store import write_now
 
 
+def _claim(branch: BranchAttempt, continuing: bool) -> ClaimReceipt:
+    payload = BranchClaim(branch.run_id, branch.step_id, branch.attempt, continuing, process_key())
+    session = f"claim/{payload.step_id}/{branch.attempt}/{threading.get_ident()}"
+    write_now(payload, session=session, size=64)
+    return payload.receipt
+
+
 def claim_branch(branch: BranchAttempt, *, continuing: bool = False) -> ClaimedBranch | None:
     """Take the branch for its attempt if it is still that attempt's to take; None otherwise.
 
     A fresh claim needs the step pending at the previous attempt, or running it with an expired
     lease (its worker died); a child's next poll (`continuing`) needs it running this attempt.
     Either way the run must be active: a cancelled run's steps never start. The claim is
-    group-committed with the other branch threads' claims and reports, and is durable when
-    this returns: the body runs at most once per attempt.
+    group-committed with the other branch threads' claims and reports: no other delivery
+    wins this attempt. A fresh claim of an at-most-once step is confirmed durably before this
+    returns; another one may be lost in a database crash, and the branch then runs again.
     """
-    payload = BranchClaim(branch.run_id, branch.step_id, branch.attempt, continuing, process_key())
-    session = f"claim/{payload.step_id}/{branch.attempt}/{threading.get_ident()}"
-    write_now(payload, session=session, size=64)
-    receipt = payload.receipt
+    receipt = _claim(branch, continuing)
     if not receipt.won:
+        return None
+    confirm = not continuing and receipt.kind == "step" and _at_most_once(receipt.name)
+    if confirm and not _claim(branch, continuing=True).won:  # waits for the flush of both
         return None
     started_at = receipt.started_at or timezone.now()
     return ClaimedBranch(receipt.name, receipt.kind, receipt.input, started_at)
+
+
+def _at_most_once(name: str) -> bool:
+    fn = registry.steps.get(name)
+    return fn is not None and fn.at_most_once
 
 
 def run_branch(branch: BranchAttempt, poll: int = 0, traceparent: str | None = None) -> str:

@@ -6,6 +6,13 @@ Concurrent branch threads of a worker group-commit their claims through the chec
 run together with the batch's reports (runtime.store.branch_reports). A step attempt is won
 by at most one claim: duplicates within a batch lose before the statement (the first one
 queued wins), duplicates across batches lose the conditional update.
+
+A batch of nothing but fresh claims may commit without waiting for the WAL flush
+(`wait_for_flush=False`): a claim is not a result. Losing one in a server crash returns its
+step to pending, so the branch's report is stale and the sweep publishes the branch again,
+which an at-least-once body allows; the report, which waits, flushes the claim with it.
+Branches that must not run twice make their claim durable before the body
+(runtime.fanout.branch).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from runtime.store.dialect import (
     as_uuid,
     cast,
     chunks,
+    postgres,
     time_param,
     uuid_param,
     values_cte,
@@ -43,6 +51,7 @@ class ClaimBatch:
 
     claims: Sequence[BranchClaim]
     now: datetime
+    wait_for_flush: bool = True  # False: fresh claims commit with synchronous_commit off
     statements: list[Statement] = field(default_factory=list)
     _kinds: list[bool] = field(default_factory=list)  # `continuing` of each statement
     _first: dict[_Key, BranchClaim] = field(default_factory=dict)
@@ -55,7 +64,8 @@ class ClaimBatch:
             batch = [c for (_, cont), c in self._first.items() if cont is continuing]
             for part in chunks(sorted(batch, key=lambda c: c.step_id.hex), 3):
                 # Sorted by id: one lock order for every writer.
-                self.statements.append(_statement(part, continuing, self.now, lease_until))
+                flush = self.wait_for_flush or continuing
+                self.statements.append(_statement(part, continuing, self.now, lease_until, flush))
                 self._kinds.append(continuing)
 
     def receipts(self, results: Sequence[Sequence[tuple[Any, ...]]]) -> list[Callable[[], None]]:
@@ -76,7 +86,11 @@ class ClaimBatch:
 
 
 def _statement(
-    claims: Sequence[BranchClaim], continuing: bool, now: datetime, lease_until: datetime
+    claims: Sequence[BranchClaim],
+    continuing: bool,
+    now: datetime,
+    lease_until: datetime,
+    wait_for_flush: bool = True,
 ) -> Statement:
     step_table, run_table = Step._meta.db_table, Run._meta.db_table
     attempt = cast("v_attempt", "integer")
@@ -100,8 +114,14 @@ def _statement(
         ["v_id", "v_attempt", "v_owner"],
         [(uuid_param(c.step_id), c.attempt, c.owner) for c in claims],
     )
+    source = "v"
+    if not wait_for_flush and postgres():
+        # SET LOCAL in the statement's own (autocommit) transaction: only this commit is
+        # asynchronous, and it needs no round trip of its own.
+        cte += ", no_flush AS (SELECT set_config('synchronous_commit', 'off', true)) "
+        source = "v, no_flush"
     sql = (
-        f"{cte}UPDATE {step_table} SET {sets} FROM v "
+        f"{cte}UPDATE {step_table} SET {sets} FROM {source} "
         f"WHERE id = {cast('v_id', 'uuid')} AND {cond} AND EXISTS "
         f"(SELECT 1 FROM {run_table} r WHERE r.id = {step_table}.run_id "
         f"AND r.status IN ({states})) "

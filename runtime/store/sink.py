@@ -114,12 +114,13 @@ class DatabaseSink:
         """A batch of nothing but branch claims, on PostgreSQL: one statement in autocommit.
 
         The claims are one conditional UPDATE, atomic by itself, so it needs no BEGIN and
-        COMMIT round trips of its own. Returns False when the batch is not such a batch.
+        COMMIT round trips of its own; fresh claims do not wait for the WAL flush
+        (runtime.store.branch_claims). Returns False when the batch is not such a batch.
         """
         claims = [w for w in writes if isinstance(w, BranchClaim)]
         if connection.vendor != "postgresql" or not claims or len(claims) != len(writes):
             return False
-        batch = ClaimBatch(claims, now)
+        batch = ClaimBatch(claims, now, wait_for_flush=False)
         if len(batch.statements) != 1:
             return False  # fresh and continuing claims: two statements, one transaction
         try:

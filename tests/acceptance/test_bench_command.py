@@ -54,11 +54,19 @@ def test_bench_seq_reports_steps_and_one_write_transaction_per_step(counters_red
     assert report["bare_commit_per_second"] > 0
 
 
-def test_bench_concurrent_group_commits_many_runs(counters_redis: Any) -> None:
-    report = bench("concurrent", "--runs", "8", "--steps", "20")
+def test_bench_concurrent_group_commits_many_runs_on_threads(counters_redis: Any) -> None:
+    report = bench("concurrent", "--runs", "8", "--steps", "20", "--pool", "threads")
 
+    assert (report["pool"], report["concurrency"]) == ("threads", 8)
     assert report["steps"] == 160
     assert report["transactions_per_step"] < 1.0  # runs share transactions
+
+
+def test_bench_concurrent_runs_on_prefork_by_default(counters_redis: Any) -> None:
+    report = bench("concurrent", "--runs", "4", "--steps", "10")
+
+    assert (report["pool"], report["workers"], report["concurrency"]) == ("prefork", 1, 2)
+    assert report["steps"] == 40 and report["steps_per_second"] > 0
 
 
 def test_bench_checkpoint_probe_never_waits_after_a_sync_checkpoint() -> None:
@@ -68,14 +76,27 @@ def test_bench_checkpoint_probe_never_waits_after_a_sync_checkpoint() -> None:
     assert report["samples"] == 5
 
 
-def test_bench_fanout_publishes_in_batches_and_compares_with_a_group(counters_redis: Any) -> None:
+def test_bench_fanout_publishes_in_batches_and_compares_with_both_baselines(
+    counters_redis: Any,
+) -> None:
     report = bench("fanout", "--branches", "120", "--repeat", "2")
 
+    assert (report["pool"], report["workers"], report["concurrency"]) == ("prefork", 1, 2)
     assert (report["publish_requests"], report["publish_messages"]) == (2, 120)
     assert report["max_batch_size"] == 100
-    assert report["repeat"] == 2 and len(report["ratio_samples"]) == 2
+    assert report["repeat"] == 2 and len(report["pairs"]) == 2
     assert 0 < report["ttfs_ms"] <= report["ttls_ms"] <= report["fan_in_ms"]
-    assert report["baseline_group_ms"] > 0
+    assert report["baseline_a_ms"] > 0 and report["baseline_b_ms"] > 0
+    assert report["consumed_messages"] >= 120  # every branch message, counted by the workers
+    pair = report["pairs"][0]
+    assert pair["ratio_to_a"] == round(pair["fan_in_ms"] / pair["baseline_a_ms"], 3)
+
+
+def test_bench_fanout_runs_on_a_threads_pool_too(counters_redis: Any) -> None:
+    report = bench("fanout", "--branches", "50", "--pool", "threads", "--concurrency", "4")
+
+    assert (report["pool"], report["concurrency"], report["repeat"]) == ("threads", 4, 1)
+    assert report["consumed_messages"] >= 50
 
 
 def test_bench_stream_reports_write_to_read_latency(counters_redis: Any) -> None:

@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bench.collector import run_collector_probe
+from bench.environment import DEFAULT_CONCURRENCY, Pool
 from bench.fanout import run_fanout
 from bench.flow import run_flow
 from bench.observe import observe_fanout, observe_sequential
@@ -17,7 +18,10 @@ from bench.sequential import run_concurrent, run_sequential
 from bench.streams import run_stream
 
 # Options that count something: each must be at least 1.
-COUNTS = ("steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients")
+COUNTS = (
+    "steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients", "workers",
+    "concurrency",
+)  # fmt: skip
 
 
 class Command(BaseCommand):
@@ -41,6 +45,20 @@ class Command(BaseCommand):
         check = sub.add_parser("replay", help="the replay check over many recorded runs")
         check.add_argument("--runs", type=int, default=10_000)
         check.add_argument("--steps", type=int, default=20, help="steps per recorded run")
+        for p in (seq, conc, fan):
+            p.add_argument(
+                "--pool",
+                choices=("prefork", "threads"),
+                default="prefork",
+                help="the workers' Celery pool (default prefork, as `celery worker`)",
+            )
+            p.add_argument("--workers", type=int, default=1, help="worker processes")
+            p.add_argument(
+                "--concurrency",
+                type=int,
+                default=None,
+                help="each worker's -c (default: 2 for prefork; threads: 16, or --runs)",
+            )
         for p in (seq, fan):
             p.add_argument(
                 "--observe",
@@ -74,25 +92,20 @@ class Command(BaseCommand):
             self.stdout.write(f"  {key:<32} {value}")
 
     def _run(self, scenario: str, options: dict[str, Any]) -> dict[str, Any]:
-        for name in (
-            "steps",
-            "runs",
-            "samples",
-            "branches",
-            "repeat",
-            "pairs",
-            "chunks",
-            "clients",
-        ):
+        for name in COUNTS:
             if name in options and options[name] is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
         observe = options.get("observe", False)
         if scenario == "seq":
+            pool = _pool(options, threads_default=4)
             if observe:
-                return observe_sequential(options["steps"], options["timeout"], options["pairs"])
-            return run_sequential(options["steps"], options["timeout"])
+                return observe_sequential(
+                    options["steps"], options["timeout"], options["pairs"], pool
+                )
+            return run_sequential(options["steps"], options["timeout"], pool=pool)
         if scenario == "concurrent":
-            return run_concurrent(options["runs"], options["steps"], options["timeout"])
+            pool = _pool(options, threads_default=options["runs"])
+            return run_concurrent(options["runs"], options["steps"], options["timeout"], pool)
         if scenario == "replay":
             return run_replay_check(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
@@ -105,11 +118,20 @@ class Command(BaseCommand):
             return run_stream(
                 options["chunks"], options["clients"], options["pause_ms"], options["timeout"]
             )
+        pool = _pool(options, threads_default=DEFAULT_CONCURRENCY["threads"])
         if observe:
             return observe_fanout(
-                options["branches"], options["timeout"], options["repeat"], options["pairs"]
+                options["branches"], options["timeout"], options["repeat"], options["pairs"], pool
             )
-        return run_fanout(options["branches"], options["timeout"], options["repeat"])
+        return run_fanout(options["branches"], options["timeout"], options["repeat"], pool=pool)
+
+
+def _pool(options: dict[str, Any], threads_default: int) -> Pool:
+    kind = options["pool"]
+    concurrency = options["concurrency"]
+    if concurrency is None:
+        concurrency = threads_default if kind == "threads" else DEFAULT_CONCURRENCY["prefork"]
+    return Pool(kind, options["workers"], concurrency)
 
 
 def _flatten(report: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
