@@ -238,16 +238,19 @@ def due_dispatches(
     now: datetime,
     *,
     pending_grace: float,
+    pending_budget: int | None = None,
 ) -> list[BranchDispatch]:
     """Branches whose message may be lost: publish them (again); a duplicate loses its claim.
 
-    A released pending branch (index below `released`) gets its current attempt again once its
-    dispatch time is more than `pending_grace` seconds old (a retry not yet due keeps its
-    countdown); a running branch whose lease expired (its worker died) is taken over by the
-    next attempt.
+    A released pending branch (index below `released`) gets its current attempt again at once
+    if it has no dispatch time (its publish failed), else once its dispatch time is more than
+    `pending_grace` seconds old, at most `pending_budget` of those (the longest waiting first;
+    None: all); a retry not yet due keeps its countdown; a running branch whose lease expired
+    (its worker died) is taken over by the next attempt.
     """
     grace = timedelta(seconds=pending_grace)
     due: list[BranchDispatch] = []
+    lost: list[BranchState] = []
     for b in branches:
         if b.position - first_position >= released:
             continue
@@ -256,11 +259,24 @@ def due_dispatches(
                 due.append(
                     BranchDispatch(b.position, b.attempt + 1, (b.wake_at - now).total_seconds())
                 )
-            elif b.wake_at is None or b.wake_at + grace <= now:
+            elif b.wake_at is None:
                 due.append(BranchDispatch(b.position, b.attempt + 1))
+            elif b.wake_at + grace <= now:
+                lost.append(b)
         elif b.status == "running" and (b.wake_at is None or b.wake_at < now):
             due.append(BranchDispatch(b.position, b.attempt + 1))
-    return due
+    if pending_budget is not None and len(lost) > pending_budget:
+        lost = sorted(lost, key=lambda b: b.wake_at or now)[: max(pending_budget, 0)]
+    due += [BranchDispatch(b.position, b.attempt + 1) for b in lost]
+    return sorted(due, key=lambda d: d.position)
+
+
+def republished_pending(
+    due: Sequence[BranchDispatch], branches: Sequence[BranchState]
+) -> list[int]:
+    """The positions of `due` that publish a pending branch's current attempt again now."""
+    pending = {b.position for b in branches if b.status == "pending"}
+    return [d.position for d in due if d.countdown <= 0 and d.position in pending]
 
 
 @dataclass(slots=True)

@@ -30,15 +30,17 @@ from runtime.core.fanin import (
     FanInRule,
     due_dispatches,
     initial_release,
+    republished_pending,
     settle,
 )
 from runtime.core.identity import group_id, step_id
 from runtime.core.writes import FanoutGroupRow, HistoryWrite, StepRow, step_created
-from runtime.dispatch import publish_branches
+from runtime.dispatch import publish_branches, queue_depth
+from runtime.fanout.sweep import republish_rule
 from runtime.fanout.takeover import interrupt_at_most_once
 from runtime.registry import Signature, registry
 from runtime.replay import ReplayCursor
-from runtime.store.fanout_groups import group_row
+from runtime.store.fanout_groups import group_row, record_dispatch
 
 log = logging.getLogger("fanfold.fanout")
 
@@ -146,11 +148,16 @@ def _resume(
         cursor.before_dispatch()
         group = group or group_row(cursor.run_id, first)
         released = group.released if group is not None else len(branches)
-        # Republish the whole released, unfinished set: this replay may follow a lost publish.
-        due = due_dispatches(branches, first, released, cursor.clock.now(), pending_grace=0.0)
+        # This replay may follow a lost publish: republish what the queue cannot be holding.
+        again = republish_rule(queue_depth(), replay=True)
+        now = cursor.clock.now()
+        due = due_dispatches(
+            branches, first, released, now, pending_grace=again.grace, pending_budget=again.budget
+        )
         running = {b.position: b.name for b in branches if b.status == history.RUNNING}
         due = interrupt_at_most_once(cursor.run_id, first, running, due)
         _publish(cursor, first, due)
+        record_dispatch(cursor.run_id, republished_pending(due, branches), now)
         raise Suspend(None)
     if settled.verdict == FAILED and settled.first_failure is not None:
         raise _step_failed(settled.first_failure)
@@ -164,6 +171,8 @@ def _publish(cursor: ReplayCursor, first: int, dispatches: list[BranchDispatch])
         if exc.retryable:
             # The branches are recorded: the run is delivered again shortly and replay
             # republishes the whole set; duplicates lose their claim.
+            unsent = [d.position for d in dispatches if d.countdown <= 0]
+            record_dispatch(cursor.run_id, unsent, None)
             log.warning(
                 "run %s: publishing branches failed (%s); retrying in %ss",
                 cursor.run_id,

@@ -25,6 +25,7 @@ from runtime.core.retry import GiveUp, RetryPolicy, decide
 from runtime.core.writes import BranchReport
 from runtime.dispatch import enqueue_run, publish_branches, publish_later
 from runtime.store import write_now
+from runtime.store.fanout_groups import record_dispatch
 
 log = logging.getLogger("fanfold.branches")
 
@@ -128,6 +129,7 @@ def after_commit(branch: BranchAttempt, receipt: BranchReceipt) -> None:
             publish_branches(branch.run_id, branch.group_position, dispatches)
         except PublishError:
             # The release is committed; the fan-out sweep republishes what did not leave.
+            record_dispatch(branch.run_id, receipt.release, None)
             log.warning(
                 "run %s: releasing %s failed; the sweep retries",
                 branch.run_id,

@@ -10,7 +10,10 @@ harmless: every delivery must win the step's claim first.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
@@ -18,11 +21,12 @@ from django.utils import timezone
 
 from publisher import PublishError
 from runtime import conf
-from runtime.core.fanin import BranchState, due_dispatches
+from runtime.core.fanin import BranchDispatch, BranchState, due_dispatches, republished_pending
 from runtime.dispatch import publish_branches, queue_depth
 from runtime.fanout.takeover import interrupt_at_most_once
 from runtime.models import ACTIVE_RUN_STATES, FanoutGroup, Step, StepStatus
 from runtime.recovery.loop import BackgroundLoop
+from runtime.store.fanout_groups import record_dispatch
 
 log = logging.getLogger("fanfold.fanout_sweep")
 
@@ -32,35 +36,44 @@ def _interval() -> float:
     return max(settings.SWEEP_INTERVAL, settings.LEASE_SECONDS / 2)
 
 
-def pending_grace() -> float:
-    """How long a released branch's message may go unclaimed before it counts as lost.
+# While messages wait in the broker's queue, a released branch that no worker has claimed may
+# simply be one of them; it counts as lost only after this many leases (300 s by default).
+QUEUED_GRACE_LEASES = 10
 
-    While messages wait in the broker's queue, a branch may just be waiting its turn: two
-    leases, so that a republish never feeds a backlog. With the queue empty nothing is waiting
-    there: a message unclaimed after two sweep intervals was lost (a dead worker had reserved
-    it, or the broker lost it) or sits in a live worker's prefetch, where a duplicate loses
-    its claim.
+
+@dataclass(frozen=True)
+class RepublishRule:
+    """When a pending branch counts as lost, and how many one pass may publish again."""
+
+    grace: float  # seconds since its (last) dispatch
+    budget: int | None  # per pass, across groups; None: no bound
+
+
+def republish_rule(depth: int | None, *, replay: bool = False) -> RepublishRule:
+    """The rule for a queue of `depth` waiting messages (None: unknown).
+
+    An empty queue holds none of the pending branches: a message unclaimed after two sweep
+    intervals was lost (a dead worker had reserved it, the broker lost it) or sits in a live
+    worker's prefetch, where a duplicate just loses its claim; a replay, which may follow a
+    failed publish, republishes them at once. A queue with messages waiting may hold every
+    one of them, so they count as lost only after QUEUED_GRACE_LEASES, and a pass publishes
+    at most one request's worth again: a republish never feeds the backlog it waits on.
     """
     settings = conf.get()
-    if queue_depth() == 0:
-        return 2 * settings.SWEEP_INTERVAL
-    return 2 * settings.LEASE_SECONDS
+    if depth == 0:
+        return RepublishRule(0.0 if replay else 2 * settings.SWEEP_INTERVAL, None)
+    return RepublishRule(QUEUED_GRACE_LEASES * settings.LEASE_SECONDS, settings.PUBLISH_BATCH_SIZE)
 
 
 def sweep_fanouts_once(limit: int = 200) -> int:
     """Republish the lost or orphaned branches of open groups that are due; returns how many."""
     now = timezone.now()
-    with transaction.atomic():
-        due_groups = list(
-            FanoutGroup.objects.open()
-            .filter(check_at__lt=now)
-            .select_for_update(skip_locked=True, of=("self",))
-            .values_list("id", "run_id", "run__status", "first_position", "released")[:limit]
-        )
-        ids = [g[0] for g in due_groups]
-        FanoutGroup.objects.filter(id__in=ids).update(check_at=now + timedelta(seconds=_interval()))
+    due_groups = _take_due_groups(now, limit)
+    if not due_groups:
+        return 0
+    rule = republish_rule(queue_depth())
+    budget = rule.budget
     published = 0
-    grace = pending_grace() if due_groups else 0.0
     for gid, run_id, run_status, first, released in due_groups:
         if run_status not in ACTIVE_RUN_STATES:
             FanoutGroup.objects.filter(id=gid).update(check_at=None)  # nothing will run again
@@ -71,21 +84,49 @@ def sweep_fanouts_once(limit: int = 200) -> int:
             Q(run_id=run_id, position__gte=first, position__lt=first + released) & (stale | overdue)
         ).values_list("position", "name", "status", "attempt", "wake_at")
         branches = [BranchState(p, n, s, a, wake_at=w) for p, n, s, a, w in rows]
-        due = due_dispatches(branches, first, released, now, pending_grace=grace)
+        due = due_dispatches(
+            branches, first, released, now, pending_grace=rule.grace, pending_budget=budget
+        )
+        again = republished_pending(due, branches)
+        if budget is not None:
+            budget -= len(again)
         running = {b.position: b.name for b in branches if b.status == StepStatus.RUNNING}
         due = interrupt_at_most_once(run_id, first, running, due)
-        if not due:
-            continue
-        try:
-            publish_branches(run_id, first, due)
-        except PublishError:
-            log.warning(
-                "run %s: republishing %d branch(es) failed", run_id, len(due), exc_info=True
-            )
-            continue
-        published += len(due)
-        log.info("run %s: republished %d branch(es) of fan-out @%d", run_id, len(due), first)
+        if due and _publish(run_id, first, due, again, now):
+            published += len(due)
     return published
+
+
+def _take_due_groups(now: datetime, limit: int) -> list[tuple[Any, ...]]:
+    """Open groups whose check is due, taken for this pass: their next check is one interval
+    away, so concurrent sweepers share the groups instead of repeating each other."""
+    with transaction.atomic():
+        due_groups = list(
+            FanoutGroup.objects.open()
+            .filter(check_at__lt=now)
+            .select_for_update(skip_locked=True, of=("self",))
+            .values_list("id", "run_id", "run__status", "first_position", "released")[:limit]
+        )
+        ids = [g[0] for g in due_groups]
+        FanoutGroup.objects.filter(id__in=ids).update(check_at=now + timedelta(seconds=_interval()))
+    return due_groups
+
+
+def _publish(
+    run_id: uuid.UUID,
+    first: int,
+    due: list[BranchDispatch],
+    again: list[int],
+    now: datetime,
+) -> bool:
+    try:
+        publish_branches(run_id, first, due)
+    except PublishError:
+        log.warning("run %s: republishing %d branch(es) failed", run_id, len(due), exc_info=True)
+        return False
+    record_dispatch(run_id, again, now)
+    log.info("run %s: republished %d branch(es) of fan-out @%d", run_id, len(due), first)
+    return True
 
 
 loop = BackgroundLoop("fanfold-fanout-sweep", lambda: conf.get().SWEEP_INTERVAL, sweep_fanouts_once)

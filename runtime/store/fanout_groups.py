@@ -1,4 +1,5 @@
-"""Fan-out group rows: their insert with the batch that records the branches, and reads."""
+"""Fan-out group rows: their insert with the batch that records the branches, and reads; the
+branches' dispatch times (the sweep's lost-message clock)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from datetime import datetime
 
 from runtime.core.identity import group_id
 from runtime.core.writes import FanoutGroupRow
-from runtime.models import FanoutGroup
+from runtime.models import FanoutGroup, Step, StepStatus
 
 
 def insert_groups_txn(rows: Sequence[tuple[uuid.UUID, FanoutGroupRow]], check_at: datetime) -> None:
@@ -37,3 +38,13 @@ def insert_groups_txn(rows: Sequence[tuple[uuid.UUID, FanoutGroupRow]], check_at
 def group_row(run_id: uuid.UUID, group_position: int) -> FanoutGroup | None:
     """The fan-out group whose first branch is at `group_position`, if it was recorded."""
     return FanoutGroup.objects.filter(id=group_id(run_id, group_position)).first()
+
+
+def record_dispatch(run_id: uuid.UUID, positions: Sequence[int], at: datetime | None) -> None:
+    """Pending branches' dispatch time (their wake_at): `at` after a republish, so that their
+    grace starts again and no branch is published on every pass; None after a publish that
+    failed, so that the next look publishes them whatever the queue holds."""
+    if positions:
+        Step.objects.filter(
+            run_id=run_id, position__in=list(positions), status=StepStatus.PENDING
+        ).update(wake_at=at)

@@ -18,6 +18,7 @@ from runtime.core.fanin import (
     after_finish,
     due_dispatches,
     initial_release,
+    republished_pending,
     settle,
 )
 
@@ -141,3 +142,24 @@ def test_due_dispatches_republishes_lost_and_orphaned_branches_only() -> None:
     assert due == [BranchDispatch(1, 1), BranchDispatch(3, 2), BranchDispatch(5, 3, 3.0)]
     replay = due_dispatches(branches, 1, 6, NOW, pending_grace=0.0)
     assert BranchDispatch(2, 1) in replay and all(d.position != 7 for d in replay)
+
+
+def test_due_dispatches_bounds_lost_branches_oldest_first_but_never_unsent_ones() -> None:
+    def ago(seconds: float) -> datetime:
+        return NOW - timedelta(seconds=seconds)
+
+    branches = [
+        BranchState(1, "a", "pending", 0, wake_at=ago(10)),
+        BranchState(2, "a", "pending", 0, wake_at=ago(30)),
+        BranchState(3, "a", "pending", 0),  # its publish failed: no dispatch time
+        BranchState(4, "a", "running", 1, wake_at=ago(1)),  # a takeover: not a republish
+        BranchState(5, "a", "pending", 0, wake_at=ago(20)),
+    ]
+    due = due_dispatches(branches, 1, 5, NOW, pending_grace=5.0, pending_budget=1)
+    assert due == [BranchDispatch(2, 1), BranchDispatch(3, 1), BranchDispatch(4, 2)]
+    assert republished_pending(due, branches) == [2, 3]
+    assert len(due_dispatches(branches, 1, 5, NOW, pending_grace=5.0)) == 5
+    assert due_dispatches(branches, 1, 5, NOW, pending_grace=60.0, pending_budget=0) == [
+        BranchDispatch(3, 1),
+        BranchDispatch(4, 2),
+    ]

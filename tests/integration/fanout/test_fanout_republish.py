@@ -1,0 +1,98 @@
+"""Republishing never feeds a backlog: bounded passes, a dispatch clock per branch, and a failed
+publish sent again whatever the queue holds."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from fanout_harness import Branches
+from fanout_workflows import completed_once
+
+from publisher.fake import FakeTransport
+from runtime.executor import ExecutionOutcome, execute
+from runtime.fanout.sweep import QUEUED_GRACE_LEASES, sweep_fanouts_once
+from runtime.models import FanoutGroup, Run, Step
+from runtime.services import start_run
+from tests.support.dispatch import RecordingDispatcher
+
+
+def _dispatched_long_ago(run_id: object, seconds: float) -> None:
+    past = timezone.now() - timedelta(seconds=seconds)
+    Step.objects.filter(run_id=run_id).update(wake_at=past)
+    FanoutGroup.objects.filter(run_id=run_id).update(check_at=past)
+
+
+def _due_again(run_id: object) -> None:
+    FanoutGroup.objects.filter(run_id=run_id).update(check_at=timezone.now() - timedelta(1))
+
+
+def test_fanout_sweep_with_messages_waiting_republishes_one_request_per_pass_and_each_once(
+    fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
+) -> None:
+    run, _ = start_run("tests.fanout.squares", [150])
+    execute(run.id)
+    branches.delivered = len(fake.delivered)  # all 150 wait in the queue, or were lost
+    dispatcher.depth = 40
+    _dispatched_long_ago(run.id, QUEUED_GRACE_LEASES * 2 + 5)  # past the queued grace (lease 2)
+    oldest = timezone.now() - timedelta(seconds=3600)
+    Step.objects.filter(run_id=run.id, position__gt=100).update(wake_at=oldest)
+
+    assert sweep_fanouts_once() == 100  # one publish request's worth
+    first = {m.args[1] for m in branches.pending()}
+    assert set(range(101, 151)) <= first  # the longest waiting first
+    _due_again(run.id)
+    assert sweep_fanouts_once() == 50  # the others; the republished ones' clocks restarted
+    _due_again(run.id)
+    assert sweep_fanouts_once() == 0
+    assert len(branches.pending()) == 150
+
+    branches.drain()
+    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
+    assert set(completed_once(run.id).values()) == {1}
+
+
+def test_fanout_sweep_with_messages_waiting_leaves_recent_branches_alone(
+    fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
+) -> None:
+    run, _ = start_run("tests.fanout.squares", [5])
+    execute(run.id)
+    branches.delivered = len(fake.delivered)
+    dispatcher.depth = 1000  # a long backlog: the five may well be in it
+    _dispatched_long_ago(run.id, 10)  # long for an empty queue, not for this one
+
+    assert sweep_fanouts_once() == 0
+    dispatcher.depth = 0  # drained, and still unclaimed: lost
+    _due_again(run.id)
+    assert sweep_fanouts_once() == 5
+
+
+def test_fanout_replay_with_messages_waiting_republishes_nothing_it_may_duplicate(
+    fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
+) -> None:
+    run, _ = start_run("tests.fanout.squares", [4])
+    execute(run.id)
+    assert len(fake.delivered) == 4
+    dispatcher.depth = 4
+    assert execute(run.id).outcome is ExecutionOutcome.SUSPENDED  # the run replayed meanwhile
+    assert len(fake.delivered) == 4
+    dispatcher.depth = 0
+    assert execute(run.id).outcome is ExecutionOutcome.SUSPENDED  # nothing queued: lost
+    assert len(fake.delivered) == 8
+
+
+def test_fanout_failed_publish_goes_out_again_whatever_the_queue_holds(
+    fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
+) -> None:
+    fake.fail_next_request()  # a whole request fails: retryable
+    run, _ = start_run("tests.fanout.squares", [6])
+    assert execute(run.id).outcome is ExecutionOutcome.SUSPENDED
+    assert fake.delivered == []
+    assert set(Step.objects.filter(run_id=run.id).values_list("wake_at", flat=True)) == {None}
+
+    dispatcher.depth = 500  # other runs' messages wait; none of these six is among them
+    assert execute(run.id).outcome is ExecutionOutcome.SUSPENDED
+    assert len(fake.delivered) == 6
+    branches.drain()
+    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
+    assert Run.objects.get(id=run.id).result == [i * i for i in range(6)]
