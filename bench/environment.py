@@ -28,13 +28,19 @@ class Pool:
     kind: str = "prefork"
     workers: int = 1
     concurrency: int = 2
+    queue: str | None = None  # the queue they consume (None: the default queue)
 
     @property
     def slots(self) -> int:
         return self.workers * self.concurrency
 
     def describe(self) -> dict[str, object]:
-        return {"pool": self.kind, "workers": self.workers, "concurrency": self.concurrency}
+        described: dict[str, object] = {
+            "pool": self.kind, "workers": self.workers, "concurrency": self.concurrency
+        }  # fmt: skip
+        if self.queue:
+            described["queue"] = self.queue
+        return described
 
 
 def describe() -> dict[str, str]:
@@ -62,7 +68,7 @@ def write_transactions() -> int | None:
 
 
 @contextmanager
-def workers(pool: Pool, **extra_env: str) -> Iterator[None]:
+def workers(pool: Pool, *more: Pool, **extra_env: str) -> Iterator[None]:
     """Run the benchmark's workers: real processes for a real broker, else the embedded one."""
     if embedded.is_embedded():
         embedded.ensure_worker()
@@ -70,9 +76,15 @@ def workers(pool: Pool, **extra_env: str) -> Iterator[None]:
         return
     workers = [
         WorkerProcess(
-            f"bench{i}", pool=pool.kind, concurrency=pool.concurrency, env=extra_env, log_dir=LOGS
+            f"bench{n}-{i}",
+            pool=p.kind,
+            concurrency=p.concurrency,
+            env=extra_env,
+            log_dir=LOGS,
+            queue=p.queue,
         )
-        for i in range(pool.workers)
+        for n, p in enumerate((pool, *more))
+        for i in range(p.workers)
     ]
     try:
         for worker in workers:

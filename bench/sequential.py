@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from itertools import pairwise
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Max, Min
+from django.test.utils import override_settings
 
 from bench import environment
 from bench.environment import Pool
@@ -105,12 +108,30 @@ def run_sequential(
     return report
 
 
+RUN_QUEUE = "fanfold-bench-runs"
+
+
 def run_concurrent(
-    runs: int, steps: int, timeout: float, pool: Pool | None = None
+    runs: int,
+    steps: int,
+    timeout: float,
+    pool: Pool | None = None,
+    runs_on_threads: int = 0,
 ) -> dict[str, Any]:
-    """`runs` runs of `steps` no-op steps at once, on the pool's execution slots."""
+    """`runs` runs of `steps` no-op steps at once, on the pool's execution slots.
+
+    `runs_on_threads=C`: the executions go to a queue of their own on a threads worker `-c C`
+    (FANFOLD_RUN_QUEUE), the pool's workers keep the default queue (docs/deploying.md).
+    """
     pool = pool or Pool("threads", 1, runs)
-    with environment.workers(pool):
+    pools = [pool]
+    env: dict[str, str] = {}
+    layout: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    if runs_on_threads:
+        pools.append(Pool("threads", 1, runs_on_threads, queue=RUN_QUEUE))
+        env["FANFOLD_RUN_QUEUE"] = RUN_QUEUE
+        layout = override_settings(FANFOLD={**settings.FANFOLD, "RUN_QUEUE": RUN_QUEUE})
+    with layout, environment.workers(pools[0], *pools[1:], **env):
         _warm_up(timeout)
         tx_before = environment.write_transactions()
         handles: list[RunHandle] = [start("examples.noop_loop", steps) for _ in range(runs)]
@@ -123,6 +144,7 @@ def run_concurrent(
         "scenario": "concurrent",
         **environment.describe(),
         **pool.describe(),
+        **({"runs_on": pools[1].describe()} if runs_on_threads else {}),
         "runs": runs,
         "steps_per_run": steps,
         "steps": total,

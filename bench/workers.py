@@ -41,6 +41,7 @@ class WorkerProcess:
         concurrency: int = 4,
         env: dict[str, str] | None = None,
         log_dir: Path,
+        queue: str | None = None,
     ) -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"worker-{name}.log"
@@ -48,7 +49,7 @@ class WorkerProcess:
         command = [
             sys.executable, "-m", "celery", "-A", "config", "worker",
             "-P", pool, "-c", str(concurrency), "-n", f"{name}@%h",
-            "-Q", settings.CELERY_TASK_DEFAULT_QUEUE,
+            "-Q", queue or settings.CELERY_TASK_DEFAULT_QUEUE,
             "--without-mingle", "--without-gossip", "--without-heartbeat", "-l", "INFO",
         ]  # fmt: skip
         self.proc = subprocess.Popen(

@@ -27,6 +27,9 @@ class FanfoldSettings:
     CHECKPOINT_MAX_BYTES: int = 4 * 1024 * 1024
     CHECKPOINT_ASYNC_WINDOW: float = 0.002
     EMBEDDED_CONCURRENCY: int = 4
+    # The queue of workflow executions ("": Celery's routing, the default queue): a threads
+    # worker on it group-commits many runs' steps while branches stay on prefork workers.
+    RUN_QUEUE: str = ""
     # Observability (docs/observability.md): Prometheus metrics and OpenTelemetry spans.
     METRICS: bool = True
     METRICS_TOKEN: str = ""  # a bearer token that may read /metrics (staff sessions always may)

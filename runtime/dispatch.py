@@ -106,6 +106,7 @@ class CeleryDispatcher:
             countdown=countdown or None,
             ignore_result=True,
             priority=level,
+            queue=conf.get().RUN_QUEUE or None,
         )
 
     def publish_branches(

@@ -8,6 +8,7 @@ worker processes.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -38,3 +39,16 @@ def marks(ctx: Any, n: int, pause: float = 0.0) -> dict[str, Any]:
         "sum": sum(values),
         "ordered": values == [2 * i for i in range(n)],
     }
+
+
+@step(name="tests.fanout_acc.where")
+def where(tag: str) -> str:
+    """Which worker ran this body: its TEST_WORKER_ROLE."""
+    return os.environ.get("TEST_WORKER_ROLE", "?")
+
+
+@workflow(name="tests.fanout_acc.roles")
+def roles(ctx: Any, n: int) -> dict[str, Any]:
+    inline = ctx.step(where, "inline")
+    branches = ctx.map(where, ["branch"] * n)
+    return {"inline": inline, "branches": sorted(set(branches))}

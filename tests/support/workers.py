@@ -15,10 +15,17 @@ __all__ = ["ARTIFACTS", "WorkerProcess", "running_worker", "supervised_worker"]
 
 @contextmanager
 def running_worker(
-    name: str = "w1", pool: str = "threads", concurrency: int = 4, **env: str
+    name: str = "w1",
+    pool: str = "threads",
+    concurrency: int = 4,
+    queue: str | None = None,
+    **env: str,
 ) -> Iterator[WorkerProcess]:
-    """A worker on the test database and broker; extra keyword arguments go to its env."""
-    worker = WorkerProcess(name, pool=pool, concurrency=concurrency, env=env, log_dir=ARTIFACTS)
+    """A worker on the test database and broker (on `queue`, else the default queue); extra
+    keyword arguments go to its env."""
+    worker = WorkerProcess(
+        name, pool=pool, concurrency=concurrency, env=env, log_dir=ARTIFACTS, queue=queue
+    )
     try:
         worker.wait_ready()
         yield worker

@@ -34,6 +34,14 @@ class Command(BaseCommand):
         conc = sub.add_parser("concurrent", help="many runs of sequential steps in one worker")
         conc.add_argument("--runs", type=int, default=50)
         conc.add_argument("--steps", type=int, default=200)
+        conc.add_argument(
+            "--runs-on-threads",
+            type=int,
+            default=0,
+            metavar="C",
+            help="executions on a queue of their own on a threads worker -c C; the pool keeps "
+            "the default queue",
+        )
         probe = sub.add_parser("checkpoint", help="the checkpoint collector probe")
         probe.add_argument("--samples", type=int, default=200)
         probe.add_argument("--window-ms", type=float, default=2.0)
@@ -105,7 +113,12 @@ class Command(BaseCommand):
             return run_sequential(options["steps"], options["timeout"], pool=pool)
         if scenario == "concurrent":
             pool = _pool(options, threads_default=options["runs"])
-            return run_concurrent(options["runs"], options["steps"], options["timeout"], pool)
+            if options["runs_on_threads"] < 0:
+                raise CommandError("--runs-on-threads must not be negative")
+            return run_concurrent(
+                options["runs"], options["steps"], options["timeout"], pool,
+                options["runs_on_threads"],
+            )  # fmt: skip
         if scenario == "replay":
             return run_replay_check(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
