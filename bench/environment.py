@@ -68,11 +68,12 @@ def write_transactions() -> int | None:
 
 
 @contextmanager
-def workers(pool: Pool, *more: Pool, **extra_env: str) -> Iterator[None]:
-    """Run the benchmark's workers: real processes for a real broker, else the embedded one."""
+def workers(pool: Pool, *more: Pool, **extra_env: str) -> Iterator[list[WorkerProcess]]:
+    """Run the benchmark's workers: real processes for a real broker (yielded), else the
+    embedded one."""
     if embedded.is_embedded():
         embedded.ensure_worker()
-        yield
+        yield []
         return
     workers = [
         WorkerProcess(
@@ -89,7 +90,7 @@ def workers(pool: Pool, *more: Pool, **extra_env: str) -> Iterator[None]:
     try:
         for worker in workers:
             worker.wait_ready()
-        yield
+        yield workers
     finally:
         for worker in workers:
             worker.stop()

@@ -71,6 +71,20 @@ class WorkerProcess:
             time.sleep(0.1)
         raise TimeoutError(f"worker not ready after {timeout}s; see {self.log_path}")
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) used so far by the worker's processes (its process group:
+        the main process and its pool's children); 0.0 where /proc is not there."""
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue  # a process that just exited
+            # After the command's ")": state ppid pgrp ... utime (12th) stime (13th).
+            if int(fields[2]) == self.proc.pid:
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
+
     def kill(self) -> None:
         """SIGKILL the whole process group: no chance to ack, drain or clean up."""
         if self.proc.poll() is None:

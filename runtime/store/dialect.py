@@ -16,7 +16,9 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from django.core.signals import setting_changed
 from django.db import connection
+from django.dispatch import receiver
 
 from runtime.store.connection import raw_connection
 
@@ -25,8 +27,21 @@ MAX_PARAMS = 30_000  # below SQLite's default variable limit (32766) and Postgre
 Statement = tuple[str, list[Any]]
 
 
+_vendor: str | None = None  # the default database's, looked up once (it is asked per column)
+
+
 def postgres() -> bool:
-    return connection.vendor == "postgresql"
+    global _vendor
+    if _vendor is None:
+        _vendor = connection.vendor
+    return _vendor == "postgresql"
+
+
+@receiver(setting_changed)
+def _forget_vendor(setting: str, **_: Any) -> None:
+    global _vendor
+    if setting == "DATABASES":
+        _vendor = None
 
 
 def cast(expr: str, pg_type: str) -> str:

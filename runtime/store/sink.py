@@ -35,7 +35,7 @@ from runtime.core.writes import (
 from runtime.store import branch_reports, fanout_groups, pg_statements
 from runtime.store.branch_claims import ClaimBatch
 from runtime.store.connection import SinkConnection
-from runtime.store.dialect import execute
+from runtime.store.dialect import execute, postgres
 from runtime.store.orm import write_parts_txn
 from runtime.store.parts import STEP_UPDATE_FIELDS, RunPart, run_parts
 
@@ -118,7 +118,7 @@ class DatabaseSink:
         (runtime.store.branch_claims). Returns False when the batch is not such a batch.
         """
         claims = [w for w in writes if isinstance(w, BranchClaim)]
-        if connection.vendor != "postgresql" or not claims or len(claims) != len(writes):
+        if not postgres() or not claims or len(claims) != len(writes):
             return False
         batch = ClaimBatch(claims, now, wait_for_flush=False)
         if len(batch.statements) != 1:
@@ -164,7 +164,7 @@ def _raise_if_cut_off(exc: BaseException | None) -> None:
 
 def _plain_parts(parts: list[RunPart]) -> bool:
     runs = [part.run_id for part in parts]
-    if connection.vendor != "postgresql" or len(set(runs)) != len(runs):
+    if not postgres() or len(set(runs)) != len(runs):
         return False  # event seqs come from the run's final last_seq: one part per run
     return all(
         isinstance(part.guard, LeaseGuard | SuspendGuard | UnfinishedGuard)
