@@ -12,6 +12,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 from django.utils import timezone
@@ -39,11 +40,12 @@ class BranchAttempt:
     attempt: int
     group_position: int  # the fan-out's first position
 
-    @property
+    # Derived once per attempt: a branch asks for them several times (uuid5 hashes each time).
+    @cached_property
     def step_id(self) -> uuid.UUID:
         return step_id(self.run_id, self.position)
 
-    @property
+    @cached_property
     def group_id(self) -> uuid.UUID:
         return group_id(self.run_id, self.group_position)
 

@@ -17,11 +17,12 @@ import logging
 import secrets
 import threading
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from runtime.checkpoint.process_local import ProcessLocal
 from runtime.recovery.loop import BackgroundLoop
+from runtime.store.dialect import postgres
 from runtime.store.liveness import lock_statement
 
 log = logging.getLogger("fanfold.liveness")
@@ -72,7 +73,7 @@ _process_liveness: ProcessLocal[Liveness] = ProcessLocal(Liveness)
 
 def process_key() -> int | None:
     """This process's liveness key, its lock held (taken on first use); None off PostgreSQL."""
-    if connection.vendor != "postgresql":
+    if not postgres():
         return None
     return _process_liveness.get().key
 
