@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from tests.support.database import _release_test_database
-from tests.support.services import reachable
+from tests.support.services import RABBITMQ, reachable, require
 
 __all__ = ["_release_test_database"]
 
@@ -75,6 +76,24 @@ def restart_redis() -> Callable[[], None]:
         _wait_port(int(port))
 
     return restart
+
+
+AMQP_VHOST = "fanfold_faults"  # the suite's own vhost on the machine's shared RabbitMQ
+
+
+@pytest.fixture
+def amqp_url() -> str:
+    """The suite's vhost, made if missing, with its default queue empty: a run stalled by an
+    earlier session must not leave this one a backlog."""
+    require(RABBITMQ, "RabbitMQ")
+    ctl = ["rabbitmqctl", "-q"]
+    subprocess.run([*ctl, "add_vhost", AMQP_VHOST], check=False, capture_output=True)
+    subprocess.run([*ctl, "set_permissions", "-p", AMQP_VHOST, "guest", ".*", ".*", ".*"],
+                   check=True, capture_output=True)  # fmt: skip
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    # Fails harmlessly when the queue does not exist yet.
+    subprocess.run([*ctl, "purge_queue", "-p", AMQP_VHOST, queue], check=False, capture_output=True)
+    return f"amqp://guest:guest@127.0.0.1:5672/{AMQP_VHOST}"
 
 
 @pytest.fixture
