@@ -10,7 +10,8 @@ harmless: every delivery must win the step's claim first.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
@@ -18,7 +19,7 @@ from django.utils import timezone
 
 from publisher import PublishError
 from runtime import conf
-from runtime.core.fanin import BranchState, due_dispatches
+from runtime.core.fanin import BranchDispatch, BranchState, due_dispatches
 from runtime.dispatch import publish_branches, queue_depth
 from runtime.fanout.takeover import interrupt_at_most_once
 from runtime.models import ACTIVE_RUN_STATES, FanoutGroup, Step, StepStatus
@@ -76,16 +77,33 @@ def sweep_fanouts_once(limit: int = 200) -> int:
         due = interrupt_at_most_once(run_id, first, running, due)
         if not due:
             continue
-        try:
-            publish_branches(run_id, first, due)
-        except PublishError:
-            log.warning(
-                "run %s: republishing %d branch(es) failed", run_id, len(due), exc_info=True
-            )
-            continue
-        published += len(due)
-        log.info("run %s: republished %d branch(es) of fan-out @%d", run_id, len(due), first)
+        pending = [d.position for d in due if d.position not in running]
+        if _republish(run_id, first, due, pending, now):
+            published += len(due)
     return published
+
+
+def _republish(
+    run_id: Any, first: int, due: list[BranchDispatch], pending: list[int], now: datetime
+) -> bool:
+    """Publish `due`; the pending ones among them count as dispatched `now`.
+
+    Without the new dispatch time, every later sweep would find them overdue again and publish
+    them once more per sweep interval for as long as no worker claims them (a worker that
+    cannot consume, a broker that lost them again): the queue would grow by the whole set
+    every interval. Now they are due again one grace later.
+    """
+    try:
+        publish_branches(run_id, first, due)
+    except PublishError:
+        log.warning("run %s: republishing %d branch(es) failed", run_id, len(due), exc_info=True)
+        return False
+    undelayed = Q(wake_at__isnull=True) | Q(wake_at__lt=now)  # a retry's countdown stays
+    Step.objects.filter(
+        undelayed, run_id=run_id, position__in=pending, status=StepStatus.PENDING
+    ).update(wake_at=now)
+    log.info("run %s: republished %d branch(es) of fan-out @%d", run_id, len(due), first)
+    return True
 
 
 loop = BackgroundLoop("fanfold-fanout-sweep", lambda: conf.get().SWEEP_INTERVAL, sweep_fanouts_once)
