@@ -12,10 +12,13 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
+from contextlib import suppress
 
 import pytest
 from django.conf import settings
 from django.db import connection
+from kombu import Connection
+from kombu.exceptions import ChannelError
 
 from tests.support.database import _release_test_database
 from tests.support.services import RABBITMQ, reachable, require
@@ -78,22 +81,18 @@ def restart_redis() -> Callable[[], None]:
     return restart
 
 
-AMQP_VHOST = "fanfold_faults"  # the suite's own vhost on the machine's shared RabbitMQ
+AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/fanfold_faults"  # scripts/fault-services makes it
 
 
 @pytest.fixture
 def amqp_url() -> str:
-    """The suite's vhost, made if missing, with its default queue empty: a run stalled by an
-    earlier session must not leave this one a backlog."""
+    """The suite's own vhost on the machine's shared RabbitMQ, its default queue emptied: a run
+    stalled in an earlier session must not leave this one a backlog."""
     require(RABBITMQ, "RabbitMQ")
-    ctl = ["rabbitmqctl", "-q"]
-    subprocess.run([*ctl, "add_vhost", AMQP_VHOST], check=False, capture_output=True)
-    subprocess.run([*ctl, "set_permissions", "-p", AMQP_VHOST, "guest", ".*", ".*", ".*"],
-                   check=True, capture_output=True)  # fmt: skip
-    queue = settings.CELERY_TASK_DEFAULT_QUEUE
-    # Fails harmlessly when the queue does not exist yet.
-    subprocess.run([*ctl, "purge_queue", "-p", AMQP_VHOST, queue], check=False, capture_output=True)
-    return f"amqp://guest:guest@127.0.0.1:5672/{AMQP_VHOST}"
+    # A ChannelError: no such queue yet, so nothing waits in it.
+    with Connection(AMQP_URL, connect_timeout=5) as broker, suppress(ChannelError):
+        broker.default_channel.queue_purge(settings.CELERY_TASK_DEFAULT_QUEUE)
+    return AMQP_URL
 
 
 @pytest.fixture
