@@ -89,7 +89,7 @@ def test_fault_worker_sigkill_mid_fanout_is_taken_over_in_seconds(counters_redis
         assert handle.wait(timeout=180) == sum(range(BRANCHES))
         finished = time.monotonic() - killed_at
     print(
-        f"\nSIGKILL of a worker mid fan-out: the {len(running)} branches it left running taken "
+        f"\nSIGKILL of a worker mid fan-out: the {len(running)} branch(es) it left running taken "
         f"over in {recovered:.2f} s (lease 30 s); the run finished {finished:.1f} s after the kill"
     )
     assert running, "the dead worker left no branch running"
