@@ -2,18 +2,20 @@
 
 Celery (5.3 and later) lowers a worker's prefetch count after a broker connection is lost while
 tasks run, then raises it one step per acknowledged task
-(`worker_enable_prefetch_count_reduction`, on by default). The raise is a synchronous `basic.qos`
-round trip on the consumer's connection, made in whichever thread acknowledges the task. Under the
-prefork and solo pools that is the consumer's own thread. Under the threads pool (and gevent,
-eventlet) it is the pool's thread: two or more threads then send `basic.qos` and read the same
-py-amqp connection, which is not thread-safe. Seen after a RabbitMQ restart under a fan-out: the
+(`worker_enable_prefetch_count_reduction`, on by default). Each raise is a synchronous
+`basic.qos` round trip on the consumer's connection, chained to the task's acknowledgement and
+so made in the thread that finished the task (the ack itself is handed to the consumer's loop).
+Under the prefork and solo pools that is the consumer's own thread. Under the threads pool it is
+a pool thread: two or more threads then send `basic.qos` and read the same py-amqp connection,
+which is not thread-safe. gevent and eventlet run it in the task's greenlet; not tried here,
+they are treated alike. Seen after a RabbitMQ restart under a fan-out (threads pool): the
 consumer's loop and two pool threads all blocked in `recv()` waiting for a `basic.qos-ok` that
-another of them had read, the acks of finished tasks queued behind the blocked loop, the broker
-held the prefetched messages unacknowledged, and the worker received nothing more until a
-heartbeat frame of the broker (every 60 s under Celery's 120 s heartbeat) broke the connection, or
-for ever without one. With the reduction off, the prefetch count stays as configured across a
-reconnect; the cost is at most one prefetch window of extra messages reserved while the tasks from
-before the reconnect finish.
+another of them had read, the acks of finished tasks queued behind the blocked loop, and the
+broker holding the prefetched messages unacknowledged: the worker received nothing more, once
+for over three minutes until it was stopped, once for 60 s until the broker's next heartbeat
+frame was misread (`UnexpectedFrame`) and the consumer reconnected. With the reduction off, the
+prefetch count stays as configured across a reconnect; the cost is at most one prefetch window
+of extra messages reserved while the tasks from before the reconnect finish.
 """
 
 from __future__ import annotations

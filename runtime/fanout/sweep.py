@@ -10,8 +10,8 @@ harmless: every delivery must win the step's claim first.
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
@@ -84,7 +84,7 @@ def sweep_fanouts_once(limit: int = 200) -> int:
 
 
 def _republish(
-    run_id: Any, first: int, due: list[BranchDispatch], pending: list[int], now: datetime
+    run_id: uuid.UUID, first: int, due: list[BranchDispatch], pending: list[int], now: datetime
 ) -> bool:
     """Publish `due`; the pending ones among them count as dispatched `now`.
 
