@@ -9,7 +9,7 @@ from celery import Task, shared_task
 from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 
 from publisher.tracing import TRACEPARENT
-from runtime import conf, executor, takeover
+from runtime import conf, executor, takeover, worker_pool
 from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
 from runtime.fanout import branch, sweep
 from runtime.fanout.report import BranchAttempt
@@ -68,10 +68,12 @@ def start_sweeps() -> None:
 
 @worker_ready.connect
 def _start_sweeps(sender: Any = None, **_: object) -> None:
+    pool = getattr(sender, "pool", None)  # the sender is the worker's consumer
+    if pool is not None:
+        worker_pool.make_reconnect_safe(sender.app, pool)
     start_sweeps()
     port = conf.get().METRICS_PORT
     if port:
-        pool = getattr(sender, "pool", None)
         start_worker_exporter(port, prefork="prefork" in type(pool).__module__)
 
 

@@ -25,12 +25,12 @@ from django.urls import reverse
 
 from bench.workers import ROOT
 from runtime.models import Run, RunStatus
-from tests.support.browser import CHROMIUM_ARGS, require_chromium
+from tests.support.browser import CHROMIUM_ARGS, playwright_sync_api, require_chromium
 from tests.support.run_rows import add_events, add_steps, finished_run, make_run, waiting_run
 from tests.support.webserver import collect_static, running_gunicorn
 from tests.support.workers import ARTIFACTS
 
-sync_api = pytest.importorskip("playwright.sync_api")
+sync_api = playwright_sync_api()
 
 PASSWORD = "pw-browser-1234"
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}

@@ -18,12 +18,12 @@ from django.test import Client
 from django.urls import reverse
 
 from runtime.testing import use_writer
-from tests.support.browser import browser_page, log_in, require_chromium
+from tests.support.browser import browser_page, log_in, playwright_sync_api, require_chromium
 from tests.support.fanout_rows import fanout_run
 from tests.support.run_rows import finished_run
 from tests.support.workers import ARTIFACTS
 
-sync_api = pytest.importorskip("playwright.sync_api")
+sync_api = playwright_sync_api()
 
 PASSWORD = "pw-timeline-1234"
 BRANCHES = 1000

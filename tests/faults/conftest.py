@@ -12,12 +12,16 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
+from contextlib import suppress
 
 import pytest
+from django.conf import settings
 from django.db import connection
+from kombu import Connection
+from kombu.exceptions import ChannelError
 
 from tests.support.database import _release_test_database
-from tests.support.services import reachable
+from tests.support.services import RABBITMQ, reachable, require
 
 __all__ = ["_release_test_database"]
 
@@ -75,6 +79,20 @@ def restart_redis() -> Callable[[], None]:
         _wait_port(int(port))
 
     return restart
+
+
+AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/fanfold_faults"  # scripts/fault-services makes it
+
+
+@pytest.fixture
+def amqp_url() -> str:
+    """The suite's own vhost on the machine's shared RabbitMQ, its default queue emptied: a run
+    stalled in an earlier session must not leave this one a backlog."""
+    require(RABBITMQ, "RabbitMQ")
+    # A ChannelError: no such queue yet, so nothing waits in it.
+    with Connection(AMQP_URL, connect_timeout=5) as broker, suppress(ChannelError):
+        broker.default_channel.queue_purge(settings.CELERY_TASK_DEFAULT_QUEUE)
+    return AMQP_URL
 
 
 @pytest.fixture

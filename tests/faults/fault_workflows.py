@@ -14,10 +14,23 @@ MODULE = __name__
 TICKS = "tests:faults:ticks"  # one entry per body execution of `tick`
 LEAVES = "tests:faults:leaves"  # one entry per body execution of `leaf`
 CHARGES = "tests:faults:charges"  # one entry per body execution of the at-most-once `charge`
+HOLD = "tests:faults:hold"  # while set, bodies wait before they begin (see `wait_while_held`)
+SLOW_EVERY = 100  # every hundredth leaf takes a while: a worker can be killed inside one
+SLOW_SECONDS = 0.3
+
+
+def wait_while_held() -> None:
+    """A test holds the bodies while it injects a fault: however long the fault takes to land
+    (rabbitmqctl alone takes seconds to start), the run is still in the middle when it does,
+    with bodies in flight through it."""
+    client = counters_redis_client()
+    while client.exists(HOLD):
+        time.sleep(0.01)
 
 
 @step(name="tests.faults.tick")
 def tick(i: int) -> int:
+    wait_while_held()
     time.sleep(0.02)
     counters_redis_client().rpush(TICKS, i)
     return i
@@ -25,9 +38,14 @@ def tick(i: int) -> int:
 
 @step(name="tests.faults.leaf")
 def leaf(i: int) -> int:
-    time.sleep(0.005)
+    wait_while_held()
+    time.sleep(SLOW_SECONDS if is_slow(i) else 0.005)
     counters_redis_client().rpush(LEAVES, i)
     return i
+
+
+def is_slow(i: int) -> bool:
+    return i % SLOW_EVERY == SLOW_EVERY - 1
 
 
 @step(name="tests.faults.charge", at_most_once=True)

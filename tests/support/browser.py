@@ -1,7 +1,7 @@
 """Headless chromium for the admin's browser tests (Debian's /usr/bin/chromium via Playwright).
 
-Playwright's bundled browsers are never downloaded; without chromium the test skips (fails
-under CI=true).
+Playwright's bundled browsers are never downloaded; without chromium or Playwright the test
+skips (fails under CI=true).
 """
 
 from __future__ import annotations
@@ -25,6 +25,15 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+def playwright_sync_api() -> Any:
+    """`playwright.sync_api`, for a test module; without it the module skips (fails under CI)."""
+    if os.environ.get("CI", "").lower() == "true":
+        import playwright.sync_api
+
+        return playwright.sync_api  # an ImportError here fails the run, as it should on CI
+    return pytest.importorskip("playwright.sync_api")
 
 
 def require_chromium() -> Path:
