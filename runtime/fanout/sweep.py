@@ -4,7 +4,8 @@ Redis keeps a message that a killed worker had taken unacknowledged for the brok
 visibility timeout, so the runtime does not wait for it: every open group is looked at about
 every lease period. A running branch whose lease expired is taken over by its next attempt;
 a released pending branch whose message is long overdue is published again. Duplicates are
-harmless: every delivery must win the step's claim first.
+harmless: every delivery must win the step's claim first. Groups are looked at, and their
+branches republished, highest run priority first, with the run's priority on every message.
 """
 
 from __future__ import annotations
@@ -55,13 +56,16 @@ def sweep_fanouts_once(limit: int = 200) -> int:
             FanoutGroup.objects.open()
             .filter(check_at__lt=now)
             .select_for_update(skip_locked=True, of=("self",))
-            .values_list("id", "run_id", "run__status", "first_position", "released")[:limit]
+            .order_by("-run__priority", "check_at")
+            .values_list(
+                "id", "run_id", "run__status", "run__priority", "first_position", "released"
+            )[:limit]
         )
         ids = [g[0] for g in due_groups]
         FanoutGroup.objects.filter(id__in=ids).update(check_at=now + timedelta(seconds=_interval()))
     published = 0
     grace = pending_grace() if due_groups else 0.0
-    for gid, run_id, run_status, first, released in due_groups:
+    for gid, run_id, run_status, priority, first, released in due_groups:
         if run_status not in ACTIVE_RUN_STATES:
             FanoutGroup.objects.filter(id=gid).update(check_at=None)  # nothing will run again
             continue
@@ -77,7 +81,7 @@ def sweep_fanouts_once(limit: int = 200) -> int:
         if not due:
             continue
         try:
-            publish_branches(run_id, first, due)
+            publish_branches(run_id, first, due, priority)
         except PublishError:
             log.warning(
                 "run %s: republishing %d branch(es) failed", run_id, len(due), exc_info=True

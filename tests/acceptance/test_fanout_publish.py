@@ -25,6 +25,7 @@ from runtime.models import Event, Run
 from runtime.services import start_run
 from runtime.testing import InMemoryDispatcher, use_dispatcher, use_writer
 from tests.acceptance import fanout_flows as flows
+from tests.support.services import queued_lists
 from tests.support.workers import running_worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis_transport]
@@ -48,9 +49,10 @@ def start_quietly(n: int) -> RunHandle:
 
 
 def queued_task_ids(client: Any) -> list[str]:
-    """Task ids on the `fanfold` queue, oldest first (kombu LPUSHes, workers BRPOP)."""
-    raw = client.lrange(app.conf.task_default_queue, 0, -1)
-    return [json.loads(item)["headers"]["id"] for item in reversed(raw)]
+    """Task ids on the `fanfold` queue in the order workers take them: by priority list, and
+    oldest first in each (kombu LPUSHes, workers BRPOP)."""
+    raw = [item for key in queued_lists(client) for item in reversed(client.lrange(key, 0, -1))]
+    return [json.loads(item)["headers"]["id"] for item in raw]
 
 
 def expected(n: int) -> dict[str, Any]:

@@ -65,10 +65,14 @@ class RecordingDispatcher(CeleryDispatcher):
         return self.depth  # None (unknown) unless a test sets it
 
     def publish_branches(
-        self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
+        self,
+        run_id: uuid.UUID,
+        group_position: int,
+        dispatches: Sequence[BranchDispatch],
+        priority: int = 0,
     ) -> None:
         super().publish_branches(
-            run_id, group_position, [d for d in dispatches if d.countdown <= 0]
+            run_id, group_position, [d for d in dispatches if d.countdown <= 0], priority
         )
         for d in dispatches:
             if d.countdown > 0:
