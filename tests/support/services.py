@@ -68,7 +68,7 @@ def purge_broker_queue() -> None:
         bound.purge()
 
 
-def queued_lists(client: Any) -> list[str]:
+def queued_lists() -> list[str]:
     """The Redis lists of the default queue (one per priority step), in the order kombu's
     Redis transport reads them: its priority 0 (the queue's own name) first."""
     from celery import current_app
