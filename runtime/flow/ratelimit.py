@@ -2,8 +2,8 @@
 
 A step whose turn is in the future holds no worker: the inline path suspends the run until
 then (like a retry delay), a fan-out branch hands its claim back and is published again for
-then. Turns are kept per
-(step, attempt) by runtime.store.ratelimit, so the attempt that comes back keeps its turn.
+then. Turns are kept per (step, attempt) by runtime.store.ratelimit, so the attempt that comes
+back keeps its turn.
 
 Resuming a run takes tens of milliseconds (the delayed message, the claim, the replay), and
 how many varies: bodies that all resumed exactly at their turns would start late by varying
