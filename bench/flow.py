@@ -2,8 +2,10 @@
 
 Three workflows run the same loop of no-op steps: without limits, under a `concurrency`
 limit it never reaches (admission on every run), and with a rate-limited step whose rate it
-never reaches (a turn taken before every body). Rounds alternate the three so that drift in
-the machine's load hits all alike; the report gives medians. Also measured directly in this
+never reaches (a turn taken before every body). Two more fan the same steps out as branches,
+without and with the rate limit (a branch of a step without one must cost the same as in a
+worker where no limit is registered). Rounds alternate the scenarios so that drift in the
+machine's load hits all alike; the report gives medians. Also measured directly in this
 process: the latency of starting a run with and without admission, and of taking one turn.
 """
 
@@ -23,7 +25,8 @@ from runtime.handles import RunHandle, start
 from runtime.store.ratelimit import reserve_turn
 
 SCENARIOS = {"plain": "bench.flow.plain", "admitted": "bench.flow.admitted",
-             "paced": "bench.flow.paced"}  # fmt: skip
+             "paced": "bench.flow.paced", "fanned": "bench.flow.fanned",
+             "paced_fan": "bench.flow.paced_fan"}  # fmt: skip
 
 
 def _round(workflow: str, runs: int, steps: int, timeout: float) -> float:
@@ -56,9 +59,6 @@ def _turn_latency_ms(samples: int) -> float:
 
 def run_flow(runs: int, steps: int, repeat: int, timeout: float) -> dict[str, Any]:
     seconds: dict[str, list[float]] = {name: [] for name in SCENARIOS}
-    # Only this scenario's workers know its rate-limited step: a registered rate limit makes
-    # every fan-out branch look its step up before its claim, which the other scenarios
-    # must not pay.
     with environment.workers(
         Pool("threads", 1, 8), FANFOLD_WORKFLOW_MODULES=flow_workflows.__name__
     ):
@@ -82,6 +82,9 @@ def run_flow(runs: int, steps: int, repeat: int, timeout: float) -> dict[str, An
         "admission_overhead_ms_per_run": round((med["admitted"] - med["plain"]) * 1000 / runs, 3),
         "rate_limit_overhead_ms_per_step": round(
             (med["paced"] - med["plain"]) * 1000 / total_steps, 3
+        ),
+        "rate_limit_overhead_ms_per_branch": round(
+            (med["paced_fan"] - med["fanned"]) * 1000 / total_steps, 3
         ),
         "start_ms": {"plain": round(plain_start, 3), "admitted": round(admitted_start, 3)},
         "turn_ms": round(turn, 3),

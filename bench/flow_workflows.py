@@ -2,8 +2,8 @@
 
 The limits are set so high that nothing ever waits: what `bench flow` measures is the cost of
 admission and of taking rate-limit turns, not the limits themselves. Not a `workflows.py`:
-only `bench flow` loads it (its workers through FANFOLD_WORKFLOW_MODULES), so that no other
-scenario's worker has a rate-limited step registered.
+only `bench flow` loads it (its workers through FANFOLD_WORKFLOW_MODULES), so that the other
+scenarios measure workers as they were.
 """
 
 from __future__ import annotations
@@ -47,3 +47,16 @@ def paced(ctx: Any, steps: int) -> int:
     for i in range(steps):
         ctx.step(paced_noop, i)
     return steps
+
+
+@workflow(name="bench.flow.fanned")
+def fanned(ctx: Any, steps: int) -> int:
+    """A fan-out of steps without limits, in a worker where a rate-limited step is registered:
+    its branches must not pay for that."""
+    return len(ctx.map(noop, range(steps)))
+
+
+@workflow(name="bench.flow.paced_fan")
+def paced_fan(ctx: Any, steps: int) -> int:
+    """The same fan-out of a rate-limited step: each branch takes a turn after its claim."""
+    return len(ctx.map(paced_noop, range(steps)))

@@ -139,6 +139,18 @@ if CELERY_BROKER_URL.startswith("amqp"):
     # Celery's own sends (a run's start, timers) wait for the broker's confirm too; the
     # branch batches always do (publisher.amqp_confirms).
     CELERY_BROKER_TRANSPORT_OPTIONS["confirm_publish"] = True
+    if CELERY_TASK_DEFAULT_QUEUE_TYPE == "classic":
+        # Message priorities 0-9 (runtime.dispatch.broker_priority). RabbitMQ keeps a queue's
+        # arguments: a queue declared before this must be deleted once (docs/flow-control.md).
+        # Quorum queues take no x-max-priority.
+        CELERY_TASK_QUEUE_MAX_PRIORITY = 9
+if CELERY_BROKER_URL.startswith(("redis", "rediss", "sentinel")):
+    # kombu's Redis transport emulates priorities with one list per step; ten steps give every
+    # run priority its own list, and BRPOP reads them in order (list 0, the queue's own
+    # name, first). "priority" takes the queues themselves in order too (round robin by default).
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(
+        priority_steps=list(range(10)), sep=":", queue_order_strategy="priority"
+    )
 if CELERY_BROKER_URL.startswith("memory://"):
     # kombu's in-memory transport polls its queues once a second; the embedded worker would
     # then take fan-out branches at about `concurrency` per second.

@@ -8,7 +8,13 @@ dispatcher's hook before each send.
 
 A branch message is `fanfold.run_branch(run_id, position, attempt, group_position, poll)` with
 the derived key `dispatch_key(run, position, attempt)` as its task id, so a republish of the
-same attempt is recognisably the same message and loses its claim if the first one ran.
+same attempt is recognisably the same message and loses its claim if the first one ran. A
+branch of a run with a priority carries it as the `priority` keyword, so that what the branch
+sends in turn (the next branches, retries, the run's resume) goes out with it too.
+
+Every message carries its run's priority as the broker's message priority where the broker has
+one (`broker_priority`): RabbitMQ on a queue declared with `x-max-priority`, Redis through
+kombu's priority lists.
 """
 
 from __future__ import annotations
@@ -21,13 +27,14 @@ from celery import Celery, current_app
 from kombu.exceptions import ChannelError
 
 from publisher import CeleryTransport, Message, Transport, publish_messages
-from publisher.messages import IDEMPOTENCY_HEADER
+from publisher.messages import IDEMPOTENCY_HEADER, Routing
 from runtime import conf
 from runtime.core.fanin import BranchDispatch
 from runtime.core.identity import dispatch_key
 
 EXECUTE_RUN = "fanfold.execute_run"
 RUN_BRANCH = "fanfold.run_branch"
+MIN_PRIORITY, MAX_PRIORITY = 0, 9
 
 
 class Dispatcher(Protocol):
@@ -40,35 +47,59 @@ class Dispatcher(Protocol):
         `priority` (0-9, higher first) becomes the message's priority where the broker has one."""
 
     def publish_branches(
-        self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
+        self,
+        run_id: uuid.UUID,
+        group_position: int,
+        dispatches: Sequence[BranchDispatch],
+        priority: int = 0,
     ) -> None:
-        """Publish these branch attempts, delayed ones after their countdown; raises
-        `publisher.PublishError` if any failed."""
+        """Publish these branch attempts of a run of `priority`, delayed ones after their
+        countdown; raises `publisher.PublishError` if any failed."""
 
     def queue_depth(self) -> int | None:
         """How many messages wait in the default queue now; None if that cannot be known."""
 
 
-def branch_message(run_id: uuid.UUID, group_position: int, d: BranchDispatch) -> Message:
-    """The task message of one attempt of one branch (of one poll, for a child branch)."""
+def branch_message(
+    run_id: uuid.UUID,
+    group_position: int,
+    d: BranchDispatch,
+    priority: int = 0,
+    level: int | None = None,
+) -> Message:
+    """The task message of one attempt of one branch (of one poll, for a child branch) of a
+    run of `priority`; `level` is the broker's message priority for it (`broker_priority`)."""
     key = dispatch_key(run_id, d.position, d.attempt)
     args: list[object] = [str(run_id), d.position, d.attempt, group_position]
     if d.poll:
         key, args = f"{key}:poll:{d.poll}", [*args, d.poll]
-    return Message(RUN_BRANCH, key, args=args)
+    # Priority 0 adds nothing: the message of a plain run stays what it was.
+    kwargs: dict[str, object] = {"priority": priority} if priority else {}
+    return Message(RUN_BRANCH, key, args=args, kwargs=kwargs, routing=Routing(priority=level))
+
+
+AMQP_SCHEMES = frozenset({"amqp", "amqps", "pyamqp"})
+# kombu's Redis transports (Sentinel is Redis behind a name) emulate priorities with lists.
+REDIS_SCHEMES = frozenset({"redis", "rediss", "sentinel"})
 
 
 def broker_priority(broker_url: str, priority: int) -> int | None:
     """A run's priority (0-9, higher first) as this broker's message priority, or None.
 
-    AMQP (RabbitMQ) has the same scale, on a queue declared with x-max-priority. Redis does
-    not get one: kombu's Redis transport sorts a message without a priority (every resume,
-    every message of a run without one) as its highest, so a priority there could only
-    demote a run below those. Other brokers have none.
+    AMQP (RabbitMQ) has the same scale, higher first, on a queue declared with
+    x-max-priority: priority 0 is also what a message without one counts as. kombu's Redis
+    transport serves its lists lowest number first (0 is its highest priority) and files a
+    message without a priority under 0, so there the scale is reversed (9 - priority) and
+    every message must carry one, priority 0 included, or it would go before everything.
+    Other brokers (the in-process memory broker) have none.
     """
-    scheme = broker_url.split("://", 1)[0].split("+")[0]
-    if scheme in ("amqp", "amqps", "pyamqp"):
+    if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+        raise ValueError(f"priority must be from {MIN_PRIORITY} to {MAX_PRIORITY}, not {priority}")
+    scheme = broker_url.split("://", 1)[0].split("+")[0].lower()
+    if scheme in AMQP_SCHEMES:
         return priority
+    if scheme in REDIS_SCHEMES:
+        return MAX_PRIORITY - priority
     return None
 
 
@@ -99,43 +130,51 @@ class CeleryDispatcher:
         # Duplicates are harmless: an execution that finds the lease taken or the run finished
         # does nothing.
         app = self._app()
-        level = broker_priority(str(app.conf.broker_url or ""), priority) if priority else None
         app.send_task(
             EXECUTE_RUN,
             args=(str(run_id),),
             countdown=countdown or None,
             ignore_result=True,
-            priority=level,
+            priority=self._level(app, priority),
             queue=conf.get().RUN_QUEUE or None,
         )
 
     def publish_branches(
-        self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
+        self,
+        run_id: uuid.UUID,
+        group_position: int,
+        dispatches: Sequence[BranchDispatch],
+        priority: int = 0,
     ) -> None:
         """Those due now go in batches of `PUBLISH_BATCH_SIZE`, delayed ones one by one."""
         if not dispatches:
             return
+        level = self._level(self._app(), priority)
         now = [d for d in dispatches if d.countdown <= 0]
         if now:
             batch_size = conf.get().PUBLISH_BATCH_SIZE
             transport = self._given_transport or self._celery_transport(batch_size)
-            messages = [branch_message(run_id, group_position, d) for d in now]
+            messages = [branch_message(run_id, group_position, d, priority, level) for d in now]
             publish_messages(messages, transport, batch_size=batch_size)
         for d in dispatches:
             if d.countdown > 0:
-                self._send_later(run_id, group_position, d)
+                self._send_later(branch_message(run_id, group_position, d, priority, level), d)
 
-    def _send_later(self, run_id: uuid.UUID, group_position: int, d: BranchDispatch) -> None:
+    def _send_later(self, message: Message, d: BranchDispatch) -> None:
         # The publisher's messages carry no ETA, so a delayed message goes through Celery.
-        message = branch_message(run_id, group_position, d)
         self._app().send_task(
             message.task,
             args=message.args,
+            kwargs=message.kwargs,
             task_id=message.idempotency_key,
             countdown=d.countdown,
             headers={IDEMPOTENCY_HEADER: message.idempotency_key},
             ignore_result=True,
+            priority=message.routing.priority,
         )
+
+    def _level(self, app: Celery, priority: int) -> int | None:
+        return broker_priority(str(app.conf.broker_url or ""), priority)
 
     def queue_depth(self) -> int | None:
         app = self._app()
@@ -180,11 +219,17 @@ def enqueue_run(run_id: uuid.UUID, countdown: float | None = None, priority: int
 
 
 def publish_branches(
-    run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
+    run_id: uuid.UUID,
+    group_position: int,
+    dispatches: Sequence[BranchDispatch],
+    priority: int = 0,
 ) -> None:
-    """Publish these branch attempts; raises `publisher.PublishError` if any message failed
-    (its `retryable` says whether trying again may help)."""
-    _dispatcher.publish_branches(run_id, group_position, dispatches)
+    """Publish these branch attempts of a run of `priority`; raises `publisher.PublishError`
+    if any message failed (its `retryable` says whether trying again may help)."""
+    if priority:
+        _dispatcher.publish_branches(run_id, group_position, dispatches, priority=priority)
+    else:  # as for enqueue_run: dispatchers written before priorities take this call
+        _dispatcher.publish_branches(run_id, group_position, dispatches)
 
 
 def publish_later(
@@ -194,10 +239,11 @@ def publish_later(
     attempt: int,
     countdown: float,
     poll: int = 0,
+    priority: int = 0,
 ) -> None:
     """Publish one branch attempt after `countdown` seconds (a retry, or a child's next poll)."""
     delayed = BranchDispatch(position, attempt, max(countdown, 0.0), poll)
-    _dispatcher.publish_branches(run_id, group_position, [delayed])
+    publish_branches(run_id, group_position, [delayed], priority)
 
 
 def queue_depth() -> int | None:

@@ -69,13 +69,17 @@ def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
     try:
         epoch = 0
         while True:
-            session = ExecutionSession(run_id, token, epoch, writer())
+            session = ExecutionSession(run_id, token, epoch, writer(), claimed.priority)
             try:
                 return _freeing_slot(run_id, claimed, _observed_pass(session, claimed, clock))
             except _Replay as again:
                 epoch += 1
                 claimed = RunClaim(
-                    RunStatus.RUNNING, again.wakeups, claimed.workflow, claimed.input
+                    RunStatus.RUNNING,
+                    again.wakeups,
+                    claimed.workflow,
+                    claimed.input,
+                    claimed.priority,
                 )
     finally:
         run_leases.release(token)
@@ -212,7 +216,7 @@ def _suspend(
         return _aborted(session, abort.failure)
     if wake_at is not None:
         delay = max((wake_at - clock.now()).total_seconds(), 0.0)
-        enqueue_run(session.run_id, countdown=delay)
+        enqueue_run(session.run_id, countdown=delay, priority=session.priority)
     return Execution(ExecutionOutcome.SUSPENDED, wake_at)
 
 

@@ -145,6 +145,7 @@ def _create(plan: ForkPlan, run_input: dict[str, Any], reason: str) -> Run:
             last_seq=1 + len(events),
             forked_from=source,
             forked_from_position=plan.position,
+            priority=source.priority,  # a fork goes on with its source's work
         )
         run.save(force_insert=True)
         payload = {
@@ -162,7 +163,7 @@ def _create(plan: ForkPlan, run_input: dict[str, Any], reason: str) -> Run:
         Step.objects.bulk_create([_copied_step(s, run.id) for s in plan.steps])
         Event.objects.bulk_create(_copied_events(plan, events, run.id))
         FanoutGroup.objects.bulk_create([_copied_group(g, run.id) for g in plan.groups])
-        transaction.on_commit(lambda: enqueue_run(run.id))
+        transaction.on_commit(lambda: enqueue_run(run.id, priority=run.priority))
     return run
 
 

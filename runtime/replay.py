@@ -43,6 +43,11 @@ class ReplayCursor:
         return self.session.run_id
 
     @property
+    def priority(self) -> int:
+        """The run's priority (0-9): the branches it publishes carry it."""
+        return self.session.priority
+
+    @property
     def is_replaying(self) -> bool:
         """True while the workflow re-executes positions the history already holds."""
         return self._position < self._last_recorded

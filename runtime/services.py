@@ -236,7 +236,7 @@ def post_callback(
     )
     _commit(write, step.name, 512 + 2 * size)
     if not heartbeat:
-        enqueue_run(step.run_id)
+        enqueue_run(step.run_id, priority=step.run.priority)
     return CallbackReceipt(step.run_id, step.name, row.status, row.wake_at)
 
 

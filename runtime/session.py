@@ -19,6 +19,7 @@ class ExecutionSession:
     token: str
     epoch: int
     writer: CheckpointWriter
+    priority: int = 0  # the run's: the messages the execution sends carry it
 
     # Both go into every checkpoint of the execution: built once, not per step.
     @cached_property

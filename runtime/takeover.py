@@ -27,6 +27,7 @@ from runtime.store.liveness import (
     orphaned_branches,
     orphaned_runs,
 )
+from runtime.store.runs import run_priorities
 
 log = logging.getLogger("fanfold.takeover")
 
@@ -50,8 +51,8 @@ class Takeover:
         orphans = set(orphaned_runs())
         confirmed, self._suspect_runs = orphans & self._suspect_runs, orphans
         ended = expire_run_leases(sorted(confirmed), timezone.now())
-        for run_id in ended:
-            enqueue_run(run_id)
+        for run_id, priority in run_priorities(ended):
+            enqueue_run(run_id, priority=priority)
         if ended:
             log.info("took over %d run(s) of dead processes", len(ended))
         self._suspect_runs -= confirmed

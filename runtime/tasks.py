@@ -39,14 +39,23 @@ def execute_run(run_id: str) -> str:
     name=RUN_BRANCH, bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True
 )
 def run_branch(
-    self: Task, run_id: str, position: int, attempt: int, group_position: int, poll: int = 0
+    self: Task,
+    run_id: str,
+    position: int,
+    attempt: int,
+    group_position: int,
+    poll: int = 0,
+    priority: int = 0,
 ) -> str:
     """Run one attempt of one fan-out branch (runtime.fanout.branch); a duplicate does nothing.
 
-    Not retried by Celery: a branch whose report could not be written keeps its claim until
-    its lease expires, and the fan-out sweep then publishes the next attempt.
+    `priority` is the run's (runtime.dispatch.branch_message). Not retried by Celery: a branch
+    whose report could not be written keeps its claim until its lease expires, and the fan-out
+    sweep then publishes the next attempt.
     """
-    attempt_ = BranchAttempt(uuid.UUID(run_id), int(position), int(attempt), int(group_position))
+    attempt_ = BranchAttempt(
+        uuid.UUID(run_id), int(position), int(attempt), int(group_position), int(priority)
+    )
     traceparent = self.request.get(TRACEPARENT)  # a message header, set by the publisher
     return branch.run_branch(attempt_, int(poll), traceparent)
 

@@ -2,8 +2,9 @@
 
 - `use_dispatcher(d)`: send every message of this process to `d` for a block.
 - `InMemoryDispatcher`: keeps what the runtime sends; `join()` runs it in this process (run
-  executions and branch attempts, delayed ones when they are due) until nothing is left, the
-  way dramatiq's StubBroker is joined. No broker, no worker.
+  executions and branch attempts, delayed ones when they are due, highest run priority first
+  as a broker with priorities would) until nothing is left, the way dramatiq's StubBroker is
+  joined. No broker, no worker.
 - `use_writer(sink=...)`: a fresh checkpoint writer for a block, closed (with its database
   connection) after it; `sink` builds its sink (a `DatabaseSink` by default).
 - `replay(run_id)`: the replay check of one recorded run against the current code, writing
@@ -70,6 +71,7 @@ class SentRun:
     run_id: uuid.UUID
     countdown: float | None
     due: float  # time.monotonic() when it may run
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class SentBranch:
     group_position: int
     dispatch: BranchDispatch
     due: float  # time.monotonic() when it may run
+    priority: int = 0
 
 
 @dataclass
@@ -94,17 +97,22 @@ class InMemoryDispatcher:
     def enqueue_run(
         self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
     ) -> None:
-        sent = SentRun(run_id, countdown, time.monotonic() + (countdown or 0.0))
+        sent = SentRun(run_id, countdown, time.monotonic() + (countdown or 0.0), priority)
         with self._lock:
             self.runs.append(sent)
             self._queue.append(sent)
 
     def publish_branches(
-        self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
+        self,
+        run_id: uuid.UUID,
+        group_position: int,
+        dispatches: Sequence[BranchDispatch],
+        priority: int = 0,
     ) -> None:
         now = time.monotonic()
         sent = [
-            SentBranch(run_id, group_position, d, now + max(d.countdown, 0.0)) for d in dispatches
+            SentBranch(run_id, group_position, d, now + max(d.countdown, 0.0), priority)
+            for d in dispatches
         ]
         with self._lock:
             self.branches.extend(sent)
@@ -139,14 +147,16 @@ class InMemoryDispatcher:
             else:
                 d = message.dispatch
                 attempt = BranchAttempt(
-                    message.run_id, d.position, d.attempt, message.group_position
+                    message.run_id, d.position, d.attempt, message.group_position, message.priority
                 )
                 branch.run_branch(attempt, d.poll)
 
     def _take_due(self) -> SentRun | SentBranch | None:
         now = time.monotonic()
         with self._lock:
-            for index, message in enumerate(self._queue):
-                if message.due <= now:
-                    return self._queue.pop(index)
-        return None
+            due = [i for i, message in enumerate(self._queue) if message.due <= now]
+            if not due:
+                return None
+            # Highest priority first, then in the order sent.
+            first = min(due, key=lambda i: (-self._queue[i].priority, i))
+            return self._queue.pop(first)

@@ -50,8 +50,8 @@ def _broker_is_amqp() -> bool:
 def counters_redis() -> Iterator[object]:
     """The flushed Redis database where step bodies count themselves, and an empty queue.
 
-    On a Redis broker that database is the broker's own (flushing it empties the queue too);
-    on RabbitMQ the broker's queue is purged as well.
+    When that database is the broker's own, flushing it empties the queue too; otherwise
+    (RabbitMQ, or another Redis database) the broker's queue is purged as well.
     """
     import redis
     from django.conf import settings
@@ -59,7 +59,7 @@ def counters_redis() -> Iterator[object]:
     require(REDIS, "Redis")
     client = redis.Redis.from_url(counters_url())
     client.flushdb()
-    if not settings.CELERY_BROKER_URL.startswith("redis"):
+    if counters_url() != settings.CELERY_BROKER_URL:  # RabbitMQ, or another Redis database
         purge_broker_queue()
     yield client
     client.flushdb()

@@ -81,14 +81,16 @@ def run_branch(branch: BranchAttempt, poll: int = 0, traceparent: str | None = N
 
     `traceparent` names the span that published the message: the attempt's span links to it.
     """
-    if poll == 0 and branch_turn_later(branch.run_id, branch.group_position, branch.position,
-                                       branch.attempt):  # fmt: skip
-        return "rate_limited"  # published again for its turn (runtime.flow.ratelimit)
     claimed = claim_branch(branch, continuing=poll > 0)
     if claimed is None:
         if poll > 0:  # only child branches poll: the fan-out may have let this one go
             stop_abandoned_child(branch)
         return "skipped"
+    if poll == 0 and claimed.kind == "step" and branch_turn_later(
+        branch.run_id, branch.group_position, branch.position, branch.attempt, claimed.name,
+        branch.priority,
+    ):  # fmt: skip
+        return "rate_limited"  # claim handed back, published again for its turn
     args = list(claimed.input.get("args", []))
     kwargs = dict(claimed.input.get("kwargs", {}))
     if claimed.kind == "child":

@@ -29,9 +29,11 @@ def drive_child(
     """Start (once) the child run of a child branch and report when it has finished."""
     run_id = branch.run_id
     try:
+        # A child runs at its parent's priority: it is the parent's work.
         child, _ = start_run(
-            claimed.name, args, kwargs, idempotency_key=child_run_key(run_id, branch.position)
-        )
+            claimed.name, args, kwargs, idempotency_key=child_run_key(run_id, branch.position),
+            priority=branch.priority,
+        )  # fmt: skip
     except FanfoldError as exc:  # unknown workflow, bad arguments: the branch fails for good
         error = describe_exception(exc)
         finish(branch, claimed, "failed", error=error, reason="child not started")
@@ -58,7 +60,10 @@ def drive_child(
         finish(branch, claimed, "failed", error=error, reason=f"child {child.status}")
         return "failed"
     delay = min(0.05 * 2**poll, CHILD_POLL_MAX)
-    publish_later(run_id, branch.group_position, branch.position, branch.attempt, delay, poll + 1)
+    publish_later(
+        run_id, branch.group_position, branch.position, branch.attempt, delay, poll + 1,
+        priority=branch.priority,
+    )  # fmt: skip
     return "polling"
 
 

@@ -166,7 +166,7 @@ def _resume(
 
 def _publish(cursor: ReplayCursor, first: int, dispatches: list[BranchDispatch]) -> None:
     try:
-        publish_branches(cursor.run_id, first, dispatches)
+        publish_branches(cursor.run_id, first, dispatches, cursor.priority)
     except PublishError as exc:
         if exc.retryable:
             # The branches are recorded: the run is delivered again shortly and replay

@@ -39,6 +39,7 @@ class BranchAttempt:
     position: int
     attempt: int
     group_position: int  # the fan-out's first position
+    priority: int = 0  # the run's: what this attempt publishes or enqueues goes out with it
 
     # Derived once per attempt: a branch asks for them several times (uuid5 hashes each time).
     @cached_property
@@ -118,8 +119,9 @@ def report_failure(
     if not written.receipt.recorded:
         return "stale"
     publish_later(
-        branch.run_id, branch.group_position, branch.position, branch.attempt + 1, decision.delay
-    )
+        branch.run_id, branch.group_position, branch.position, branch.attempt + 1, decision.delay,
+        priority=branch.priority,
+    )  # fmt: skip
     return "retrying"
 
 
@@ -128,7 +130,7 @@ def after_commit(branch: BranchAttempt, receipt: BranchReceipt) -> None:
     if receipt.release:
         try:
             dispatches = [BranchDispatch(p, 1) for p in receipt.release]
-            publish_branches(branch.run_id, branch.group_position, dispatches)
+            publish_branches(branch.run_id, branch.group_position, dispatches, branch.priority)
         except PublishError:
             # The release is committed; the fan-out sweep republishes what did not leave.
             record_dispatch(branch.run_id, receipt.release, None)
@@ -140,4 +142,4 @@ def after_commit(branch: BranchAttempt, receipt: BranchReceipt) -> None:
             )
     if receipt.wake:
         # If this is lost, Run.wake_at (set with the settle) lets the recovery sweep do it.
-        enqueue_run(branch.run_id)
+        enqueue_run(branch.run_id, priority=branch.priority)

@@ -74,7 +74,7 @@ def sweep_fanouts_once(limit: int = 200) -> int:
     rule = republish_rule(queue_depth())
     budget = rule.budget
     published = 0
-    for gid, run_id, run_status, first, released in due_groups:
+    for gid, run_id, run_status, priority, first, released in due_groups:
         if run_status not in ACTIVE_RUN_STATES:
             FanoutGroup.objects.filter(id=gid).update(check_at=None)  # nothing will run again
             continue
@@ -92,7 +92,7 @@ def sweep_fanouts_once(limit: int = 200) -> int:
             budget -= len(again)
         running = {b.position: b.name for b in branches if b.status == StepStatus.RUNNING}
         due = interrupt_at_most_once(run_id, first, running, due)
-        if due and _publish(run_id, first, due, again, now):
+        if due and _publish(run_id, first, due, again, now, priority):
             published += len(due)
     return published
 
@@ -105,7 +105,10 @@ def _take_due_groups(now: datetime, limit: int) -> list[tuple[Any, ...]]:
             FanoutGroup.objects.open()
             .filter(check_at__lt=now)
             .select_for_update(skip_locked=True, of=("self",))
-            .values_list("id", "run_id", "run__status", "first_position", "released")[:limit]
+            .order_by("-run__priority", "check_at")  # the highest priorities republished first
+            .values_list(
+                "id", "run_id", "run__status", "run__priority", "first_position", "released"
+            )[:limit]
         )
         ids = [g[0] for g in due_groups]
         FanoutGroup.objects.filter(id__in=ids).update(check_at=now + timedelta(seconds=_interval()))
@@ -118,9 +121,10 @@ def _publish(
     due: list[BranchDispatch],
     again: list[int],
     now: datetime,
+    priority: int,
 ) -> bool:
     try:
-        publish_branches(run_id, first, due)
+        publish_branches(run_id, first, due, priority)
     except PublishError:
         log.warning("run %s: republishing %d branch(es) failed", run_id, len(due), exc_info=True)
         return False

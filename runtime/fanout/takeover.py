@@ -53,14 +53,16 @@ def interrupt_at_most_once(
 def publish_next_attempts(step_ids: list[uuid.UUID]) -> int:
     """Publish the next attempt of these running branches, whose leases just ended (their
     process died); at-most-once ones are failed instead. Returns how many were published."""
-    rows = Step.objects.filter(id__in=step_ids, status=StepStatus.RUNNING).values_list(
-        "run_id", "position", "name", "attempt"
+    rows = (
+        Step.objects.filter(id__in=step_ids, status=StepStatus.RUNNING)
+        .order_by("-run__priority")
+        .values_list("run_id", "run__priority", "position", "name", "attempt")
     )
-    by_run: dict[uuid.UUID, list[tuple[int, str, int]]] = {}
-    for run_id, position, name, attempt in rows:
-        by_run.setdefault(run_id, []).append((position, name, attempt))
+    by_run: dict[tuple[uuid.UUID, int], list[tuple[int, str, int]]] = {}
+    for run_id, priority, position, name, attempt in rows:
+        by_run.setdefault((run_id, priority), []).append((position, name, attempt))
     published = 0
-    for run_id, branches in by_run.items():
+    for (run_id, priority), branches in by_run.items():  # highest priority first
         groups = FanoutGroup.objects.open().filter(run_id=run_id)
         for group_position, total in groups.values_list("first_position", "total"):
             mine = [b for b in branches if group_position <= b[0] < group_position + total]
@@ -68,6 +70,6 @@ def publish_next_attempts(step_ids: list[uuid.UUID]) -> int:
             due = [BranchDispatch(position, attempt + 1) for position, _, attempt in mine]
             due = interrupt_at_most_once(run_id, group_position, running, due)
             if due:
-                publish_branches(run_id, group_position, due)
+                publish_branches(run_id, group_position, due, priority)
                 published += len(due)
     return published

@@ -1,8 +1,9 @@
 """`@step(rate_limit="N/s|m|h")`: a body starts only at its turn, across every worker.
 
 A step whose turn is in the future holds no worker: the inline path suspends the run until
-then (like a retry delay), a fan-out branch is published again for then. Turns are kept per
-(step, attempt) by runtime.store.ratelimit, so the attempt that comes back keeps its turn.
+then (like a retry delay), a fan-out branch hands its claim back and is published again for
+then. Turns are kept per (step, attempt) by runtime.store.ratelimit, so the attempt that comes
+back keeps its turn.
 
 Resuming a run takes tens of milliseconds (the delayed message, the claim, the replay), and
 how many varies: bodies that all resumed exactly at their turns would start late by varying
@@ -23,15 +24,21 @@ from django.utils import timezone
 
 from runtime.core.identity import step_id
 from runtime.dispatch import publish_later
-from runtime.models import Step, StepStatus
 from runtime.registry import StepFunction, registry
-from runtime.store.ratelimit import forget_reservations, reserve_turn, retake_turn
+from runtime.store.ratelimit import (
+    forget_reservations,
+    hand_back_claim,
+    reserve_turn,
+    retake_turn,
+)
 
 LEAD = timedelta(milliseconds=150)
 SHORT_WAIT = timedelta(milliseconds=250)
 # A body starts at most this long after its turn, so no window of a period holds more than
-# N + N * LATE / period + 1 starts; an attempt later than that takes a new turn (at most
-# MAX_RETAKES times, then it starts anyway rather than starve on a stalled machine).
+# N + N * LATE / period + 1 starts. An attempt that finds itself later than that (back late
+# from a suspend, a slow reservation, an oversleep) leaves its turn unused and takes a new
+# one; after MAX_RETAKES of those in a row it suspends briefly and tries again: it never
+# starts off its turn.
 LATE = timedelta(milliseconds=50)
 MAX_RETAKES = 3
 KEEP_RESERVATIONS = timedelta(hours=1)
@@ -48,23 +55,25 @@ def turn_wait(
     if not isinstance(fn, StepFunction) or fn.rate_limit is None:
         return None
     spacing, sid = fn.rate_limit.spacing, step_id(run_id, position)
-    asked = timezone.now()
-    turn = reserve_turn(fn.name, spacing, sid, attempt, asked)
-    for _ in range(MAX_RETAKES):
-        if asked - turn > LATE:
-            # Back too late for a turn kept from before: starting now would crowd the turns
-            # of the next second. Leave that turn unused and queue again.
-            asked = timezone.now()
-            turn = retake_turn(fn.name, spacing, sid, attempt, asked)
+    turn = reserve_turn(fn.name, spacing, sid, attempt, timezone.now())
+    retakes = 0
+    while True:
+        # Lateness is measured after the reservation and after every wait, right before the
+        # body would start: time spent in the query or oversleeping counts.
+        now = timezone.now()
+        if now - turn > LATE:
+            if retakes == MAX_RETAKES:
+                return now  # a stalled process: suspend, and take a turn when back
+            # Starting now would crowd the turns of the next period: queue again.
+            turn = retake_turn(fn.name, spacing, sid, attempt, now)
+            retakes += 1
             continue
-        wait = turn - timezone.now()
+        wait = turn - now
         if wait > SHORT_WAIT:
             return turn - LEAD
         if wait <= timedelta(0):
             return None
         time.sleep(wait.total_seconds())
-        asked = timezone.now()  # an oversleep past LATE is late too
-    return None
 
 
 def forget_old_turns() -> int:
@@ -72,21 +81,29 @@ def forget_old_turns() -> int:
     return forget_reservations(timezone.now() - KEEP_RESERVATIONS)
 
 
-def branch_turn_later(run_id: uuid.UUID, group_position: int, position: int, attempt: int) -> bool:
-    """For a fan-out branch about to claim its step: True if its turn is later, in which case
-    its message is published again for then and the step's wake_at says when (so the fan-out
-    sweep does not take it for a lost message). Free unless some step has a rate limit."""
-    if not any(st.rate_limit is not None for st in registry.steps.values()):
-        return False
-    sid = step_id(run_id, position)
-    name = Step.objects.filter(id=sid).values_list("name", flat=True).first()
-    fn = registry.steps.get(name) if name is not None else None
-    if fn is None:
+def branch_turn_later(
+    run_id: uuid.UUID,
+    group_position: int,
+    position: int,
+    attempt: int,
+    name: str,
+    priority: int = 0,
+) -> bool:
+    """For a fan-out branch that has just claimed `attempt` of its step `name`: True if its
+    turn is later. Then the claim is handed back (the step is pending at the previous attempt
+    again, and its wake_at says when, so the fan-out sweep does not take it for a lost
+    message) and the attempt is published again for then, at the run's `priority`.
+
+    Checked after the claim, which read the step's name anyway: a step without a rate limit
+    costs no query, and the body starts right after the check.
+    """
+    fn = registry.steps.get(name)
+    if fn is None or fn.rate_limit is None:
         return False
     wake = turn_wait(fn, run_id, position, attempt)
     if wake is None:
         return False
-    Step.objects.filter(id=sid, status=StepStatus.PENDING).update(wake_at=wake)
-    countdown = max((wake - timezone.now()).total_seconds(), 0.0)
-    publish_later(run_id, group_position, position, attempt, countdown)
+    if hand_back_claim(step_id(run_id, position), attempt, wake):  # else cancelled meanwhile
+        countdown = max((wake - timezone.now()).total_seconds(), 0.0)
+        publish_later(run_id, group_position, position, attempt, countdown, priority=priority)
     return True

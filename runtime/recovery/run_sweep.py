@@ -23,7 +23,8 @@ from runtime.recovery.loop import BackgroundLoop
 log = logging.getLogger("fanfold.sweep")
 
 
-def due_runs(limit: int = 500) -> list[uuid.UUID]:
+def due_runs(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
+    """(id, priority) of the runs to enqueue again, oldest due first."""
     now = timezone.now()
     # A grace period lets the ordinary message arrive first; the sweep is the backstop.
     grace = timedelta(seconds=max(conf.get().SWEEP_INTERVAL, 1.0))
@@ -33,7 +34,7 @@ def due_runs(limit: int = 500) -> list[uuid.UUID]:
         Run.objects.active()
         .filter(orphaned | overdue)
         .order_by("wake_at")
-        .values_list("id", flat=True)[:limit]
+        .values_list("id", "priority")[:limit]
     )
     return list(ids)
 
@@ -41,8 +42,8 @@ def due_runs(limit: int = 500) -> list[uuid.UUID]:
 def sweep_once() -> int:
     """Enqueue every due run once; returns how many."""
     ids = due_runs()
-    for run_id in ids:
-        enqueue_run(run_id)
+    for run_id, priority in ids:
+        enqueue_run(run_id, priority=priority)
     if ids:
         log.info("sweep re-enqueued %d run(s)", len(ids))
     return len(ids)

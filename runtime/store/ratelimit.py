@@ -19,6 +19,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from runtime.flow.models import RateBucket, RateReservation
+from runtime.models import Step, StepStatus
 from runtime.store.dialect import postgres
 
 _BUCKET = RateBucket._meta.db_table
@@ -110,3 +111,12 @@ def forget_reservations(before: datetime) -> int:
     """Delete reservations whose turn came before `before` (their attempts have started)."""
     deleted, _ = RateReservation.objects.filter(at__lt=before).delete()
     return deleted
+
+
+def hand_back_claim(step_id: uuid.UUID, attempt: int, wake_at: datetime) -> bool:
+    """Undo a fan-out branch's claim of `attempt` whose turn is later: the step is pending at
+    the previous attempt again, due at `wake_at`; False if the claim was no longer held."""
+    updated = Step.objects.filter(id=step_id, status=StepStatus.RUNNING, attempt=attempt).update(
+        status=StepStatus.PENDING, attempt=attempt - 1, wake_at=wake_at, lease_owner=None
+    )
+    return updated == 1

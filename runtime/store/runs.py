@@ -69,6 +69,7 @@ class RunClaim:
     wakeups: int
     workflow: str
     input: dict[str, Any]
+    priority: int = 0
 
 
 def claim_run(
@@ -82,7 +83,7 @@ def claim_run(
         f"UPDATE {Run._meta.db_table} SET lease_token = %s, lease_expires_at = %s, "
         f"lease_owner = %s WHERE id = %s AND status IN ({states}) "
         "AND (lease_token IS NULL OR lease_expires_at < %s) AND admitted = %s "
-        "RETURNING status, wakeups, workflow, input"
+        "RETURNING status, wakeups, workflow, input, priority"
     )
     params = [token, lease_until, owner, uuid_param(run_id), *state_params, now, True]
     with connection.cursor() as cursor:
@@ -91,7 +92,17 @@ def claim_run(
     if row is None:
         return None
     raw_input = json.loads(row[3]) if isinstance(row[3], str) else row[3]
-    return RunClaim(status=row[0], wakeups=int(row[1]), workflow=row[2], input=raw_input)
+    return RunClaim(
+        status=row[0], wakeups=int(row[1]), workflow=row[2], input=raw_input, priority=row[4]
+    )
+
+
+def run_priorities(run_ids: Sequence[uuid.UUID]) -> list[tuple[uuid.UUID, int]]:
+    """(id, priority) of these runs, highest priority first (then in the order given), for
+    the paths that enqueue runs they know only by id."""
+    found = dict(Run.objects.filter(id__in=list(run_ids)).values_list("id", "priority"))
+    order = {run_id: index for index, run_id in enumerate(run_ids)}
+    return sorted(found.items(), key=lambda item: (-item[1], order[item[0]]))
 
 
 _HISTORY_FIELDS = (

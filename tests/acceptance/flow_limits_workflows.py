@@ -81,3 +81,17 @@ def paced(i: int) -> int:
 @workflow(name="tests.accept.flow.paced_once")
 def paced_once(ctx: Any, i: int) -> int:
     return ctx.step(paced, i)
+
+
+FANNED = "tests:flow:fanned"  # labels of `leaf` bodies, in start order
+
+
+@step(name="tests.accept.flow.leaf")
+def leaf(label: str, i: int) -> str:
+    client().rpush(FANNED, label)
+    return f"{label}{i}"
+
+
+@workflow(name="tests.accept.flow.fan")
+def fan(ctx: Any, label: str, n: int) -> list[str]:
+    return ctx.all([leaf.s(label, i) for i in range(n)])

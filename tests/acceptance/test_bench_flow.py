@@ -34,10 +34,11 @@ def test_bench_flow_reports_admission_and_rate_limit_overhead(counters_redis: An
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert (report["scenario"], report["runs"], report["steps_per_run"]) == ("flow", 4, 3)
-    for name in ("plain", "admitted", "paced"):
+    for name in ("plain", "admitted", "paced", "fanned", "paced_fan"):
         assert report[f"{name}_seconds"] > 0
     assert isinstance(report["admission_overhead_ms_per_run"], float)
     assert isinstance(report["rate_limit_overhead_ms_per_step"], float)
+    assert isinstance(report["rate_limit_overhead_ms_per_branch"], float)
     assert report["start_ms"]["admitted"] > 0 and report["turn_ms"] > 0
     admitted = Run.objects.filter(workflow="bench.flow.admitted")
     assert admitted.count() == 4 + 50 and not admitted.filter(admitted=False).exists()

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+import redis
 
 from config.celery import app
 from publisher import CeleryTransport, Message, Outcome, counters
@@ -25,6 +26,7 @@ from runtime.models import Event, Run
 from runtime.services import start_run
 from runtime.testing import InMemoryDispatcher, use_dispatcher, use_writer
 from tests.acceptance import fanout_flows as flows
+from tests.support.services import queued_lists
 from tests.support.workers import running_worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis_transport]
@@ -47,10 +49,12 @@ def start_quietly(n: int) -> RunHandle:
     return RunHandle(run.id)
 
 
-def queued_task_ids(client: Any) -> list[str]:
-    """Task ids on the `fanfold` queue, oldest first (kombu LPUSHes, workers BRPOP)."""
-    raw = client.lrange(app.conf.task_default_queue, 0, -1)
-    return [json.loads(item)["headers"]["id"] for item in reversed(raw)]
+def queued_task_ids() -> list[str]:
+    """Task ids on the `fanfold` queue in the order workers take them: by priority list, and
+    oldest first in each (kombu LPUSHes, workers BRPOP)."""
+    client = redis.Redis.from_url(app.conf.broker_url)  # the counters may live elsewhere
+    raw = [item for key in queued_lists() for item in reversed(client.lrange(key, 0, -1))]
+    return [json.loads(item)["headers"]["id"] for item in raw]
 
 
 def expected(n: int) -> dict[str, Any]:
@@ -74,9 +78,7 @@ def test_fanout_branches_leave_in_batches_with_keys_and_order_intact(
     assert execute(handle.id).outcome is Execution.SUSPENDED
     snapshot = counters.snapshot()
     assert snapshot.batch_sizes == sizes and snapshot.failures == 0
-    assert queued_task_ids(counters_redis) == [
-        dispatch_key(handle.id, p, 1) for p in range(1, n + 1)
-    ]
+    assert queued_task_ids() == [dispatch_key(handle.id, p, 1) for p in range(1, n + 1)]
 
     with running_worker("fanout-batch", "threads", 8, **WORKER_ENV):
         assert handle.wait(timeout=60) == expected(n)
@@ -114,7 +116,7 @@ def test_fanout_partial_publish_failure_then_republish_runs_each_step_once(
         execution = execute(handle.id)
     assert execution.outcome is Execution.SUSPENDED and execution.wake_at is not None
     assert counters.snapshot().failures == 20
-    assert len(queued_task_ids(counters_redis)) == 21  # 20 branches and the run's retry timer
+    assert len(queued_task_ids()) == 21  # 20 branches and the run's retry timer
 
     with running_worker("fanout-partial", "threads", 8, **WORKER_ENV):
         assert handle.wait(timeout=60) == expected(40)

@@ -20,9 +20,13 @@ from runtime.dispatch import CeleryDispatcher
 @dataclass
 class Enqueued:
     calls: list[tuple[uuid.UUID, float | None]] = field(default_factory=list)
+    priorities: list[int] = field(default_factory=list)  # of each call, in order
 
-    def __call__(self, run_id: uuid.UUID, countdown: float | None = None) -> None:
+    def __call__(
+        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+    ) -> None:
         self.calls.append((run_id, countdown))
+        self.priorities.append(priority)
 
     def count(self, run_id: uuid.UUID) -> int:
         return sum(1 for rid, _ in self.calls if rid == run_id)
@@ -33,6 +37,7 @@ class Later:
     """Delayed publishes: (run_id, group_position, position, attempt, countdown, poll)."""
 
     calls: list[tuple[uuid.UUID, int, int, int, float, int]] = field(default_factory=list)
+    priorities: list[int] = field(default_factory=list)  # of each call, in order
 
     def __call__(
         self,
@@ -42,8 +47,10 @@ class Later:
         attempt: int,
         countdown: float,
         poll: int = 0,
+        priority: int = 0,
     ) -> None:
         self.calls.append((run_id, group_position, position, attempt, countdown, poll))
+        self.priorities.append(priority)
 
 
 class RecordingDispatcher(CeleryDispatcher):
@@ -59,17 +66,23 @@ class RecordingDispatcher(CeleryDispatcher):
     def enqueue_run(
         self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
     ) -> None:
-        self.enqueued(run_id, countdown)
+        self.enqueued(run_id, countdown, priority)
 
     def queue_depth(self) -> int | None:
         return self.depth  # None (unknown) unless a test sets it
 
     def publish_branches(
-        self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[BranchDispatch]
+        self,
+        run_id: uuid.UUID,
+        group_position: int,
+        dispatches: Sequence[BranchDispatch],
+        priority: int = 0,
     ) -> None:
         super().publish_branches(
-            run_id, group_position, [d for d in dispatches if d.countdown <= 0]
+            run_id, group_position, [d for d in dispatches if d.countdown <= 0], priority
         )
         for d in dispatches:
             if d.countdown > 0:
-                self.later(run_id, group_position, d.position, d.attempt, d.countdown, d.poll)
+                self.later(
+                    run_id, group_position, d.position, d.attempt, d.countdown, d.poll, priority
+                )

@@ -60,10 +60,24 @@ def purge_broker_queue() -> None:
     from celery import current_app
     from django.conf import settings
 
+    # Declared as the app declares it (x-max-priority on RabbitMQ): other arguments would fail.
+    queue = current_app.amqp.queues[settings.CELERY_TASK_DEFAULT_QUEUE]
     with current_app.connection_for_write() as connection:
-        channel = connection.default_channel
-        channel.queue_declare(settings.CELERY_TASK_DEFAULT_QUEUE, durable=True, auto_delete=False)
-        channel.queue_purge(settings.CELERY_TASK_DEFAULT_QUEUE)
+        bound = queue.bind(connection.default_channel)
+        bound.declare()
+        bound.purge()
+
+
+def queued_lists() -> list[str]:
+    """The Redis lists of the default queue (one per priority step), in the order kombu's
+    Redis transport reads them: its priority 0 (the queue's own name) first."""
+    from celery import current_app
+
+    queue = current_app.conf.task_default_queue
+    options = current_app.conf.broker_transport_options or {}
+    steps = options.get("priority_steps", [0, 3, 6, 9])
+    sep = options.get("sep", "\x06\x16")
+    return [queue if step == 0 else f"{queue}{sep}{step}" for step in steps]
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:

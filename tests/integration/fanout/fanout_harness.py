@@ -33,7 +33,10 @@ class Branches:
         def one(message: Message) -> str:
             try:
                 run_id, position, attempt, group_position, *poll = message.args
-                branch = BranchAttempt(uuid.UUID(run_id), position, attempt, group_position)
+                priority = message.kwargs.get("priority", 0)  # as the task takes it
+                branch = BranchAttempt(
+                    uuid.UUID(run_id), position, attempt, group_position, priority
+                )
                 return run_branch(branch, *poll)
             finally:
                 connection.close()

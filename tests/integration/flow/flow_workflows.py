@@ -49,3 +49,13 @@ def paced_map(ctx: Any, items: list[int]) -> list[int]:
 @workflow(name="tests.flow.plain")
 def plain(ctx: Any, label: str) -> str:
     return ctx.step(note, label)
+
+
+@step(name="tests.flow.brisk", rate_limit="10/s")
+def brisk(i: int) -> int:
+    return i
+
+
+@workflow(name="tests.flow.plain_map")
+def plain_map(ctx: Any, labels: list[str]) -> list[str]:
+    return ctx.map(note, labels)

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from runtime import start
+from runtime import executor, start
 from runtime.core.identity import step_id
-from runtime.flow.ratelimit import LEAD, turn_wait
-from runtime.models import RateReservation
+from runtime.executor import ExecutionOutcome
+from runtime.fanout import branch
+from runtime.fanout.report import BranchAttempt
+from runtime.flow import ratelimit
+from runtime.flow.ratelimit import LATE, LEAD, MAX_RETAKES, turn_wait
+from runtime.models import RateReservation, Step
 from runtime.store.ratelimit import reserve_turn
 from runtime.testing import InMemoryDispatcher
 from tests.integration.flow import flow_workflows as flows
@@ -50,7 +59,7 @@ def test_ratelimit_a_step_waiting_for_its_turn_suspends_the_run(
     assert RateReservation.objects.count() == 2
 
 
-def test_ratelimit_fanout_branches_wait_for_their_turns_unclaimed(
+def test_ratelimit_fanout_branches_wait_for_their_turns_holding_no_claim(
     dispatcher: InMemoryDispatcher,
 ) -> None:
     handle = start(flows.paced_map, [1, 2, 3])
@@ -74,3 +83,79 @@ def test_ratelimit_an_attempt_back_too_late_takes_a_new_turn() -> None:
     assert turn_wait(flows.paced, run_id, 1, 1) is None
     kept = RateReservation.objects.get(step_id=sid, attempt=1).at
     assert kept >= before
+
+
+def test_ratelimit_a_slow_reservation_counts_as_late(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The turn handed out is the time asked for (an idle bucket), but the answer came 0.2 s
+    # later: starting then would be late, so the attempt queues again instead.
+    real = ratelimit.reserve_turn
+
+    def slow(*args: Any) -> datetime:
+        turn = real(*args)
+        time.sleep(0.2)
+        return turn
+
+    monkeypatch.setattr(ratelimit, "reserve_turn", slow)
+    run_id = uuid.uuid4()
+    first_turn = timezone.now()
+    wake = turn_wait(flows.paced, run_id, 1, 1)
+    kept = RateReservation.objects.get(step_id=step_id(run_id, 1), attempt=1).at
+    assert kept >= first_turn + timedelta(seconds=0.5)  # the next turn at 2/s, not the first
+    assert wake == kept - LEAD
+
+
+def test_ratelimit_an_attempt_late_at_every_look_never_starts_off_its_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every short wait oversleeps past LATE (a stalled process) while other attempts keep
+    # the bucket busy: after MAX_RETAKES new turns the attempt suspends rather than start a
+    # body on no turn of its own.
+    real_sleep = time.sleep
+    naps: list[float] = []
+
+    def oversleep(seconds: float) -> None:
+        naps.append(seconds)
+        real_sleep(seconds + 2 * LATE.total_seconds())
+        reserve_turn(flows.brisk.name, 0.1, uuid.uuid4(), 1, timezone.now())  # someone else's
+
+    monkeypatch.setattr(ratelimit.time, "sleep", oversleep)
+    now = timezone.now()
+    reserve_turn(flows.brisk.name, 0.1, uuid.uuid4(), 1, now)  # the next turn is 0.1 s away
+    run_id = uuid.uuid4()
+    wake = turn_wait(flows.brisk, run_id, 1, 1)
+    assert wake is not None
+    assert len(naps) == MAX_RETAKES + 1
+
+
+def test_ratelimit_a_branch_hands_its_claim_back_until_its_turn(
+    dispatcher: InMemoryDispatcher,
+) -> None:
+    # The bucket is taken for the next 5 s: the branch's turn is after that.
+    reserve_turn(flows.paced.name, 5.0, uuid.uuid4(), 1, timezone.now())
+    handle = start(flows.paced_map, [7], priority=4)
+    assert executor.execute(handle.id).outcome is ExecutionOutcome.SUSPENDED
+    (sent,) = dispatcher.branches
+    attempt = BranchAttempt(handle.id, sent.dispatch.position, 1, sent.group_position, 4)
+    assert branch.run_branch(attempt) == "rate_limited"
+    row = Step.objects.get(run_id=handle.id, position=sent.dispatch.position)
+    turn = RateReservation.objects.get(step_id=row.id, attempt=1).at
+    assert (row.status, row.attempt, row.lease_owner) == ("pending", 0, None)
+    assert row.wake_at == turn - LEAD  # the sweep leaves it alone until then
+    again = dispatcher.branches[-1]
+    assert (again.dispatch.position, again.dispatch.attempt, again.priority) == (row.position, 1, 4)
+    assert 4.0 < again.dispatch.countdown <= 5.0
+
+
+def test_ratelimit_a_branch_without_a_limit_reads_no_step_for_it(
+    dispatcher: InMemoryDispatcher,
+) -> None:
+    # Some registered step has a rate limit (tests.flow.paced); a branch of another step
+    # learns its name from its claim, not from a query of its own.
+    assert flows.paced.rate_limit is not None
+    handle = start(flows.plain_map, ["a"])
+    assert executor.execute(handle.id).outcome is ExecutionOutcome.SUSPENDED
+    (sent,) = dispatcher.branches
+    attempt = BranchAttempt(handle.id, sent.dispatch.position, 1, sent.group_position)
+    with CaptureQueriesContext(connection) as queries:
+        assert branch.run_branch(attempt) == "completed"
+    assert [q["sql"] for q in queries.captured_queries if "runtime_step" in q["sql"]] == []

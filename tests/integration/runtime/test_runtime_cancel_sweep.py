@@ -119,7 +119,7 @@ def test_sweep_finds_expired_leases_and_overdue_timers_only(enqueued: Any) -> No
         ids[label] = run.id
     enqueued.calls.clear()
 
-    assert sorted(due_runs()) == sorted([ids["orphaned"], ids["overdue"]])
+    assert sorted(run_id for run_id, _ in due_runs()) == sorted([ids["orphaned"], ids["overdue"]])
     assert sweep_once() == 2
     assert sorted(run_id for run_id, _ in enqueued.calls) == sorted(
         [ids["orphaned"], ids["overdue"]]
