@@ -42,14 +42,35 @@ def write_transactions() -> int | None:
     return int(row[0]) if row else None
 
 
+def cpu_us_per(before: float | None, after: float | None, items: int) -> float | None:
+    """Worker CPU microseconds per step or branch between two `Workers.cpu_seconds()`."""
+    if before is None or after is None or not items:
+        return None
+    return round((after - before) / items * 1e6, 1)
+
+
+class Workers:
+    """The benchmark's worker processes (none with the embedded broker)."""
+
+    def __init__(self, processes: list[WorkerProcess]) -> None:
+        self.processes = processes
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds all of them used so far (None when not measurable, as embedded)."""
+        if not self.processes:
+            return None
+        used = [worker.cpu_seconds() for worker in self.processes]
+        return None if None in used else sum(u for u in used if u is not None)
+
+
 @contextmanager
 def workers(
     count: int = 1, pool: str = "threads", concurrency: int = 8, **extra_env: str
-) -> Iterator[None]:
+) -> Iterator[Workers]:
     """Run the benchmark's workers: real processes for a real broker, else the embedded one."""
     if embedded.is_embedded():
         embedded.ensure_worker()
-        yield
+        yield Workers([])
         return
     workers = [
         WorkerProcess(f"bench{i}", pool=pool, concurrency=concurrency, env=extra_env, log_dir=LOGS)
@@ -58,7 +79,7 @@ def workers(
     try:
         for worker in workers:
             worker.wait_ready()
-        yield
+        yield Workers(workers)
     finally:
         for worker in workers:
             worker.stop()

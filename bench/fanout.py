@@ -40,8 +40,16 @@ def _result_backend() -> str:
     return "redis://127.0.0.1:6379/13"
 
 
+# Per worker (two of them): a prefork child runs one branch at a time, a thread too.
+FANOUT_CONCURRENCY = {"threads": 16, "prefork": 4}
+
+
 def run_fanout(
-    branches: int, timeout: float, repeat: int = 1, worker_env: dict[str, str] | None = None
+    branches: int,
+    timeout: float,
+    repeat: int = 1,
+    worker_env: dict[str, str] | None = None,
+    pool: str = "threads",
 ) -> dict[str, Any]:
     """`repeat` pairs of (durable fan-out, Celery group), alternating; medians are reported."""
     if embedded.is_embedded():
@@ -52,16 +60,28 @@ def run_fanout(
     durables: list[dict[str, Any]] = []
     baselines: list[float] = []
     with environment.workers(
-        count=2, pool="threads", concurrency=16, CELERY_RESULT_BACKEND=backend, **(worker_env or {})
-    ):
+        count=2,
+        pool=pool,
+        concurrency=FANOUT_CONCURRENCY[pool],
+        CELERY_RESULT_BACKEND=backend,
+        **(worker_env or {}),
+    ) as workers:
         # Both sides first run a small one, so neither pays for connections and prepares.
         _durable(WARM_UP_BRANCHES, timeout)
         _baseline(WARM_UP_BRANCHES, timeout)
         for _ in range(repeat):
-            durables.append(_durable(branches, timeout))
+            cpu_before = workers.cpu_seconds()
+            durable = _durable(branches, timeout)
+            durable["worker_cpu_us_per_branch"] = environment.cpu_us_per(
+                cpu_before, workers.cpu_seconds(), branches
+            )
+            durables.append(durable)
             baselines.append(_baseline(branches, timeout))
     report = dict(durables[-1])
-    for key in ("ttfs_ms", "ttls_ms", "fan_in_ms", "wall_ms"):
+    report["pool"] = pool
+    if None not in (cpus := [d["worker_cpu_us_per_branch"] for d in durables]):
+        report["worker_cpu_us_per_branch"] = round(median(cpus), 1)
+    for key in ("ttfs_ms", "ttls_ms", "fan_in_ms", "wall_ms", "first_pass_cpu_ms"):
         report[key] = round(median([d[key] for d in durables]), 1)
     baseline_ms = median(baselines)
     report["baseline_group_ms"] = round(baseline_ms, 1)
@@ -79,7 +99,9 @@ def _durable(branches: int, timeout: float) -> dict[str, Any]:
         run, _ = start_run("examples.fanout_noop", [branches])
     counters.reset()
     began = time.perf_counter()
+    cpu_began = time.process_time()
     executor.execute(run.id)
+    first_pass_cpu_ms = (time.process_time() - cpu_began) * 1000
     publish = counters.snapshot()
     RunHandle(run.id).wait(timeout=timeout, poll_interval=0.005)
     wall_ms = (time.perf_counter() - began) * 1000
@@ -97,6 +119,7 @@ def _durable(branches: int, timeout: float) -> dict[str, Any]:
         "ttls_ms": _ms(span["last"] - run.created_at),
         "fan_in_ms": _ms(run.finished_at - run.created_at),
         "wall_ms": round(wall_ms, 1),
+        "first_pass_cpu_ms": round(first_pass_cpu_ms, 1),
         "publish_requests": publish.requests,
         "publish_messages": publish.messages,
         "max_batch_size": publish.max_batch_size,

@@ -63,14 +63,23 @@ def _warm_up(timeout: float) -> None:
     start("examples.noop_loop", 10).wait(timeout=timeout, poll_interval=0.01)
 
 
+# Worker processes per pool: one run uses one thread or one child either way.
+SEQ_CONCURRENCY = {"threads": 4, "prefork": 2}
+
+
 def run_sequential(
-    steps: int, timeout: float, worker_env: dict[str, str] | None = None
+    steps: int, timeout: float, worker_env: dict[str, str] | None = None, pool: str = "threads"
 ) -> dict[str, Any]:
-    with environment.workers(count=1, pool="threads", concurrency=4, **(worker_env or {})):
+    """One run of `steps` no-op steps on one worker of `pool` (threads or prefork)."""
+    with environment.workers(
+        count=1, pool=pool, concurrency=SEQ_CONCURRENCY[pool], **(worker_env or {})
+    ) as workers:
         _warm_up(timeout)
         tx_before = environment.write_transactions()
+        cpu_before = workers.cpu_seconds()
         handle = start("examples.noop_loop", steps)
         handle.wait(timeout=timeout, poll_interval=0.01)
+        cpu_after = workers.cpu_seconds()
         tx_after = environment.write_transactions()
     seconds = _run_seconds([handle])
     gaps = _stso_ms(handle.id)
@@ -84,6 +93,8 @@ def run_sequential(
         "stso_first_1000_ms": p50_p95(gaps[:1000]),
         "stso_last_1000_ms": p50_p95(gaps[-1000:]),
         "transactions_per_step": _per_step(tx_before, tx_after, steps),
+        "pool": pool,
+        "worker_cpu_us_per_step": environment.cpu_us_per(cpu_before, cpu_after, steps),
         "run_id": str(handle.id),
     }
     first, last = report["stso_first_1000_ms"]["p95"], report["stso_last_1000_ms"]["p95"]

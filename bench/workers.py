@@ -70,6 +70,19 @@ class WorkerProcess:
             time.sleep(0.1)
         raise TimeoutError(f"worker not ready after {timeout}s; see {self.log_path}")
 
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the worker has used so far: its main process, the children it reaped
+        and its live children (a prefork pool's); None where /proc does not tell."""
+        try:
+            total = _cpu_of(self.proc.pid, with_reaped=True)
+            task = Path(f"/proc/{self.proc.pid}/task")
+            for thread in task.iterdir():
+                for child in (thread / "children").read_text().split():
+                    total += _cpu_of(int(child), with_reaped=False)
+        except OSError:
+            return None
+        return total
+
     def kill(self) -> None:
         """SIGKILL the whole process group: no chance to ack, drain or clean up."""
         if self.proc.poll() is None:
@@ -85,3 +98,13 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
         self._log.close()
+
+
+def _cpu_of(pid: int, *, with_reaped: bool) -> float:
+    # /proc/PID/stat after the command's closing parenthesis: utime, stime, cutime, cstime
+    # are fields 14-17 of the whole line, in clock ticks.
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    if with_reaped:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")

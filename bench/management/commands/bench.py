@@ -47,7 +47,13 @@ class Command(BaseCommand):
                 action="store_true",
                 help="run with metrics and tracing off, then on, and report both",
             )
-            p.add_argument("--pairs", type=int, default=2, help="off/on pairs for --observe")
+            p.add_argument("--pairs", type=int, default=3, help="off/on pairs for --observe")
+            p.add_argument(
+                "--pool",
+                choices=("prefork", "threads"),
+                default=None,
+                help="the workers' pool (default: prefork with --observe, else threads)",
+            )
         streams = sub.add_parser("stream", help="chunk latency from a step to SSE clients")
         streams.add_argument("--chunks", type=int, default=1000)
         streams.add_argument("--clients", type=int, default=1)
@@ -87,10 +93,13 @@ class Command(BaseCommand):
             if name in options and options[name] is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
         observe = options.get("observe", False)
+        pool = options.get("pool") or ("prefork" if observe else "threads")
         if scenario == "seq":
             if observe:
-                return observe_sequential(options["steps"], options["timeout"], options["pairs"])
-            return run_sequential(options["steps"], options["timeout"])
+                return observe_sequential(
+                    options["steps"], options["timeout"], options["pairs"], pool
+                )
+            return run_sequential(options["steps"], options["timeout"], pool=pool)
         if scenario == "concurrent":
             return run_concurrent(options["runs"], options["steps"], options["timeout"])
         if scenario == "replay":
@@ -107,9 +116,9 @@ class Command(BaseCommand):
             )
         if observe:
             return observe_fanout(
-                options["branches"], options["timeout"], options["repeat"], options["pairs"]
+                options["branches"], options["timeout"], options["repeat"], options["pairs"], pool
             )
-        return run_fanout(options["branches"], options["timeout"], options["repeat"])
+        return run_fanout(options["branches"], options["timeout"], options["repeat"], pool=pool)
 
 
 def _flatten(report: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
