@@ -80,18 +80,22 @@ def _overhead_pct(off: float, on: float, higher_is_better: bool) -> float:
 def compare(
     scenario: Scenario, figure: str, cpu_figure: str, pairs: int, *, higher_is_better: bool
 ) -> dict[str, Any]:
-    """Run `scenario` `pairs` times each way, off first; report both medians of `figure` (and
-    of `cpu_figure`, the workers' CPU per item, lower is better)."""
+    """Run `scenario` `pairs` times each way; report both medians of `figure` (and of
+    `cpu_figure`, the workers' CPU per item, lower is better) and the median of the pairs'
+    own overheads. Pairs run off-on, on-off, off-on, ...: a machine that slows down or speeds
+    up during the series does not favour one side."""
     tracing.install()
     off: list[dict[str, Any]] = []
     on: list[dict[str, Any]] = []
     try:
-        for _ in range(pairs):
-            configure(metrics_enabled=False, tracing_enabled=False)
-            off.append(scenario(OFF))
-            configure(metrics_enabled=True, tracing_enabled=True)
-            with tempfile.TemporaryDirectory(prefix="fanfold-bench-prom-") as directory:
-                on.append(scenario(_on(directory)))
+        for pair in range(pairs):
+            for side_on in (False, True) if pair % 2 == 0 else (True, False):
+                configure(metrics_enabled=side_on, tracing_enabled=side_on)
+                if not side_on:
+                    off.append(scenario(OFF))
+                    continue
+                with tempfile.TemporaryDirectory(prefix="fanfold-bench-prom-") as directory:
+                    on.append(scenario(_on(directory)))
     finally:
         configure(metrics_enabled=True, tracing_enabled=True)
     off_value = median([r[figure] for r in off])
@@ -110,6 +114,7 @@ def compare(
             for a, b in zip(off, on, strict=True)
         ],
     }
+    observed["pair_overhead_median_pct"] = round(median(observed["pair_overhead_pct"]), 1)
     if all(r.get(cpu_figure) is not None for r in off + on):
         cpu_off = median([r[cpu_figure] for r in off])
         cpu_on = median([r[cpu_figure] for r in on])
@@ -117,6 +122,8 @@ def compare(
         observed["cpu_off"] = cpu_off
         observed["cpu_on"] = cpu_on
         observed["cpu_overhead_pct"] = _overhead_pct(cpu_off, cpu_on, higher_is_better=False)
+        observed["cpu_off_samples"] = [r[cpu_figure] for r in off]
+        observed["cpu_on_samples"] = [r[cpu_figure] for r in on]
     return {**on[-1], "observe": observed}
 
 

@@ -117,6 +117,17 @@ def test_observe_checkpoint_batches_are_counted_and_their_wait_is_on_the_step_sp
     assert span.attributes["fanfold.checkpoint.seconds"] > 0
 
 
+def test_observe_spans_a_step_body_makes_are_children_of_its_step_span(
+    spans: InMemorySpanExporter,
+) -> None:
+    tracer = publish_tracing.tracer()
+    with StepAttempt(uuid.uuid4(), "unit.body", 1, 1) as observed:
+        tracer.start_span("user.call").end()
+        observed.outcome = "completed"
+    user, step = spans.get_finished_spans()
+    assert user.parent is not None and user.parent.span_id == step.context.span_id
+
+
 def test_observe_an_unsampled_step_span_records_nothing_but_still_counts() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider(sampler=ALWAYS_OFF)
