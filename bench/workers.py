@@ -71,17 +71,24 @@ class WorkerProcess:
         raise TimeoutError(f"worker not ready after {timeout}s; see {self.log_path}")
 
     def cpu_seconds(self) -> float | None:
-        """CPU seconds the worker has used so far: its main process, the children it reaped
-        and its live children (a prefork pool's); None where /proc does not tell."""
+        """CPU seconds the processes that run tasks have used so far: a prefork pool's
+        children (live, and reaped by the main process), else the worker process itself.
+
+        A prefork main process is left out: it polls the broker and runs the sweeps, so its
+        CPU grows with wall time, not with the work. None where /proc does not tell.
+        """
         try:
-            total = _cpu_of(self.proc.pid, with_reaped=True)
-            task = Path(f"/proc/{self.proc.pid}/task")
-            for thread in task.iterdir():
-                for child in (thread / "children").read_text().split():
-                    total += _cpu_of(int(child), with_reaped=False)
+            children = [
+                int(child)
+                for thread in Path(f"/proc/{self.proc.pid}/task").iterdir()
+                for child in (thread / "children").read_text().split()
+            ]
+            own, reaped = _cpu_of(self.proc.pid)
+            if not children:
+                return own
+            return reaped + sum(_cpu_of(child)[0] for child in children)
         except OSError:
             return None
-        return total
 
     def kill(self) -> None:
         """SIGKILL the whole process group: no chance to ack, drain or clean up."""
@@ -100,11 +107,10 @@ class WorkerProcess:
         self._log.close()
 
 
-def _cpu_of(pid: int, *, with_reaped: bool) -> float:
-    # /proc/PID/stat after the command's closing parenthesis: utime, stime, cutime, cstime
-    # are fields 14-17 of the whole line, in clock ticks.
+def _cpu_of(pid: int) -> tuple[float, float]:
+    """A process's own CPU seconds and those of the children it reaped, from /proc/PID/stat
+    (after the command's closing parenthesis: utime, stime, cutime, cstime are the 12th to
+    15th fields, in clock ticks)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = int(fields[11]) + int(fields[12])
-    if with_reaped:
-        ticks += int(fields[13]) + int(fields[14])
-    return ticks / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
