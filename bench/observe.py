@@ -1,12 +1,14 @@
-"""`--observe` for `bench seq` and `bench fanout`: the scenario with metrics and tracing off,
-then on, alternately, and the figures of both side by side.
+"""`--observe` for `bench seq` and `bench fanout`: the scenario with metrics and tracing off
+and on, and the figures of both side by side.
 
 "On" is the expensive configuration: prometheus_client in multiprocess mode (every update an
 mmap write), and an OpenTelemetry SDK provider whose batch processor takes every span. "Off"
-is FANFOLD_METRICS=0 and FANFOLD_TRACING=0. The benchmark process itself is switched too, for
-the fan-out's first execution, which it performs. Workers are prefork unless told otherwise
-(the pool `celery worker` starts by default). Beside the wall-clock figure each side reports
-the workers' CPU per step or branch, which a busy machine moves far less.
+is FANFOLD_METRICS=0 and FANFOLD_TRACING=0. Workers are prefork unless told otherwise (the
+pool `celery worker` starts by default). `seq` keeps an "off" and an "on" worker alive side by
+side and lets them take runs in turn (bench.interleave); `fanout`, whose branches would spread
+over both, starts its workers anew for each side, alternately. The benchmark process itself is
+switched too, for the fan-out's first execution, which it performs. Beside the wall-clock
+figure each side reports the workers' CPU per step or branch.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from bench import tracing
+from bench import environment, tracing
 from bench.fanout import run_fanout
-from bench.sequential import run_sequential
+from bench.interleave import interleaved_sequential, summary
 from bench.stats import median
 from runtime.observe import metrics
 from runtime.observe import tracing as spans
@@ -140,14 +142,17 @@ def with_instrumentation_cost(
 
 
 def observe_sequential(steps: int, timeout: float, pairs: int, pool: str) -> dict[str, Any]:
-    """`bench seq --observe`: steps per second off and on, and the per-step instrumentation."""
-    report = compare(
-        lambda env: run_sequential(steps, timeout, env, pool),
-        "steps_per_second",
-        "worker_cpu_us_per_step",
-        pairs,
-        higher_is_better=True,
-    )
+    """`bench seq --observe`: steps per second of runs taken in turn by an "off" and an "on"
+    worker alive together (bench.interleave), and the per-step instrumentation."""
+    tracing.install()
+    runs = interleaved_sequential(steps, timeout, pairs, pool, OFF, _on)
+    report: dict[str, Any] = {
+        "scenario": "seq",
+        **environment.describe(),
+        "steps": steps,
+        "pool": pool,
+        "observe": summary(runs),
+    }
     # One commit per step: its start is queued and commits with its completion.
     return with_instrumentation_cost(report, 1e6 / report["observe"]["off"], 1)
 
