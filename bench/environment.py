@@ -67,13 +67,33 @@ def write_transactions() -> int | None:
     return int(row[0]) if row else None
 
 
+def cpu_us_per(before: float | None, after: float | None, items: int) -> float | None:
+    """Worker CPU microseconds per step or branch between two `Workers.cpu_seconds()`."""
+    if before is None or after is None or not items:
+        return None
+    return round((after - before) / items * 1e6, 1)
+
+
+class Workers:
+    """The benchmark's worker processes (none with the embedded broker)."""
+
+    def __init__(self, processes: list[WorkerProcess]) -> None:
+        self.processes = processes
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds all of them used so far (None when not measurable, as embedded)."""
+        if not self.processes:
+            return None
+        used = [worker.cpu_seconds() for worker in self.processes]
+        return None if None in used else sum(u for u in used if u is not None)
+
+
 @contextmanager
-def workers(pool: Pool, *more: Pool, **extra_env: str) -> Iterator[list[WorkerProcess]]:
-    """Run the benchmark's workers: real processes for a real broker (yielded), else the
-    embedded one."""
+def workers(pool: Pool, *more: Pool, **extra_env: str) -> Iterator[Workers]:
+    """Run the benchmark's workers: real processes for a real broker, else the embedded one."""
     if embedded.is_embedded():
         embedded.ensure_worker()
-        yield []
+        yield Workers([])
         return
     workers = [
         WorkerProcess(
@@ -90,7 +110,7 @@ def workers(pool: Pool, *more: Pool, **extra_env: str) -> Iterator[list[WorkerPr
     try:
         for worker in workers:
             worker.wait_ready()
-        yield workers
+        yield Workers(workers)
     finally:
         for worker in workers:
             worker.stop()

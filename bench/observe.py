@@ -1,10 +1,14 @@
-"""`--observe` for `bench seq` and `bench fanout`: the scenario with metrics and tracing off,
-then on, alternately, and the figures of both side by side.
+"""`--observe` for `bench seq` and `bench fanout`: the scenario with metrics and tracing off
+and on, and the figures of both side by side.
 
 "On" is the expensive configuration: prometheus_client in multiprocess mode (every update an
 mmap write), and an OpenTelemetry SDK provider whose batch processor takes every span. "Off"
-is FANFOLD_METRICS=0 and FANFOLD_TRACING=0. The benchmark process itself is switched too, for
-the fan-out's first execution, which it performs.
+is FANFOLD_METRICS=0 and FANFOLD_TRACING=0. Workers are prefork unless told otherwise (the
+pool `celery worker` starts by default). `seq` keeps an "off" and an "on" worker alive side by
+side and lets them take runs in turn (bench.interleave); `fanout`, whose branches would spread
+over both, starts its workers anew for each side, alternately. The benchmark process itself is
+switched too, for the fan-out's first execution, which it performs. Beside the wall-clock
+figure each side reports the workers' CPU per step or branch.
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from bench import tracing
+from bench import environment, tracing
 from bench.environment import Pool
 from bench.fanout import run_fanout
-from bench.sequential import run_sequential
+from bench.interleave import interleaved_sequential, summary
 from bench.stats import median
 from runtime.observe import metrics
 from runtime.observe import tracing as spans
@@ -46,9 +50,11 @@ def _on(multiproc_dir: str) -> dict[str, str]:
 def instrumentation_us(commits_per_step: int, traceparent: str | None, n: int = 5000) -> float:
     """Microseconds the observability calls of one step add (on minus off), in this process.
 
-    A step attempt around `commits_per_step` checkpoint commits, each with its span and
-    metrics: the calls the runtime makes per step, without the step. Steadier than the
-    end-to-end figures on a busy machine, which move by more than the difference.
+    A step attempt around `commits_per_step` synchronous checkpoint commits, each with the
+    writer's metrics and the commit wait the step's span is told of: the calls the runtime
+    makes per step, without the step. Steadier than the end-to-end figures on a busy machine,
+    which move by more than the difference. Metrics here are single-process ones (the mode is
+    fixed at import), a microsecond or two per update cheaper than the workers' mmap files.
     """
 
     def per_step() -> float:
@@ -58,9 +64,8 @@ def instrumentation_us(commits_per_step: int, traceparent: str | None, n: int = 
             for position in range(n):
                 with StepAttempt(run_id, "bench.step", position, 1, traceparent) as attempt:
                     for _ in range(commits_per_step):
-                        with spans.checkpoint_commit(2):
-                            pass
                         metrics.checkpoint_batch(2, 0.0005)
+                        spans.waited_for_commit(0.0005)
                     attempt.outcome = "completed"
             return (time.perf_counter() - began) / n * 1e6
 
@@ -72,46 +77,58 @@ def instrumentation_us(commits_per_step: int, traceparent: str | None, n: int = 
     return round(on - off, 1)
 
 
+def _overhead_pct(off: float, on: float, higher_is_better: bool) -> float:
+    return round(((off / on) if higher_is_better else (on / off)) * 100 - 100, 1)
+
+
 def compare(
-    scenario: Scenario, figure: str, pairs: int, *, higher_is_better: bool
+    scenario: Scenario, figure: str, cpu_figure: str, pairs: int, *, higher_is_better: bool
 ) -> dict[str, Any]:
-    """Run `scenario` `pairs` times each way, off first; report both medians of `figure`."""
+    """Run `scenario` `pairs` times each way; report both medians of `figure` (and of
+    `cpu_figure`, the workers' CPU per item, lower is better) and the median of the pairs'
+    own overheads. Pairs run off-on, on-off, off-on, ...: a machine that slows down or speeds
+    up during the series does not favour one side."""
     tracing.install()
     off: list[dict[str, Any]] = []
     on: list[dict[str, Any]] = []
     try:
-        for _ in range(pairs):
-            configure(metrics_enabled=False, tracing_enabled=False)
-            off.append(scenario(OFF))
-            configure(metrics_enabled=True, tracing_enabled=True)
-            with tempfile.TemporaryDirectory(prefix="fanfold-bench-prom-") as directory:
-                on.append(scenario(_on(directory)))
+        for pair in range(pairs):
+            for side_on in (False, True) if pair % 2 == 0 else (True, False):
+                configure(metrics_enabled=side_on, tracing_enabled=side_on)
+                if not side_on:
+                    off.append(scenario(OFF))
+                    continue
+                with tempfile.TemporaryDirectory(prefix="fanfold-bench-prom-") as directory:
+                    on.append(scenario(_on(directory)))
     finally:
         configure(metrics_enabled=True, tracing_enabled=True)
     off_value = median([r[figure] for r in off])
     on_value = median([r[figure] for r in on])
-    cost = (off_value / on_value - 1) if higher_is_better else (on_value / off_value - 1)
-    # Each pair ran back to back, so its ratio shares the machine's load of that moment.
-    pair_pct = [
-        round(
-            ((a[figure] / b[figure]) if higher_is_better else (b[figure] / a[figure])) * 100 - 100,
-            1,
-        )
-        for a, b in zip(off, on, strict=True)
-    ]
-    return {
-        **on[-1],
-        "observe": {
-            "figure": figure,
-            "pairs": pairs,
-            "off": off_value,
-            "on": on_value,
-            "off_samples": [r[figure] for r in off],
-            "on_samples": [r[figure] for r in on],
-            "overhead_pct": round(cost * 100, 1),
-            "pair_overhead_pct": pair_pct,
-        },
+    observed: dict[str, Any] = {
+        "figure": figure,
+        "pairs": pairs,
+        "off": off_value,
+        "on": on_value,
+        "off_samples": [r[figure] for r in off],
+        "on_samples": [r[figure] for r in on],
+        "overhead_pct": _overhead_pct(off_value, on_value, higher_is_better),
+        # Each pair ran back to back, so its ratio shares the machine's load of that moment.
+        "pair_overhead_pct": [
+            _overhead_pct(a[figure], b[figure], higher_is_better)
+            for a, b in zip(off, on, strict=True)
+        ],
     }
+    observed["pair_overhead_median_pct"] = round(median(observed["pair_overhead_pct"]), 1)
+    if all(r.get(cpu_figure) is not None for r in off + on):
+        cpu_off = median([r[cpu_figure] for r in off])
+        cpu_on = median([r[cpu_figure] for r in on])
+        observed["cpu_figure"] = cpu_figure
+        observed["cpu_off"] = cpu_off
+        observed["cpu_on"] = cpu_on
+        observed["cpu_overhead_pct"] = _overhead_pct(cpu_off, cpu_on, higher_is_better=False)
+        observed["cpu_off_samples"] = [r[cpu_figure] for r in off]
+        observed["cpu_on_samples"] = [r[cpu_figure] for r in on]
+    return {**on[-1], "observe": observed}
 
 
 def with_instrumentation_cost(
@@ -125,30 +142,34 @@ def with_instrumentation_cost(
     return report
 
 
-def observe_sequential(
-    steps: int, timeout: float, pairs: int, pool: Pool | None = None
-) -> dict[str, Any]:
-    """`bench seq --observe`: steps per second off and on, and the per-step instrumentation."""
-    report = compare(
-        lambda env: run_sequential(steps, timeout, env, pool),
-        "steps_per_second",
-        pairs,
-        higher_is_better=True,
-    )
+def observe_sequential(steps: int, timeout: float, pairs: int, pool: Pool) -> dict[str, Any]:
+    """`bench seq --observe`: steps per second of runs taken in turn by an "off" and an "on"
+    worker alive together (bench.interleave), and the per-step instrumentation."""
+    tracing.install()
+    runs = interleaved_sequential(steps, timeout, pairs, pool.kind, OFF, _on)
+    report: dict[str, Any] = {
+        "scenario": "seq",
+        **environment.describe(),
+        "steps": steps,
+        "pool": pool.kind,
+        "observe": summary(runs),
+    }
     # One commit per step: its start is queued and commits with its completion.
     return with_instrumentation_cost(report, 1e6 / report["observe"]["off"], 1)
 
 
 def observe_fanout(
-    branches: int, timeout: float, repeat: int, pairs: int, pool: Pool | None = None
+    branches: int, timeout: float, repeat: int, pairs: int, pool: Pool
 ) -> dict[str, Any]:
     """`bench fanout --observe`: fan-in time off and on, and the per-branch instrumentation
-    (a branch commits its claim and its report; its span links to the publish span)."""
+    (a branch's span waits for its report's commit and links to the publish span; its claim
+    commits before the span starts)."""
     report = compare(
         lambda env: run_fanout(branches, timeout, repeat, env, pool),
         "fan_in_ms",
+        "worker_cpu_us_per_branch",
         pairs,
         higher_is_better=False,
     )
     per_branch_us = report["observe"]["off"] * 1000 / branches
-    return with_instrumentation_cost(report, per_branch_us, 2, SAMPLE_PARENT)
+    return with_instrumentation_cost(report, per_branch_us, 1, SAMPLE_PARENT)

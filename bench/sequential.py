@@ -75,11 +75,13 @@ def run_sequential(
 ) -> dict[str, Any]:
     """One run of `steps` no-op steps: one worker process executes it, whatever the pool."""
     pool = pool or Pool()
-    with environment.workers(pool, **(worker_env or {})):
+    with environment.workers(pool, **(worker_env or {})) as workers:
         _warm_up(timeout)
         tx_before = environment.write_transactions()
+        cpu_before = workers.cpu_seconds()
         handle = start("examples.noop_loop", steps)
         handle.wait(timeout=timeout, poll_interval=0.01)
+        cpu_after = workers.cpu_seconds()
         tx_after = environment.write_transactions()
     seconds = _run_seconds([handle])
     gaps = _stso_ms(handle.id)
@@ -94,6 +96,7 @@ def run_sequential(
         "stso_first_1000_ms": p50_p95(gaps[:1000]),
         "stso_last_1000_ms": p50_p95(gaps[-1000:]),
         "transactions_per_step": _per_step(tx_before, tx_after, steps),
+        "worker_cpu_us_per_step": environment.cpu_us_per(cpu_before, cpu_after, steps),
         "run_id": str(handle.id),
     }
     first, last = report["stso_first_1000_ms"]["p95"], report["stso_last_1000_ms"]["p95"]

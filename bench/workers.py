@@ -71,19 +71,25 @@ class WorkerProcess:
             time.sleep(0.1)
         raise TimeoutError(f"worker not ready after {timeout}s; see {self.log_path}")
 
-    def cpu_seconds(self) -> float:
-        """CPU time (user + system) used so far by the worker's processes (its process group:
-        the main process and its pool's children); 0.0 where /proc is not there."""
-        total = 0
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue  # a process that just exited
-            # After the command's ")": state ppid pgrp ... utime (12th) stime (13th).
-            if int(fields[2]) == self.proc.pid:
-                total += int(fields[11]) + int(fields[12])
-        return total / os.sysconf("SC_CLK_TCK")
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the processes that run tasks have used so far: a prefork pool's
+        children (live, and reaped by the main process), else the worker process itself.
+
+        A prefork main process is left out: it polls the broker and runs the sweeps, so its
+        CPU grows with wall time, not with the work. None where /proc does not tell.
+        """
+        try:
+            children = [
+                int(child)
+                for thread in Path(f"/proc/{self.proc.pid}/task").iterdir()
+                for child in (thread / "children").read_text().split()
+            ]
+            own, reaped = _cpu_of(self.proc.pid)
+            if not children:
+                return own
+            return reaped + sum(_cpu_of(child)[0] for child in children)
+        except OSError:
+            return None
 
     def kill(self) -> None:
         """SIGKILL the whole process group: no chance to ack, drain or clean up."""
@@ -100,3 +106,12 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
         self._log.close()
+
+
+def _cpu_of(pid: int) -> tuple[float, float]:
+    """A process's own CPU seconds and those of the children it reaped, from /proc/PID/stat
+    (after the command's closing parenthesis: utime, stime, cutime, cstime are the 12th to
+    15th fields, in clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick

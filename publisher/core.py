@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from publisher.errors import PublishError, describe, is_retryable
 from publisher.messages import Message, Outcome, Routing
 from publisher.metrics import counters, observe_request
-from publisher.tracing import publish_span, with_trace_context
+from publisher.tracing import publish_span, with_trace_contexts
 from publisher.transport import Transport
 
 DEFAULT_BATCH_SIZE = 100
@@ -95,7 +95,7 @@ def _request(
     raised = False
     with publish_span(len(batch)):
         # Inside the span, so a message names the request that carried it as its parent.
-        batch = [with_trace_context(message) for message in batch]
+        batch = with_trace_contexts(batch)
         try:
             if send_batch is None or len(batch) == 1:
                 outcomes = [transport.send(batch[0])]

@@ -100,6 +100,23 @@ def current_trace_headers() -> dict[str, str]:
     return carrier
 
 
+def with_trace_contexts(messages: list[Message]) -> list[Message]:
+    """``messages``, each with the current trace context added as ``with_trace_context`` does.
+
+    The context is read once for all of them (one request's messages share its span).
+    """
+    carrier: dict[str, str] | None = None
+    traced: list[Message] = []
+    for message in messages:
+        if TRACEPARENT not in message.headers:
+            if carrier is None:
+                carrier = current_trace_headers()
+            if carrier:
+                message = replace(message, headers={**message.headers, **carrier})
+        traced.append(message)
+    return traced
+
+
 def with_trace_context(message: Message) -> Message:
     """``message`` with the current trace context added to its own headers.
 

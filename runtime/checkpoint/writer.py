@@ -91,6 +91,7 @@ class CheckpointWriter:
         earlier checkpoint of the same session failed.
         """
         self._failures.raise_if_poisoned(cp.session)
+        began = time.perf_counter()
         waiter = Waiter()
         envelope = Envelope.write(cp if cp.sync else replace(cp, sync=True), waiter)
         with self._lock:
@@ -105,7 +106,10 @@ class CheckpointWriter:
             if waiter.done():
                 break
             batch = self.intake.lead()
-        waiter.wait()
+        try:
+            waiter.wait()
+        finally:
+            tracing.waited_for_commit(time.perf_counter() - began)
 
     def barrier(self, session: str) -> None:
         """Return once everything queued before this call has been written.
@@ -265,8 +269,7 @@ class CheckpointWriter:
         stats.max_batch_items = max(stats.max_batch_items, len(envelopes))
         started = time.perf_counter()
         try:
-            with tracing.checkpoint_commit(len(envelopes)):
-                self._sink.write_batch([envelope.checkpoint for envelope in envelopes])
+            self._sink.write_batch([envelope.checkpoint for envelope in envelopes])
         except Exception:
             stats.failed_batches += 1
             raise

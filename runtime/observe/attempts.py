@@ -15,27 +15,11 @@ from typing import Any
 from runtime.observe import metrics, tracing
 
 
-class _Observed:
-    __slots__ = ("_span", "outcome")
-
-    def __init__(self) -> None:
-        self.outcome = "failed"
-        self._span: tracing.OpenSpan | None = None
-
-    def _open_span(self, name: str, attributes: dict[str, Any], links: list[Any]) -> None:
-        tracer = tracing.tracer()
-        if tracer is not None:
-            self._span = tracing.OpenSpan(tracer, name, attributes, links)
-
-    def _close_span(self) -> None:
-        if self._span is not None:
-            self._span.close(self.outcome)
-
-
-class StepAttempt(_Observed):
+class StepAttempt:
     """`with StepAttempt(...) as attempt:` around one attempt of one step (inline or branch)."""
 
-    __slots__ = ("_attributes", "_links", "_started", "name")
+    __slots__ = ("_attempt", "_position", "_run_id", "_span", "_started", "_traceparent", "name",
+                 "outcome")  # fmt: skip
 
     def __init__(
         self,
@@ -45,23 +29,33 @@ class StepAttempt(_Observed):
         attempt: int,
         traceparent: str | None = None,
     ) -> None:
-        super().__init__()
+        self.outcome = "failed"
         self.name = name
-        self._attributes: dict[str, Any] = {
-            tracing.RUN_ID: str(run_id),
-            tracing.STEP_NAME: name,
-            tracing.POSITION: position,
-            tracing.ATTEMPT: attempt,
-        }
-        self._links = traceparent
+        self._run_id = run_id
+        self._position = position
+        self._attempt = attempt
+        self._traceparent = traceparent
+        self._span: tracing.OpenSpan | None = None
         self._started = 0.0
 
+    def _attributes(self) -> dict[str, Any]:
+        attributes: dict[str, Any] = {
+            tracing.RUN_ID: str(self._run_id),
+            tracing.STEP_NAME: self.name,
+            tracing.POSITION: self._position,
+            tracing.ATTEMPT: self._attempt,
+        }
+        workflow = tracing.current_workflow.get()
+        if workflow is not None:
+            attributes[tracing.WORKFLOW] = workflow
+        return attributes
+
     def __enter__(self) -> StepAttempt:
-        if tracing.tracer() is not None:
-            workflow = tracing.current_workflow.get()
-            if workflow is not None:
-                self._attributes[tracing.WORKFLOW] = workflow
-            self._open_span("fanfold.step", self._attributes, tracing.links_from(self._links))
+        tracer = tracing.tracer()
+        if tracer is not None:
+            self._span = tracing.OpenSpan(
+                tracer, "fanfold.step", self._attributes, self._traceparent, step=True
+            )
         self._started = perf_counter()
         return self
 
@@ -69,28 +63,35 @@ class StepAttempt(_Observed):
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         metrics.step_attempt(self.name, self.outcome, perf_counter() - self._started)
-        self._close_span()
+        if self._span is not None:
+            self._span.close(self.outcome)
 
 
-class RunPass(_Observed):
+class RunPass:
     """`with RunPass(run_id, workflow) as run_pass:` around one execution of a run."""
 
-    __slots__ = ("_run_id", "_token", "_workflow")
+    __slots__ = ("_run_id", "_span", "_token", "_workflow", "outcome")
 
     def __init__(self, run_id: uuid.UUID, workflow: str) -> None:
-        super().__init__()
+        self.outcome = "failed"
         self._run_id = run_id
         self._workflow = workflow
         self._token: Any = None
+        self._span: tracing.OpenSpan | None = None
+
+    def _attributes(self) -> dict[str, Any]:
+        return {tracing.RUN_ID: str(self._run_id), tracing.WORKFLOW: self._workflow}
 
     def __enter__(self) -> RunPass:
         self._token = tracing.current_workflow.set(self._workflow)
-        attributes = {tracing.RUN_ID: str(self._run_id), tracing.WORKFLOW: self._workflow}
-        self._open_span("fanfold.run", attributes, [])
+        tracer = tracing.tracer()
+        if tracer is not None:
+            self._span = tracing.OpenSpan(tracer, "fanfold.run", self._attributes)
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._close_span()
+        if self._span is not None:
+            self._span.close(self.outcome)
         tracing.current_workflow.reset(self._token)

@@ -1,15 +1,20 @@
-"""OpenTelemetry spans for run passes, step attempts and checkpoint commits (optional).
+"""OpenTelemetry spans for run passes and step attempts (optional).
 
 Everything here is a no-op without `opentelemetry-api` or with FANFOLD_TRACING off; with the
 API but no SDK provider the spans are the API's non-recording ones. The publisher makes the
 publish span (publisher.tracing); a branch's step span links to it through the message's
 `traceparent`.
+
+A step span is on every step's path, so it costs one SDK span and no more: its attributes and
+link are made only when the sampler keeps it, and checkpoint commits are not spans of their
+own. The time a step waited for its commits is an attribute of its span instead (the batch's
+own commit time is the `fanfold_checkpoint_commit_seconds` histogram).
 """
 
 from __future__ import annotations
 
 import contextvars
-from contextlib import nullcontext
+from collections.abc import Callable
 from typing import Any
 
 from publisher import tracing as publish_tracing
@@ -20,11 +25,15 @@ STEP_NAME = "fanfold.step.name"
 POSITION = "fanfold.step.position"
 ATTEMPT = "fanfold.step.attempt"
 OUTCOME = "fanfold.outcome"
-BATCH_ITEMS = "fanfold.checkpoint.batch_size"
+CHECKPOINT_SECONDS = "fanfold.checkpoint.seconds"
 
 # The workflow of the run pass this thread executes: step spans name it without being told.
 current_workflow: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "fanfold_span_workflow", default=None
+)
+# The recording step span of this thread, which its synchronous checkpoints add their wait to.
+_current_step: contextvars.ContextVar[OpenSpan | None] = contextvars.ContextVar(
+    "fanfold_step_span", default=None
 )
 
 
@@ -53,46 +62,55 @@ def links_from(traceparent: str | None) -> list[Any]:
 
 class OpenSpan:
     """A started span, current in this thread until `close()` (the SDK's context manager
-    does the same with a generator and more bookkeeping; this is on every step's path)."""
+    does the same with a generator and more bookkeeping; this is on every step's path).
 
-    __slots__ = ("_span", "_token")
+    `attributes` is called, and `traceparent` read, only if the span records: an unsampled
+    span costs the sampler's decision and the context switch, nothing else. The attributes
+    are set when the span ends, with the outcome, in one call (one lock of the SDK's span).
+    """
 
-    def __init__(self, tracer_: Any, name: str, attributes: dict[str, Any], links: list[Any]):
+    __slots__ = ("_attributes", "_span", "_step_token", "_token", "recording", "waited")
+
+    def __init__(
+        self,
+        tracer_: Any,
+        name: str,
+        attributes: Callable[[], dict[str, Any]],
+        traceparent: str | None = None,
+        *,
+        step: bool = False,
+    ) -> None:
         api = publish_tracing.trace_api()
         context = publish_tracing.optional_module("opentelemetry.context")
-        self._span = tracer_.start_span(name, attributes=attributes, links=links)
-        self._token = context.attach(api.set_span_in_context(self._span))  # type: ignore[union-attr]
+        self._span = span = tracer_.start_span(name)
+        self._token = context.attach(api.set_span_in_context(span))  # type: ignore[union-attr]
+        self._attributes = attributes
+        self.recording = span.is_recording()
+        self.waited = 0.0
+        self._step_token: Any = None
+        if self.recording:
+            for link in links_from(traceparent):
+                span.add_link(link.context)
+            if step:
+                self._step_token = _current_step.set(self)
 
     def close(self, outcome: str) -> None:
         context = publish_tracing.optional_module("opentelemetry.context")
         context.detach(self._token)  # type: ignore[union-attr]
-        self._span.set_attribute(OUTCOME, outcome)
+        if self.recording:
+            if self._step_token is not None:
+                _current_step.reset(self._step_token)
+            attributes = self._attributes()
+            attributes[OUTCOME] = outcome
+            if self.waited:
+                attributes[CHECKPOINT_SECONDS] = self.waited
+            self._span.set_attributes(attributes)
         self._span.end()
 
 
-class _CommitSpan:
-    """The span of one checkpoint transaction: a child of whatever span is current, never
-    made current itself (nothing runs inside it that makes spans)."""
-
-    __slots__ = ("_span", "_tracer", "items")
-
-    def __init__(self, tracer_: Any, items: int) -> None:
-        self._tracer = tracer_
-        self.items = items
-
-    def __enter__(self) -> None:
-        self._span = self._tracer.start_span(
-            "fanfold.checkpoint", attributes={BATCH_ITEMS: self.items}
-        )
-
-    def __exit__(self, *exc: object) -> None:
-        self._span.end()
-
-
-_NO_SPAN = nullcontext(None)
-
-
-def checkpoint_commit(items: int) -> Any:
-    """A context manager around one checkpoint batch's transaction (a no-op without spans)."""
-    tracer_ = tracer()
-    return _NO_SPAN if tracer_ is None else _CommitSpan(tracer_, items)
+def waited_for_commit(seconds: float) -> None:
+    """A synchronous checkpoint of this thread took `seconds` to commit: the step attempt
+    whose span is recording here, if any, counts them."""
+    span = _current_step.get()
+    if span is not None:
+        span.waited += seconds

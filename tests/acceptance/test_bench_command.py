@@ -99,6 +99,19 @@ def test_bench_fanout_runs_on_a_threads_pool_too(counters_redis: Any) -> None:
     assert report["consumed_messages"] >= 50
 
 
+def test_bench_seq_observe_compares_off_and_on_on_prefork_workers(counters_redis: Any) -> None:
+    report = bench("seq", "--observe", "--steps", "30", "--pairs", "2")
+
+    observed = report["observe"]
+    assert report["pool"] == "prefork" and report["steps"] == 30
+    # Both workers, one off and one on, took measured runs.
+    assert len(observed["off_samples"]) == len(observed["on_samples"]) == observed["pairs"] == 2
+    assert observed["cpu_figure"] == "worker_cpu_us_per_step"
+    # Read from /proc for the worker and its prefork children; absent if that failed.
+    assert all(isinstance(observed[k], float) for k in ("cpu_off", "cpu_on"))
+    assert "overhead_pct" in observed and "instrumentation_us_per_step" in observed
+
+
 def test_bench_stream_reports_write_to_read_latency(counters_redis: Any) -> None:
     report = bench("stream", "--chunks", "50", "--clients", "3", "--pause-ms", "1")
 

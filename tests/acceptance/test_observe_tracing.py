@@ -65,6 +65,11 @@ def test_observe_branch_spans_link_to_the_publish_span_across_two_workers(
     assert any(by_id[s["links"][0]]["pid"] != s["pid"] for s in branch_steps)
 
     [inline] = [s for s in steps if s not in branch_steps]
+    # A step's span includes the wait for its checkpoints; commits are no spans of their own.
+    waited = inline["attributes"].pop("fanfold.checkpoint.seconds")
+    assert waited > 0 and all(
+        s["attributes"]["fanfold.checkpoint.seconds"] > 0 for s in branch_steps
+    )
     assert inline["attributes"] == {
         "fanfold.run_id": run_id,
         "fanfold.workflow": "tests.observe.fan",
@@ -78,4 +83,4 @@ def test_observe_branch_spans_link_to_the_publish_span_across_two_workers(
     outcomes = [s["attributes"]["fanfold.outcome"] for s in spans if s["name"] == "fanfold.run"]
     assert outcomes.count("completed") == 1 and "suspended" in outcomes
     assert by_id[inline["parent"]]["name"] == "fanfold.run"
-    assert any(s["name"] == "fanfold.checkpoint" for s in spans)
+    assert {s["name"] for s in spans} == {"fanfold.run", "fanfold.step", "fanfold.publish"}

@@ -73,7 +73,7 @@ class Command(BaseCommand):
                 action="store_true",
                 help="run with metrics and tracing off, then on, and report both",
             )
-            p.add_argument("--pairs", type=int, default=2, help="off/on pairs for --observe")
+            p.add_argument("--pairs", type=int, default=3, help="off/on pairs for --observe")
         streams = sub.add_parser("stream", help="chunk latency from a step to SSE clients")
         streams.add_argument("--chunks", type=int, default=1000)
         streams.add_argument("--clients", type=int, default=1)

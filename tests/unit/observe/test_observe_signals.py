@@ -10,6 +10,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from prometheus_client import REGISTRY
 
 from publisher import tracing as publish_tracing
@@ -21,6 +22,8 @@ from runtime.checkpoint.writer import CheckpointWriter
 from runtime.observe import metrics
 from runtime.observe.attempts import RunPass, StepAttempt
 from runtime.observe.switches import configure
+
+SAMPLE_PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 @pytest.fixture
@@ -92,18 +95,65 @@ def test_observe_switched_off_records_nothing(spans: InMemorySpanExporter) -> No
     assert metrics.enabled() is False
 
 
-def test_observe_checkpoint_batches_are_counted_and_spanned(spans: InMemorySpanExporter) -> None:
+def test_observe_checkpoint_batches_are_counted_and_their_wait_is_on_the_step_span(
+    spans: InMemorySpanExporter,
+) -> None:
     before = sample("fanfold_checkpoint_batch_size_sum")
     commits = sample("fanfold_checkpoint_commit_seconds_count")
     writer = CheckpointWriter(MemorySink())
     try:
-        writer.write(Checkpoint(session="s", payload=object(), size=1, sync=True))
+        writer.write(Checkpoint(session="outside", payload=object(), size=1, sync=True))
+        with StepAttempt(uuid.uuid4(), "unit.commit", 1, 1) as observed:
+            writer.write(Checkpoint(session="s", payload=object(), size=1, sync=True))
+            writer.write(Checkpoint(session="s", payload=object(), size=1, sync=True))
+            observed.outcome = "completed"
     finally:
         writer.close()
-    assert sample("fanfold_checkpoint_batch_size_sum") == before + 1
-    assert sample("fanfold_checkpoint_commit_seconds_count") == commits + 1
-    [span] = [s for s in spans.get_finished_spans() if s.name == "fanfold.checkpoint"]
-    assert span.attributes["fanfold.checkpoint.batch_size"] == 1
+    assert sample("fanfold_checkpoint_batch_size_sum") == before + 3
+    assert sample("fanfold_checkpoint_commit_seconds_count") == commits + 3
+    # Commits are no spans of their own: the step's span says how long it waited for them.
+    [span] = spans.get_finished_spans()
+    assert span.name == "fanfold.step"
+    assert span.attributes["fanfold.checkpoint.seconds"] > 0
+
+
+def test_observe_spans_a_step_body_makes_are_children_of_its_step_span(
+    spans: InMemorySpanExporter,
+) -> None:
+    tracer = publish_tracing.tracer()
+    with StepAttempt(uuid.uuid4(), "unit.body", 1, 1) as observed:
+        tracer.start_span("user.call").end()
+        observed.outcome = "completed"
+    user, step = spans.get_finished_spans()
+    assert user.parent is not None and user.parent.span_id == step.context.span_id
+
+
+def test_observe_an_unsampled_step_span_records_nothing_but_still_counts() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    previous = publish_tracing.use_tracer(provider.get_tracer("test"))
+    step = f"unit.unsampled.{uuid.uuid4().hex[:8]}"
+    try:
+        with StepAttempt(uuid.uuid4(), step, 1, 1, SAMPLE_PARENT) as observed:
+            observed.outcome = "completed"
+    finally:
+        publish_tracing.use_tracer(previous)
+        provider.shutdown()
+    assert exporter.get_finished_spans() == ()
+    assert sample("fanfold_step_duration_seconds_count", step=step, status="completed") == 1
+
+
+def test_observe_a_branch_span_links_to_the_span_its_traceparent_names(
+    spans: InMemorySpanExporter,
+) -> None:
+    with StepAttempt(uuid.uuid4(), "unit.branch", 2, 1, SAMPLE_PARENT) as observed:
+        observed.outcome = "completed"
+    [span] = spans.get_finished_spans()
+    [link] = span.links
+    assert format(link.context.trace_id, "032x") == SAMPLE_PARENT.split("-")[1]
+    assert format(link.context.span_id, "016x") == SAMPLE_PARENT.split("-")[2]
+    assert "fanfold.workflow" not in (span.attributes or {})
 
 
 def test_observe_publish_requests_are_spans_their_messages_name(
