@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from amqp.channel import Channel as AmqpChannel
 from celery import Celery
 from kombu import Connection, Queue
 
@@ -62,6 +63,27 @@ def test_publisher_amqp_confirms_every_message_of_250_in_3_requests(
     assert [o.message_id for o in outcomes] == [m.idempotency_key for m in batch]
     assert counters.snapshot().requests == 3
     assert depth(queue_name) == 250
+
+
+def test_publisher_amqp_batch_is_not_confirmed_message_by_message_under_confirm_publish(
+    amqp_app: Celery, queue_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The demo settings give Celery's own sends `confirm_publish`; with it py-amqp waits for
+    # each message's ack inside basic_publish, which the batch's channel must not inherit.
+    amqp_app.conf.broker_transport_options = {"confirm_publish": True}
+    waits: list[object] = []
+    confirm_each = AmqpChannel.basic_publish_confirm
+
+    def counted(channel: AmqpChannel, *args: object, **kwargs: object) -> object:
+        waits.append(channel)
+        return confirm_each(channel, *args, **kwargs)
+
+    monkeypatch.setattr(AmqpChannel, "basic_publish_confirm", counted)
+    batch = messages(100, Routing(queue_name))
+    outcomes = publish_messages(batch, CeleryTransport(amqp_app), batch_size=100)
+    assert all(o.ok for o in outcomes)
+    assert waits == []
+    assert depth(queue_name) == 100
 
 
 def test_publisher_amqp_nacked_messages_fail_alone_and_retryably(
