@@ -52,6 +52,28 @@ def test_fanout_sweep_with_messages_waiting_republishes_one_request_per_pass_and
     assert set(completed_once(run.id).values()) == {1}
 
 
+def test_fanout_sweep_republished_branches_wait_a_grace_before_the_next_republish(
+    fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
+) -> None:
+    # A worker that holds the messages but never consumes them (after a broker restart, say):
+    # every sweep finds the branches unclaimed.
+    run, _ = start_run("tests.fanout.squares", [3])
+    execute(run.id)
+    branches.delivered = len(fake.delivered)
+    dispatcher.depth = 0  # an empty queue: the short grace, two sweep intervals (1 s here)
+    Step.objects.filter(run_id=run.id).update(wake_at=timezone.now() - timedelta(seconds=2))
+    _due_again(run.id)
+    assert sweep_fanouts_once() == 3
+
+    _due_again(run.id)  # the next sweep interval: still unclaimed, but republished just now
+    assert sweep_fanouts_once() == 0
+    assert len(branches.pending()) == 3
+
+    Step.objects.filter(run_id=run.id).update(wake_at=timezone.now() - timedelta(seconds=2))
+    _due_again(run.id)  # a grace after the republish: due again
+    assert sweep_fanouts_once() == 3
+
+
 def test_fanout_sweep_with_messages_waiting_leaves_recent_branches_alone(
     fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
 ) -> None:
