@@ -5,15 +5,17 @@ API but no SDK provider the spans are the API's non-recording ones. The publishe
 publish span (publisher.tracing); a branch's step span links to it through the message's
 `traceparent`.
 
-A step span is on every step's path, so it costs one SDK span and no more: its attributes and
-link are made only when the sampler keeps it, and checkpoint commits are not spans of their
-own. The time a step waited for its commits is an attribute of its span instead (the batch's
-own commit time is the `fanfold_checkpoint_commit_seconds` histogram).
+A step span is on every step's path, so it costs one SDK span and no more: its attributes are
+made only when the sampler keeps it, its link is parsed once per publish request, and
+checkpoint commits are not spans of their own. The time a step waited for its commits is an
+attribute of its span instead (the batch's own commit time is the
+`fanfold_checkpoint_commit_seconds` histogram).
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -47,25 +49,32 @@ def tracer() -> Any:
     return publish_tracing.tracer()
 
 
-def links_from(traceparent: str | None) -> list[Any]:
+def links_from(traceparent: str | None) -> tuple[Any, ...]:
     """A span link to the span a `traceparent` header names; none if it names nothing."""
     if not traceparent:
-        return []
+        return ()
+    return _links(traceparent)
+
+
+# One publish request's messages share its span's traceparent: a fan-out's branches parse
+# each header once per process, not once per branch.
+@functools.lru_cache(maxsize=256)
+def _links(traceparent: str) -> tuple[Any, ...]:
     api = publish_tracing.trace_api()
     propagate = publish_tracing.optional_module("opentelemetry.propagate")
     if api is None or propagate is None:
-        return []
+        return ()
     context = propagate.extract({publish_tracing.TRACEPARENT: traceparent})
     span_context = api.get_current_span(context).get_span_context()
-    return [api.Link(span_context)] if span_context.is_valid else []
+    return (api.Link(span_context),) if span_context.is_valid else ()
 
 
 class OpenSpan:
     """A started span, current in this thread until `close()` (the SDK's context manager
     does the same with a generator and more bookkeeping; this is on every step's path).
 
-    `attributes` is called, and `traceparent` read, only if the span records: an unsampled
-    span costs the sampler's decision and the context switch, nothing else. The attributes
+    `attributes` is called only if the span records: an unsampled span costs the sampler's
+    decision, the context switch and a cached link, nothing else. The attributes
     are set when the span ends, with the outcome, in one call (one lock of the SDK's span).
     """
 
@@ -82,17 +91,14 @@ class OpenSpan:
     ) -> None:
         api = publish_tracing.trace_api()
         context = publish_tracing.optional_module("opentelemetry.context")
-        self._span = span = tracer_.start_span(name)
+        self._span = span = tracer_.start_span(name, links=links_from(traceparent))
         self._token = context.attach(api.set_span_in_context(span))  # type: ignore[union-attr]
         self._attributes = attributes
         self.recording = span.is_recording()
         self.waited = 0.0
         self._step_token: Any = None
-        if self.recording:
-            for link in links_from(traceparent):
-                span.add_link(link.context)
-            if step:
-                self._step_token = _current_step.set(self)
+        if self.recording and step:
+            self._step_token = _current_step.set(self)
 
     def close(self, outcome: str) -> None:
         context = publish_tracing.optional_module("opentelemetry.context")

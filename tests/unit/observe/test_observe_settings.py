@@ -46,7 +46,8 @@ def test_observe_links_from_a_traceparent_name_its_span() -> None:
         traceparent = publish_tracing.current_trace_headers()["traceparent"]
     [link] = links_from(traceparent)
     assert link.context.span_id == span.get_span_context().span_id
-    assert links_from(None) == [] and links_from("garbage") == []
+    assert links_from(None) == () and links_from("garbage") == ()
+    assert links_from(traceparent) == (link,)  # parsed once, the same link again
 
 
 def test_observe_a_prefork_worker_without_the_multiprocess_directory_exports_nothing(
