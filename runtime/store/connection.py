@@ -21,11 +21,14 @@ needs its `max_prepared_statements` (1.21 and later) in transaction pooling mode
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 NEVER_AUTOMATICALLY = 2**31 - 1
@@ -63,3 +66,41 @@ class SinkConnection:
     def close(self) -> None:
         if self._wrapper is not None:
             self._wrapper.close()
+
+
+# Seconds without use after which a kept connection is tested before it is used again.
+KEPT_IDLE_CHECK = 10.0
+
+
+class KeptConnections:
+    """One connection per thread for short autocommit statements, kept across Celery tasks.
+
+    Celery's Django fix-up closes Django's connections before and after every task (unless
+    CELERY_DB_REUSE_MAX is set), so a task whose first query is a rate-limit turn would connect
+    to PostgreSQL for it, a few milliseconds each time. These connections are not Django's own,
+    so nothing closes them between tasks; one that failed or sat idle long enough for the
+    server to drop it is closed and opened again on next use.
+    """
+
+    def __init__(self, alias: str = DEFAULT_DB_ALIAS) -> None:
+        self._alias = alias
+        self._local = threading.local()
+
+    @contextmanager
+    def lent(self) -> Iterator[None]:
+        """This thread's kept connection as its `alias` connection until the block ends."""
+        kept: tuple[int, SinkConnection, list[float]] | None = getattr(self._local, "kept", None)
+        if kept is None or kept[0] != os.getpid():  # a forked child opens its own
+            kept = self._local.kept = (os.getpid(), SinkConnection(self._alias), [0.0])
+        _, own, last_used = kept
+        with own.lent():
+            stale = time.monotonic() - last_used[0] > KEPT_IDLE_CHECK
+            if stale and connection.connection is not None and not connection.is_usable():
+                connection.close()
+            try:
+                yield
+            except (InterfaceError, OperationalError):
+                connection.close()
+                raise
+            finally:
+                last_used[0] = time.monotonic()

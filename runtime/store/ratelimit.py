@@ -13,6 +13,7 @@ an attempt that suspended until its turn and runs again gets the same time back,
 from __future__ import annotations
 
 import uuid
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,7 +21,12 @@ from django.db import connection, transaction
 
 from runtime.flow.models import RateBucket, RateReservation
 from runtime.models import Step, StepStatus
+from runtime.store.connection import KeptConnections
 from runtime.store.dialect import postgres
+
+# Turns are taken at a body's start, often as a task's first query: on a connection that
+# outlives the task (runtime.store.connection.KeptConnections).
+_kept = KeptConnections()
 
 _BUCKET = RateBucket._meta.db_table
 _RESERVATION = RateReservation._meta.db_table
@@ -57,7 +63,7 @@ def retake_turn(
     """A new turn for this attempt, replacing the one it kept (which nobody else takes)."""
     if postgres():
         params: list[Any] = [bucket, now, spacing, now, spacing, spacing, step_id, attempt]
-        with connection.cursor() as cursor:
+        with _kept.lent(), connection.cursor() as cursor:
             cursor.execute(_RETAKE_PG, params)
             return cursor.fetchone()[0]
     with transaction.atomic():
@@ -83,7 +89,7 @@ def reserve_turn(
             attempt,
         ]
         # One statement in autocommit: one round trip, no BEGIN and COMMIT around it.
-        with connection.cursor() as cursor:
+        with _kept.lent(), connection.cursor() as cursor:
             cursor.execute(_RESERVE_PG, params)
             return cursor.fetchone()[0]
     return _reserve_portable(bucket, spacing, step_id, attempt, now)
@@ -116,7 +122,8 @@ def forget_reservations(before: datetime) -> int:
 def hand_back_claim(step_id: uuid.UUID, attempt: int, wake_at: datetime) -> bool:
     """Undo a fan-out branch's claim of `attempt` whose turn is later: the step is pending at
     the previous attempt again, due at `wake_at`; False if the claim was no longer held."""
-    updated = Step.objects.filter(id=step_id, status=StepStatus.RUNNING, attempt=attempt).update(
-        status=StepStatus.PENDING, attempt=attempt - 1, wake_at=wake_at, lease_owner=None
-    )
+    with _kept.lent() if postgres() else nullcontext():
+        updated = Step.objects.filter(
+            id=step_id, status=StepStatus.RUNNING, attempt=attempt
+        ).update(status=StepStatus.PENDING, attempt=attempt - 1, wake_at=wake_at, lease_owner=None)
     return updated == 1
