@@ -1,7 +1,8 @@
 """Fan-in, database side: a batch of branch reports counted on their groups in one go.
 
 `record_branch_writes_txn` runs inside `DatabaseSink`'s batch transaction (it assumes one) and
-is set-based per batch, whatever its size, in two rounds (on PostgreSQL each one pipeline):
+is set-based per batch, whatever its size, in two rounds (on PostgreSQL each one pipeline; in
+a pipelined transaction the first carries the BEGIN and the second the COMMIT):
 
 1. per run a row lock, one conditional update of all reported steps (a step no longer running
    the reported attempt is not touched: that report is stale), and per group the batch's
@@ -60,7 +61,7 @@ def record_branch_writes_txn(
     if reports:
         results = _ReportBatch(reports, now).record(receipts, claims.statements)
     else:
-        results = execute(claims.statements)
+        results = execute(claims.statements, last=True)
     receipts.pending.extend(claims.receipts(results))
     return receipts
 
@@ -102,7 +103,7 @@ class _ReportBatch:
             if self._decide(gid, g, counts.get(gid)):
                 self.woken.add(g.run_id)
         self._events(active, receipts)
-        results = execute(self.second + then)
+        results = execute(self.second + then, last=True)
         return results[len(self.second) :]
 
     def _first_round(self) -> tuple[set[uuid.UUID], dict[uuid.UUID, list[tuple[Any, ...]]]]:

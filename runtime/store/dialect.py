@@ -10,6 +10,7 @@ row lock is held across as few round trips as possible.
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -94,10 +95,72 @@ def as_uuid(value: Any) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
-def execute(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+class PipelinedTransaction:
+    """A transaction on PostgreSQL whose BEGIN rides in its first pipeline and whose COMMIT
+    rides in the pipeline of the `execute(..., last=True)` that ends it.
+
+    Inside `transaction.atomic()` psycopg sends BEGIN and waits for it before the first
+    pipeline, and COMMIT is a round trip of its own: a fan-out branch's report took four round
+    trips where two carry the same statements. Used as `with PipelinedTransaction() as txn:`
+    on a connection in autocommit (no atomic block around it). A body whose last execute was
+    not marked `last` is committed on exit; any exception rolls back. `committing` tells
+    whether a COMMIT was sent: a connection cut off after that leaves the outcome unknown.
+    """
+
+    def __init__(self) -> None:
+        self.begun = False
+        self.committing = False
+        self.committed = False
+
+    def __enter__(self) -> PipelinedTransaction:
+        if getattr(_local, "transaction", None) is not None:
+            raise RuntimeError("a pipelined transaction is already open in this thread")
+        _local.transaction = self
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        _local.transaction = None
+        if kind is None:
+            if self.begun and not self.committed:
+                self.committing = True
+                execute([_COMMIT])
+                self.committed = True
+            return
+        raw = connection.connection
+        if raw is not None and not raw.closed and raw.info.transaction_status != IDLE:
+            try:
+                raw.rollback()
+            except psycopg.Error:
+                connection.close()
+
+
+_local = threading.local()
+_BEGIN: Statement = ("BEGIN", [])
+_COMMIT: Statement = ("COMMIT", [])
+_FRAMES = {"BEGIN", "COMMIT"}  # sent unprepared: nothing to plan
+IDLE = psycopg.pq.TransactionStatus.IDLE
+
+
+def _framed(statements: Sequence[Statement], last: bool) -> tuple[list[Statement], int, int]:
+    """`statements` with the open pipelined transaction's BEGIN and COMMIT added where they
+    go, and how many were added before and after them."""
+    txn: PipelinedTransaction | None = getattr(_local, "transaction", None)
+    if txn is None:
+        return list(statements), 0, 0
+    framed, before, after = list(statements), 0, 0
+    if not txn.begun:
+        framed, before, txn.begun = [_BEGIN, *framed], 1, True
+    if last:
+        framed.append(_COMMIT)
+        after, txn.committing = 1, True
+    return framed, before, after
+
+
+def execute(statements: Sequence[Statement], *, last: bool = False) -> list[list[tuple[Any, ...]]]:
     """Run `statements` in order in the current transaction; returns each one's rows.
 
     On PostgreSQL they share one pipeline (one round trip); elsewhere they run one by one.
+    `last` says no statement of the transaction follows (see PipelinedTransaction).
     """
     if not statements:
         return []
@@ -108,16 +171,21 @@ def execute(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
                 cursor.execute(sql, params)
                 results.append(list(cursor.fetchall()) if cursor.description else [])
         return results
+    framed, before, after = _framed(statements, last)
     raw = raw_connection()
     with connection.wrap_database_errors:
         cursors = []
         try:
             with raw.pipeline():
-                for sql, params in statements:
+                for sql, params in framed:
                     pg_cursor = psycopg.Cursor(raw)
                     cursors.append(pg_cursor)
-                    pg_cursor.execute(sql, params, prepare=True)
-            return [list(c.fetchall()) if c.description else [] for c in cursors]
+                    pg_cursor.execute(sql, params, prepare=sql not in _FRAMES)
+            rows = [list(c.fetchall()) if c.description else [] for c in cursors]
         finally:
             for c in cursors:
                 c.close()
+    txn: PipelinedTransaction | None = getattr(_local, "transaction", None)
+    if txn is not None and after:
+        txn.committed = True
+    return rows[before : len(rows) - after]

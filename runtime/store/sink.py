@@ -35,7 +35,7 @@ from runtime.core.writes import (
 from runtime.store import branch_reports, fanout_groups, pg_statements
 from runtime.store.branch_claims import ClaimBatch
 from runtime.store.connection import SinkConnection
-from runtime.store.dialect import execute, postgres
+from runtime.store.dialect import PipelinedTransaction, execute, postgres
 from runtime.store.orm import write_parts_txn
 from runtime.store.parts import STEP_UPDATE_FIELDS, RunPart, run_parts
 
@@ -96,6 +96,8 @@ class DatabaseSink:
         now = timezone.now()
         if not parts and self._claims_alone(branch_writes, now):
             return
+        if not parts and self._branch_writes_alone(branch_writes, now):
+            return
         if not branch_writes and self._one_round_trip(parts, now):
             return
         with transaction.atomic():
@@ -131,6 +133,23 @@ class DatabaseSink:
         self.transactions += 1
         for fill in batch.receipts(results):
             fill()
+        return True
+
+    def _branch_writes_alone(self, writes: Sequence[BranchWrite], now: datetime) -> bool:
+        """A batch of branch reports (and claims), on PostgreSQL: two round trips, BEGIN in the
+        first and COMMIT in the second (a fan-out branch's report on a prefork child, whose
+        batches hold one branch each). Returns False when the batch is not such a batch."""
+        if not postgres() or not writes:
+            return False
+        txn = PipelinedTransaction()
+        try:
+            with txn:
+                receipts = branch_reports.record_branch_writes_txn(writes, now)
+        except BaseException:
+            self._committing = txn.committing
+            raise
+        self.transactions += 1
+        receipts.deliver()  # only a committed report gets its receipt
         return True
 
     def _one_round_trip(self, parts: list[RunPart], now: datetime) -> bool:

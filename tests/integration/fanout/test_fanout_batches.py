@@ -9,9 +9,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from django.db import DatabaseError, connections
 from django.utils import timezone
 from fanout_workflows import FAIL, calls
 
+import runtime.store.branch_reports
 import runtime.store.sink
 from runtime.checkpoint.batching import Checkpoint
 from runtime.core.identity import group_id, step_id
@@ -21,6 +23,7 @@ from runtime.fanout.branch import claim_branch
 from runtime.fanout.report import BranchAttempt
 from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import start_run
+from runtime.store import dialect
 from runtime.store.sink import DatabaseSink
 
 
@@ -193,3 +196,95 @@ def test_fanout_report_batch_releases_one_slot_per_finished_branch() -> None:
     assert (
         Step.objects.filter(run_id=run_id, position__in=[3, 4], wake_at__isnull=False).count() == 2
     )
+
+
+def test_fanout_reports_alone_take_two_pipelines_with_begin_and_commit_inside(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run_id = _started(3)
+    _write([BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 2)])
+    sent: list[list[str]] = []
+    real = dialect.execute
+
+    def recording(statements: Any, **kwargs: Any) -> Any:
+        framed, _, _ = dialect._framed(statements, kwargs.get("last", False))
+        sent.append([sql.split()[0] for sql, _ in framed])
+        # The framing is done again by the real call: undo what recording it did.
+        txn = dialect._local.transaction
+        txn.begun, txn.committing = len(sent) > 1, False
+        return real(statements, **kwargs)
+
+    def no_block(*args: object, **kwargs: object) -> None:
+        raise AssertionError("reports alone should not open an atomic block")
+
+    monkeypatch.setattr(runtime.store.sink.transaction, "atomic", no_block)
+    monkeypatch.setattr(runtime.store.branch_reports, "execute", recording)
+    reports = [_report(run_id, p) for p in (1, 2)]
+    _write(reports)
+    monkeypatch.undo()
+
+    assert len(sent) == 2
+    assert sent[0][0] == "BEGIN" and "BEGIN" not in sent[1] and sent[1][-1] == "COMMIT"
+    assert [r.receipt.recorded for r in reports] == [True, True]
+    assert Step.objects.filter(run_id=run_id, status="completed").count() == 2
+    assert _seqs_are_dense(run_id)
+
+
+def _terminate(backend_pid: int) -> None:
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [backend_pid])
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("cause", ["server error", "cut off"])
+def test_fanout_reports_failing_in_the_round_that_commits_write_nothing(
+    monkeypatch: pytest.MonkeyPatch, cause: str
+) -> None:
+    from runtime.checkpoint.errors import OutcomeUnknown
+
+    run_id = _started(2)
+    _write([BranchClaim(run_id, step_id(run_id, 1), 1)])
+    real = runtime.store.branch_reports.execute
+    failures = [cause]
+
+    def failing_second_round(statements: Any, last: bool = False) -> Any:
+        if not (last and failures):
+            return real(statements, last=last)
+        failures.pop()
+        if cause == "cut off":  # the connection dies under the round that carries COMMIT
+            [[(backend,)]] = real([("SELECT pg_backend_pid()", [])])
+            _terminate(backend)
+            return real(statements, last=last)
+        return real([*statements, ("SELECT 1 / 0", [])], last=last)  # the server says no
+
+    monkeypatch.setattr(runtime.store.branch_reports, "execute", failing_second_round)
+    report = _report(run_id, 1)
+    expected = OutcomeUnknown if cause == "cut off" else DatabaseError
+    with pytest.raises(expected):  # cut off: the COMMIT may have reached the server
+        _write([report])
+    monkeypatch.undo()
+    # Rolled back: the first round's step update and counters are not there, nothing is open.
+    assert Step.objects.get(id=step_id(run_id, 1)).status == "running"
+    group = FanoutGroup.objects.get(run_id=run_id)
+    assert (group.succeeded, group.failed) == (0, 0)
+    assert _seqs_are_dense(run_id)
+    again = _report(run_id, 1)
+    _write([again])
+    assert again.receipt.recorded
+
+
+def test_fanout_a_pipelined_transaction_commits_what_no_last_round_committed() -> None:
+    run_id = _started(2)
+    with dialect.PipelinedTransaction() as txn:
+        dialect.execute([("UPDATE runtime_run SET wakeups = wakeups + 1 WHERE id = %s", [run_id])])
+        with pytest.raises(RuntimeError), dialect.PipelinedTransaction():
+            pass  # one per thread
+    assert txn.begun and txn.committed
+    assert Run.objects.get(id=run_id).wakeups == 1
+    with pytest.raises(ZeroDivisionError), dialect.PipelinedTransaction():
+        dialect.execute([("UPDATE runtime_run SET wakeups = wakeups + 1 WHERE id = %s", [run_id])])
+        raise ZeroDivisionError
+    assert Run.objects.get(id=run_id).wakeups == 1  # rolled back
