@@ -10,14 +10,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import psycopg
 from django.db import connection
+from psycopg.types.json import JsonbBinaryLoader
 
 from runtime import conf
 from runtime.core.history import RecordedStep
 from runtime.core.writes import Guard, LeaseGuard, RunPatch, SuspendGuard, UnfinishedGuard
 from runtime.models import ACTIVE_RUN_STATES, Run, Step
 from runtime.store.columns import JSON_COLUMNS
-from runtime.store.dialect import in_list, uuid_param
+from runtime.store.connection import raw_connection
+from runtime.store.dialect import in_list, postgres, uuid_param
 
 
 def run_update_statement(
@@ -119,10 +122,24 @@ _HISTORY_FIELDS = (
 )
 
 
+_HISTORY_PG = f"SELECT {', '.join(_HISTORY_FIELDS)} FROM {Step._meta.db_table} WHERE run_id = %s"
+
+
 def load_history(run_id: uuid.UUID) -> dict[int, RecordedStep]:
-    """The run's step records by position, as replay reads them."""
-    rows = Step.objects.filter(run_id=run_id).values_list(*_HISTORY_FIELDS)
-    return {row[0]: RecordedStep(*row) for row in rows.iterator(chunk_size=5000)}
+    """The run's step records by position, as replay reads them.
+
+    On PostgreSQL one client-side query in binary format, decoded by psycopg: a 100,000-branch
+    fan-out's last pass spent more than a second in the ORM's per-value converters and a
+    server-side cursor's fetches.
+    """
+    if not postgres():
+        rows = Step.objects.filter(run_id=run_id).values_list(*_HISTORY_FIELDS)
+        return {row[0]: RecordedStep(*row) for row in rows.iterator(chunk_size=5000)}
+    with connection.wrap_database_errors, psycopg.Cursor(raw_connection()) as cursor:
+        # Django loads jsonb as text for its JSONField to decode: here psycopg decodes it.
+        cursor.adapters.register_loader("jsonb", JsonbBinaryLoader)
+        cursor.execute(_HISTORY_PG, [run_id], binary=True)
+        return {row[0]: RecordedStep(*row) for row in cursor}
 
 
 def load_histories(run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, dict[int, RecordedStep]]:
