@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connection, connections
@@ -72,6 +73,13 @@ class SinkConnection:
 KEPT_IDLE_CHECK = 10.0
 
 
+@dataclass
+class _Kept:
+    pid: int
+    connection: SinkConnection
+    last_used: float = 0.0
+
+
 class KeptConnections:
     """One connection per thread for short autocommit statements, kept across Celery tasks.
 
@@ -89,12 +97,11 @@ class KeptConnections:
     @contextmanager
     def lent(self) -> Iterator[None]:
         """This thread's kept connection as its `alias` connection until the block ends."""
-        kept: tuple[int, SinkConnection, list[float]] | None = getattr(self._local, "kept", None)
-        if kept is None or kept[0] != os.getpid():  # a forked child opens its own
-            kept = self._local.kept = (os.getpid(), SinkConnection(self._alias), [0.0])
-        _, own, last_used = kept
-        with own.lent():
-            stale = time.monotonic() - last_used[0] > KEPT_IDLE_CHECK
+        kept: _Kept | None = getattr(self._local, "kept", None)
+        if kept is None or kept.pid != os.getpid():  # a forked child opens its own
+            kept = self._local.kept = _Kept(os.getpid(), SinkConnection(self._alias))
+        with kept.connection.lent():
+            stale = time.monotonic() - kept.last_used > KEPT_IDLE_CHECK
             if stale and connection.connection is not None and not connection.is_usable():
                 connection.close()
             try:
@@ -103,4 +110,4 @@ class KeptConnections:
                 connection.close()
                 raise
             finally:
-                last_used[0] = time.monotonic()
+                kept.last_used = time.monotonic()

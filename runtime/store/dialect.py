@@ -104,7 +104,8 @@ class PipelinedTransaction:
     trips where two carry the same statements. Used as `with PipelinedTransaction() as txn:`
     on a connection in autocommit (no atomic block around it). A body whose last execute was
     not marked `last` is committed on exit; any exception rolls back. `committing` tells
-    whether a COMMIT was sent: a connection cut off after that leaves the outcome unknown.
+    whether a COMMIT was sent: a connection cut off after that leaves the outcome unknown;
+    `committed`, set on a clean exit, whether the block wrote anything and committed it.
     """
 
     def __init__(self) -> None:
@@ -121,10 +122,10 @@ class PipelinedTransaction:
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         _local.transaction = None
         if kind is None:
-            if self.begun and not self.committed:
+            if self.begun and not self.committing:  # no `last` execute carried the COMMIT
                 self.committing = True
                 execute([_COMMIT])
-                self.committed = True
+            self.committed = self.begun
             return
         raw = connection.connection
         if raw is not None and not raw.closed and raw.info.transaction_status != IDLE:
@@ -191,7 +192,4 @@ def execute(statements: Sequence[Statement], *, last: bool = False) -> list[list
         finally:
             for c in cursors:
                 c.close()
-    txn: PipelinedTransaction | None = getattr(_local, "transaction", None)
-    if txn is not None and after:
-        txn.committed = True
     return rows[before : len(rows) - after]
