@@ -4,6 +4,7 @@ publish sent again whatever the queue holds."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.utils import timezone
 from fanout_harness import Branches
@@ -23,6 +24,18 @@ def _dispatched_long_ago(run_id: object, seconds: float) -> None:
     FanoutGroup.objects.filter(run_id=run_id).update(check_at=past)
 
 
+def _fanned_out(
+    n: int, fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher, depth: int
+) -> Any:
+    """A run whose `n` branches were published and are taken for never consumed, with
+    `depth` messages said to wait in the queue."""
+    run, _ = start_run("tests.fanout.squares", [n])
+    execute(run.id)
+    branches.delivered = len(fake.delivered)
+    dispatcher.depth = depth
+    return run
+
+
 def _due_again(run_id: object) -> None:
     FanoutGroup.objects.filter(run_id=run_id).update(check_at=timezone.now() - timedelta(1))
 
@@ -30,10 +43,7 @@ def _due_again(run_id: object) -> None:
 def test_fanout_sweep_with_messages_waiting_republishes_one_request_per_pass_and_each_once(
     fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
 ) -> None:
-    run, _ = start_run("tests.fanout.squares", [150])
-    execute(run.id)
-    branches.delivered = len(fake.delivered)  # all 150 wait in the queue, or were lost
-    dispatcher.depth = 40
+    run = _fanned_out(150, fake, branches, dispatcher, 40)  # all 150 queued, or lost
     _dispatched_long_ago(run.id, QUEUED_GRACE_LEASES * 2 + 5)  # past the queued grace (lease 2)
     oldest = timezone.now() - timedelta(seconds=3600)
     Step.objects.filter(run_id=run.id, position__gt=100).update(wake_at=oldest)
@@ -57,11 +67,9 @@ def test_fanout_sweep_republished_branches_wait_a_grace_before_the_next_republis
 ) -> None:
     # A worker that holds the messages but never consumes them (after a broker restart, say):
     # every sweep finds the branches unclaimed.
-    run, _ = start_run("tests.fanout.squares", [3])
-    execute(run.id)
-    branches.delivered = len(fake.delivered)
-    dispatcher.depth = 0  # an empty queue: the short grace, two sweep intervals (1 s here)
-    Step.objects.filter(run_id=run.id).update(wake_at=timezone.now() - timedelta(seconds=2))
+    # An empty queue: the short grace, two sweep intervals (1 s here).
+    run = _fanned_out(3, fake, branches, dispatcher, 0)
+    _dispatched_long_ago(run.id, 2)
     _due_again(run.id)
     assert sweep_fanouts_once() == 3
 
@@ -69,7 +77,7 @@ def test_fanout_sweep_republished_branches_wait_a_grace_before_the_next_republis
     assert sweep_fanouts_once() == 0
     assert len(branches.pending()) == 3
 
-    Step.objects.filter(run_id=run.id).update(wake_at=timezone.now() - timedelta(seconds=2))
+    _dispatched_long_ago(run.id, 2)
     _due_again(run.id)  # a grace after the republish: due again
     assert sweep_fanouts_once() == 3
 
@@ -77,10 +85,7 @@ def test_fanout_sweep_republished_branches_wait_a_grace_before_the_next_republis
 def test_fanout_sweep_with_messages_waiting_leaves_recent_branches_alone(
     fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
 ) -> None:
-    run, _ = start_run("tests.fanout.squares", [5])
-    execute(run.id)
-    branches.delivered = len(fake.delivered)
-    dispatcher.depth = 1000  # a long backlog: the five may well be in it
+    run = _fanned_out(5, fake, branches, dispatcher, 1000)  # the five may well be queued
     _dispatched_long_ago(run.id, 10)  # long for an empty queue, not for this one
 
     assert sweep_fanouts_once() == 0
