@@ -32,7 +32,7 @@ from runtime.fanout.group import run_all
 from runtime.flow.ratelimit import turn_wait
 from runtime.markers import patched
 from runtime.observe.attempts import StepAttempt
-from runtime.registry import Signature, StepFunction, WorkflowFunction
+from runtime.registry import Signature, SignatureMap, StepFunction, WorkflowFunction
 from runtime.replay import ReplayCursor
 from runtime.session import ExecutionSession
 from runtime.stepinfo import StepInfo, running
@@ -359,8 +359,10 @@ class DurableContext:
         workflow (then each item runs as a child workflow)."""
         if not isinstance(fn, StepFunction | WorkflowFunction):
             raise TypeError("ctx.map takes a registered @step or @workflow function")
-        return self.all(
-            [fn.s(item) for item in items],
+        kind = "step" if isinstance(fn, StepFunction) else "child"
+        return run_all(
+            self.cursor,
+            SignatureMap(fn.name, kind, list(items)),
             max_concurrency=max_concurrency,
             return_exceptions=return_exceptions,
             min_successful=min_successful,

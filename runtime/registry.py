@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Generic, ParamSpec, TypeVar, overload
@@ -23,7 +23,7 @@ def _default_name(fn: Callable[..., Any]) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Signature:
     """A call of a registered step or workflow, to be fanned out (`ctx.all`)."""
 
@@ -31,6 +31,22 @@ class Signature:
     kind: str  # "step" or "child"
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureMap:
+    """`ctx.map`'s signatures, one per item of the same step or workflow, made only when
+    iterated: a replay of a recorded fan-out checks one name and kind, not N signatures."""
+
+    name: str
+    kind: str  # "step" or "child"
+    items: list[Any]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Signature]:
+        return (Signature(self.name, self.kind, (item,)) for item in self.items)
 
 
 class StepFunction(Generic[P, R]):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 SUCCEEDED, FAILED = "succeeded", "failed"
 
@@ -161,6 +161,26 @@ def initial_release(total: int, max_concurrency: int | None) -> int:
     return min(total, max_concurrency)
 
 
+class Branch(Protocol):
+    """What fan-in reads of one branch's step row: a `BranchState`, or replay's recorded step
+    itself (a 100,000-branch fan-out's last pass need not copy every record)."""
+
+    @property
+    def position(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def result(self) -> Any: ...
+    @property
+    def error(self) -> dict[str, Any] | None: ...
+    @property
+    def wake_at(self) -> datetime | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class BranchState:
     """What the history says about one branch (a step row of the group)."""
@@ -191,7 +211,7 @@ class Settled:
 
 
 def settle(
-    rule: FanInRule, branches: Sequence[BranchState], first_failure: int | None
+    rule: FanInRule, branches: Sequence[Branch], first_failure: int | None
 ) -> Settled | None:
     """The fan-out's outcome from its recorded branches, or None while it is undecided.
 
@@ -232,7 +252,7 @@ class BranchDispatch:
 
 
 def due_dispatches(
-    branches: Sequence[BranchState],
+    branches: Sequence[Branch],
     first_position: int,
     released: int,
     now: datetime,
@@ -250,7 +270,7 @@ def due_dispatches(
     """
     grace = timedelta(seconds=pending_grace)
     due: list[BranchDispatch] = []
-    lost: list[BranchState] = []
+    lost: list[Branch] = []
     for b in branches:
         if b.position - first_position >= released:
             continue
@@ -271,9 +291,7 @@ def due_dispatches(
     return sorted(due, key=lambda d: d.position)
 
 
-def republished_pending(
-    due: Sequence[BranchDispatch], branches: Sequence[BranchState]
-) -> list[int]:
+def republished_pending(due: Sequence[BranchDispatch], branches: Sequence[Branch]) -> list[int]:
     """The positions of `due` that publish a pending branch's current attempt again now."""
     pending = {b.position for b in branches if b.status == "pending"}
     return [d.position for d in due if d.countdown <= 0 and d.position in pending]

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
+from itertools import repeat
 from typing import Any
 
 from publisher import PublishError
@@ -24,8 +26,8 @@ from runtime.core.control import Suspend
 from runtime.core.errors import NonDeterminismError, StepFailed
 from runtime.core.fanin import (
     FAILED,
+    Branch,
     BranchDispatch,
-    BranchState,
     Failure,
     FanInRule,
     due_dispatches,
@@ -38,7 +40,7 @@ from runtime.core.writes import FanoutGroupRow, HistoryWrite, StepRow, step_crea
 from runtime.dispatch import publish_branches, queue_depth
 from runtime.fanout.sweep import republish_rule
 from runtime.fanout.takeover import interrupt_at_most_once
-from runtime.registry import Signature, registry
+from runtime.registry import Signature, SignatureMap, registry
 from runtime.replay import ReplayCursor
 from runtime.store.fanout_groups import group_row, record_dispatch
 
@@ -49,7 +51,7 @@ REPUBLISH_DELAY = 1.0  # seconds before a run whose branch publish failed (retry
 
 def run_all(
     cursor: ReplayCursor,
-    signatures: list[Signature],
+    signatures: list[Signature] | SignatureMap,
     *,
     max_concurrency: int | None = None,
     return_exceptions: bool = False,
@@ -73,22 +75,27 @@ def run_all(
     window = initial_release(len(signatures), max_concurrency)
     if not signatures:
         return []
-    positions = [cursor.next_position() for _ in signatures]
+    positions = [cursor.next_position() for _ in range(len(signatures))]
     recorded = [cursor.recorded(p) for p in positions]
     if all(r is None for r in recorded):
         _start(cursor, signatures, positions, rule, window)
-    for sig, rec, position in zip(signatures, recorded, positions, strict=True):
-        cursor.identity_checked(functools.partial(_check, position, rec, sig))
-    branches = [_branch_state(r) for r in recorded if r is not None]
+    cursor.identity_checked(functools.partial(_check, positions, recorded, signatures))
+    branches = [r for r in recorded if r is not None]
     return _resume(cursor, rule, branches, positions[0])
 
 
-def _check_signatures(signatures: list[Signature]) -> None:
+def _check_signatures(signatures: list[Signature] | SignatureMap) -> None:
+    if isinstance(signatures, SignatureMap):
+        signatures = [Signature(signatures.name, signatures.kind)]
+    known: set[tuple[str, str]] = set()
     for sig in signatures:
         if not isinstance(sig, Signature):
             raise TypeError(
                 f"ctx.all takes signatures (step_fn.s(...), workflow_fn.s(...)), got {sig!r}"
             )
+        if (sig.kind, sig.name) in known:
+            continue
+        known.add((sig.kind, sig.name))
         if sig.kind == "step":
             registry.step(sig.name)  # another worker must find it by name
         elif sig.kind == "child":
@@ -99,7 +106,7 @@ def _check_signatures(signatures: list[Signature]) -> None:
 
 def _start(
     cursor: ReplayCursor,
-    signatures: list[Signature],
+    signatures: list[Signature] | SignatureMap,
     positions: list[int],
     rule: FanInRule,
     window: int,
@@ -138,7 +145,7 @@ def _start(
 
 
 def _resume(
-    cursor: ReplayCursor, rule: FanInRule, branches: list[BranchState], first: int
+    cursor: ReplayCursor, rule: FanInRule, branches: Sequence[Branch], first: int
 ) -> list[Any]:
     group = None
     if any(b.status == history.FAILED for b in branches):
@@ -188,19 +195,25 @@ def _step_failed(failure: Failure) -> StepFailed:
     return StepFailed.from_record(failure.name, failure.position, failure.error)
 
 
-def _branch_state(rec: history.RecordedStep) -> BranchState:
-    return BranchState(
-        rec.position, rec.name, rec.status, rec.attempt, rec.result, rec.error, rec.wake_at
-    )
-
-
-def _check(position: int, rec: history.RecordedStep | None, sig: Signature) -> history.StepAction:
-    if rec is None:
-        raise NonDeterminismError(
-            f"replay reached fan-out branch {sig.kind} {sig.name!r} at position {position}, "
-            "but the history recorded a smaller fan-out there",
-            position=position,
-            differs="missing",
+def _check(
+    positions: list[int],
+    recorded: list[history.RecordedStep | None],
+    signatures: list[Signature] | SignatureMap,
+) -> history.StepAction:
+    """Every branch's record against its signature (one replay decision for the fan-out)."""
+    if isinstance(signatures, SignatureMap):
+        identities: Iterable[tuple[str, str]] = repeat(
+            (signatures.name, signatures.kind), len(signatures)
         )
-    history.check_identity(rec, sig.name, sig.kind)
+    else:
+        identities = ((sig.name, sig.kind) for sig in signatures)
+    for position, rec, (name, kind) in zip(positions, recorded, identities, strict=True):
+        if rec is None:
+            raise NonDeterminismError(
+                f"replay reached fan-out branch {kind} {name!r} at position {position}, "
+                "but the history recorded a smaller fan-out there",
+                position=position,
+                differs="missing",
+            )
+        history.check_identity(rec, name, kind)
     return history.ReturnRecorded(None)

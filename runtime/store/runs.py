@@ -12,7 +12,6 @@ from typing import Any
 
 import psycopg
 from django.db import connection
-from psycopg.types.json import JsonbBinaryLoader
 
 from runtime import conf
 from runtime.core.history import RecordedStep
@@ -122,24 +121,44 @@ _HISTORY_FIELDS = (
 )
 
 
-_HISTORY_PG = f"SELECT {', '.join(_HISTORY_FIELDS)} FROM {Step._meta.db_table} WHERE run_id = %s"
+# The JSON columns come as text, so that all of a history's values are decoded by one
+# `json.loads` (per-row decoding cost a 100,000-branch fan-out's last pass 0.6 s).
+_HISTORY_PG = (
+    f"SELECT {', '.join(f'{f}::text' if f in JSON_COLUMNS else f for f in _HISTORY_FIELDS)} "
+    f"FROM {Step._meta.db_table} WHERE run_id = %s"
+)
+_RESULT, _ERROR = _HISTORY_FIELDS.index("result"), _HISTORY_FIELDS.index("error")
 
 
 def load_history(run_id: uuid.UUID) -> dict[int, RecordedStep]:
     """The run's step records by position, as replay reads them.
 
-    On PostgreSQL one client-side query in binary format, decoded by psycopg: a 100,000-branch
-    fan-out's last pass spent more than a second in the ORM's per-value converters and a
-    server-side cursor's fetches.
+    On PostgreSQL one client-side query in binary format, its rows made by psycopg at once: a
+    100,000-branch fan-out's last pass spent more than a second in the ORM's per-value
+    converters and a server-side cursor's fetches.
     """
     if not postgres():
-        rows = Step.objects.filter(run_id=run_id).values_list(*_HISTORY_FIELDS)
-        return {row[0]: RecordedStep(*row) for row in rows.iterator(chunk_size=5000)}
+        values = Step.objects.filter(run_id=run_id).values_list(*_HISTORY_FIELDS)
+        return {row[0]: RecordedStep(*row) for row in values.iterator(chunk_size=5000)}
     with connection.wrap_database_errors, psycopg.Cursor(raw_connection()) as cursor:
-        # Django loads jsonb as text for its JSONField to decode: here psycopg decodes it.
-        cursor.adapters.register_loader("jsonb", JsonbBinaryLoader)
         cursor.execute(_HISTORY_PG, [run_id], binary=True)
-        return {row[0]: RecordedStep(*row) for row in cursor}
+        rows = cursor.fetchall()
+    results = _json_values([row[_RESULT] for row in rows])
+    errors = _json_values([row[_ERROR] for row in rows])
+    return {
+        p: RecordedStep(p, name, kind, status, attempt, result, error, wake_at, started, token)
+        for (p, name, kind, status, attempt, _, _, wake_at, started, token), result, error in zip(
+            rows, results, errors, strict=True
+        )
+    }
+
+
+def _json_values(texts: list[str | None]) -> list[Any]:
+    """JSON texts (None: SQL NULL) decoded, all in one `json.loads`."""
+    if all(text is None for text in texts):
+        return texts
+    values: list[Any] = json.loads(f"[{','.join('null' if t is None else t for t in texts)}]")
+    return values
 
 
 def load_histories(run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, dict[int, RecordedStep]]:

@@ -105,3 +105,13 @@ def charge(n: int) -> int:
 def charges(ctx: Any, n: int) -> Any:
     values = ctx.map(charge, range(n), return_exceptions=True)
     return [v if isinstance(v, int) else v.error_type for v in values]
+
+
+RESHAPE: dict[str, Any] = {}  # what `reshaped` fans out this time: the code changing under a run
+
+
+@workflow(name="tests.fanout.reshaped")
+def reshaped(ctx: Any, n: int) -> Any:
+    if RESHAPE.get("all"):
+        return ctx.all(RESHAPE["all"])
+    return ctx.map(RESHAPE.get("fn", square), range(RESHAPE.get("n", n)))

@@ -19,7 +19,7 @@ from runtime.core.identity import step_id
 from runtime.core.writes import EventDraft, HistoryWrite, LeaseGuard, RunPatch, StepRow
 from runtime.models import Run, Step
 from runtime.services import start_run
-from runtime.store import pg_json_rows, pg_statements
+from runtime.store import pg_json_rows, pg_statements, runs
 from runtime.store.parts import STEP_UPDATE_FIELDS, run_parts
 from runtime.store.sink import DatabaseSink
 
@@ -183,3 +183,57 @@ def test_pg_json_rows_a_lost_lease_fails_only_its_own_run(two_leased_runs: tuple
         sink.write_batch(batch[1:])  # the writer then retries each session alone
     assert Step.objects.filter(run_id=second.id).count() == 2
     assert [e.type for e in events(first.id)] == ["run_created"]
+
+
+RESULTS: list[Any] = [
+    None,
+    0,
+    -7,
+    2**70,  # beyond 64 bits: JSON numbers are not bounded
+    1.5,
+    "",
+    "null",  # a string that spells a JSON literal stays a string
+    'a "quoted", {braced} [list], comma',
+    "héllo ✓ \u2028",
+    True,
+    [],
+    {},
+    [1, [2, [3, None]], {"k": "v"}],
+    {"nested": {"list": [1.25, False, None], "text": "x"}},
+]
+
+
+def test_store_load_history_on_postgresql_reads_what_the_portable_path_reads(
+    leased_run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = timezone.now()
+    rows = []
+    for position, result in enumerate(RESULTS, start=1):
+        failed = position % 4 == 0
+        rows.append(
+            StepRow(
+                step_id(leased_run.id, position), position, f"step-{position}", "step",
+                "failed" if failed else "completed", position, at,
+                input={"i": position}, result=None if failed else result,
+                error={"type": "Boom", "message": f"no {position}"} if failed else None,
+                started_at=at, wake_at=at if position % 3 == 0 else None,
+                callback_token=f"token-{position}" if position % 5 == 0 else None,
+            )
+        )  # fmt: skip
+    write = HistoryWrite(leased_run.id, LeaseGuard("mine"), (), tuple(rows))
+    store.writer().write(Checkpoint(session="history", payload=write, sync=True))
+
+    on_postgresql = runs.load_history(leased_run.id)
+    monkeypatch.setattr(runs, "postgres", lambda: False)
+    portable = runs.load_history(leased_run.id)
+
+    assert on_postgresql == portable
+    assert [on_postgresql[p].result for p in range(1, len(RESULTS) + 1)] == [
+        None if p % 4 == 0 else result for p, result in enumerate(RESULTS, start=1)
+    ]
+    assert on_postgresql[4].error == {"type": "Boom", "message": "no 4"}
+    assert on_postgresql[5].callback_token == "token-5" and on_postgresql[3].wake_at == at
+
+
+def test_store_load_history_of_a_run_without_steps_is_empty(leased_run: Run) -> None:
+    assert runs.load_history(leased_run.id) == {}
