@@ -195,13 +195,18 @@ class _ReportBatch:
         events: list[tuple[Any, ...]] = []
         for run_id, run_drafts in drafts.items():
             wake = run_id in self.woken
+            rows = [
+                (uuid_param(run_id), back, draft.type, uuid_param(draft.step_id),
+                 json_param(draft.payload), time_param(draft.at))
+                for back, draft in enumerate(reversed(run_drafts))
+            ]  # fmt: skip
+            both = sql.seq_and_events_statement(run_id, wake, self.now, rows) if rows else None
+            if both is not None:
+                self.second.append(both)
+                continue
             if run_drafts or wake:
                 self.second.append(sql.seq_statement(run_id, len(run_drafts), wake, self.now))
-            for back, draft in enumerate(reversed(run_drafts)):
-                events.append(
-                    (uuid_param(run_id), back, draft.type, uuid_param(draft.step_id),
-                     json_param(draft.payload), time_param(draft.at))
-                )  # fmt: skip
+            events += rows
         self.second += sql.event_statements(events)
 
 

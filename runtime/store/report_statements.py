@@ -18,6 +18,7 @@ from runtime.store.dialect import (
     chunks,
     in_list,
     json_param,
+    postgres,
     time_param,
     uuid_param,
     values_cte,
@@ -122,36 +123,61 @@ def cancel_statement(
     )
 
 
-def seq_statement(run_id: uuid.UUID, count: int, wake: bool, now: datetime) -> Statement:
-    """Take `count` event seqs under the run's row lock; a wake also makes the run due now."""
+def _seq_sets(count: int, wake: bool, now: datetime) -> tuple[str, list[Any]]:
     sets = ["last_seq = last_seq + %s"]
     params: list[Any] = [count]
     if wake:
         # wake_at = now: if the enqueue after commit is lost, the recovery sweep runs it.
         sets += ["wakeups = wakeups + 1", "wake_at = %s"]
         params.append(time_param(now))
+    return ", ".join(sets), params
+
+
+def seq_statement(run_id: uuid.UUID, count: int, wake: bool, now: datetime) -> Statement:
+    """Take `count` event seqs under the run's row lock; a wake also makes the run due now."""
+    sets, params = _seq_sets(count, wake, now)
     return (
-        f"UPDATE {Run._meta.db_table} SET {', '.join(sets)} WHERE id = {cast('%s', 'uuid')}",
+        f"UPDATE {Run._meta.db_table} SET {sets} WHERE id = {cast('%s', 'uuid')}",
         [*params, uuid_param(run_id)],
+    )
+
+
+_EVENT_COLUMNS = ["e_run", "e_back", "e_type", "e_step", "e_payload", "e_at"]
+
+
+def _event_insert(seqs_from: str) -> str:
+    """INSERT ... SELECT of the `e` rows, each seq counted back from `r.last_seq`."""
+    return (
+        f"INSERT INTO {Event._meta.db_table} (run_id, seq, type, step_id, payload, created_at) "
+        f"SELECT r.id, r.last_seq - {cast('e_back', 'integer')}, e_type, "
+        f"{cast('e_step', 'uuid')}, {cast('e_payload', 'jsonb')}, {cast('e_at', 'timestamptz')} "
+        f"FROM e JOIN {seqs_from} r ON r.id = {cast('e_run', 'uuid')}"
     )
 
 
 def event_statements(rows: list[tuple[Any, ...]]) -> list[Statement]:
     """Insert (run, back, type, step, payload, at) rows; seq = the run's new last_seq - back."""
     statements: list[Statement] = []
-    columns = ["e_run", "e_back", "e_type", "e_step", "e_payload", "e_at"]
-    for part in chunks(rows, len(columns)):
-        cte, params = values_cte("e", columns, part)
-        sql = (
-            f"{cte}INSERT INTO {Event._meta.db_table} "
-            "(run_id, seq, type, step_id, payload, created_at) "
-            f"SELECT r.id, r.last_seq - {cast('e_back', 'integer')}, e_type, "
-            f"{cast('e_step', 'uuid')}, {cast('e_payload', 'jsonb')}, "
-            f"{cast('e_at', 'timestamptz')} "
-            f"FROM e JOIN {Run._meta.db_table} r ON r.id = {cast('e_run', 'uuid')}"
-        )
-        statements.append((sql, params))
+    for part in chunks(rows, len(_EVENT_COLUMNS)):
+        cte, params = values_cte("e", _EVENT_COLUMNS, part)
+        statements.append((cte + _event_insert(Run._meta.db_table), params))
     return statements
+
+
+def seq_and_events_statement(
+    run_id: uuid.UUID, wake: bool, now: datetime, rows: list[tuple[Any, ...]]
+) -> Statement | None:
+    """`seq_statement` and `event_statements` of one run's `rows` as one statement, on
+    PostgreSQL (a data-modifying CTE; SQLite has none); None where that cannot be."""
+    if not postgres() or len(chunks(rows, len(_EVENT_COLUMNS))) != 1:
+        return None
+    sets, seq_params = _seq_sets(len(rows), wake, now)
+    cte, params = values_cte("e", _EVENT_COLUMNS, rows)
+    seqs = f"s AS (UPDATE {Run._meta.db_table} SET {sets} WHERE id = %s RETURNING id, last_seq) "
+    return (
+        f"{cte.rstrip()}, {seqs}{_event_insert('s')}",
+        [*params, *seq_params, uuid_param(run_id)],
+    )
 
 
 def event_payload(report: BranchReport) -> dict[str, Any]:

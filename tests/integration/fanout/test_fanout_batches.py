@@ -225,6 +225,7 @@ def test_fanout_reports_alone_take_two_pipelines_with_begin_and_commit_inside(
 
     assert len(sent) == 2
     assert sent[0][0] == "BEGIN" and "BEGIN" not in sent[1] and sent[1][-1] == "COMMIT"
+    assert len(sent[1]) == 2  # the run's seqs and its events are one statement, then COMMIT
     assert [r.receipt.recorded for r in reports] == [True, True]
     assert Step.objects.filter(run_id=run_id, status="completed").count() == 2
     assert _seqs_are_dense(run_id)
