@@ -37,11 +37,20 @@ OUTCOME_EVENT = {
 
 
 def lock_statement(run_id: uuid.UUID, now: datetime) -> Statement:
-    """Take the run's row lock; no row if the run is no longer active (its reports are stale)."""
+    """Take the run's row lock; no row if the run is no longer active (its reports are stale).
+
+    On PostgreSQL a locking read: the second round's seq update writes the run row (and its
+    `updated_at`) once, where an UPDATE here made two row versions per report.
+    """
     states, active = in_list(ACTIVE_RUN_STATES)
+    where = f"WHERE id = {cast('%s', 'uuid')} AND status IN ({states})"
+    if postgres():
+        return (
+            f"SELECT id FROM {Run._meta.db_table} {where} FOR NO KEY UPDATE",
+            [uuid_param(run_id), *active],
+        )
     return (
-        f"UPDATE {Run._meta.db_table} SET updated_at = %s "
-        f"WHERE id = {cast('%s', 'uuid')} AND status IN ({states}) RETURNING id",
+        f"UPDATE {Run._meta.db_table} SET updated_at = %s {where} RETURNING id",
         [time_param(now), uuid_param(run_id), *active],
     )
 
@@ -124,8 +133,8 @@ def cancel_statement(
 
 
 def _seq_sets(count: int, wake: bool, now: datetime) -> tuple[str, list[Any]]:
-    sets = ["last_seq = last_seq + %s"]
-    params: list[Any] = [count]
+    sets = ["last_seq = last_seq + %s", "updated_at = %s"]
+    params: list[Any] = [count, time_param(now)]
     if wake:
         # wake_at = now: if the enqueue after commit is lost, the recovery sweep runs it.
         sets += ["wakeups = wakeups + 1", "wake_at = %s"]

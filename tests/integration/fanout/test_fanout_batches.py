@@ -204,11 +204,13 @@ def test_fanout_reports_alone_take_two_pipelines_with_begin_and_commit_inside(
     run_id = _started(3)
     _write([BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 2)])
     sent: list[list[str]] = []
+    run_writes: list[str] = []
     real = dialect.execute
 
     def recording(statements: Any, **kwargs: Any) -> Any:
         framed, _, _ = dialect._framed(statements, kwargs.get("last", False))
         sent.append([sql.split()[0] for sql, _ in framed])
+        run_writes.extend(sql for sql, _ in framed if f"UPDATE {Run._meta.db_table} " in sql)
         # The framing is done again by the real call: undo what recording it did.
         txn = dialect._local.transaction
         txn.begun, txn.committing = len(sent) > 1, False
@@ -225,7 +227,11 @@ def test_fanout_reports_alone_take_two_pipelines_with_begin_and_commit_inside(
 
     assert len(sent) == 2
     assert sent[0][0] == "BEGIN" and "BEGIN" not in sent[1] and sent[1][-1] == "COMMIT"
+    assert sent[0][1] == "SELECT"  # the run's row lock is a locking read
     assert len(sent[1]) == 2  # the run's seqs and its events are one statement, then COMMIT
+    # The run row is written once per batch (its seqs), and that write is the report's time.
+    assert len(run_writes) == 1
+    assert Run.objects.get(id=run_id).updated_at >= max(r.finished_at for r in reports)
     assert [r.receipt.recorded for r in reports] == [True, True]
     assert Step.objects.filter(run_id=run_id, status="completed").count() == 2
     assert _seqs_are_dense(run_id)
