@@ -259,6 +259,7 @@ def due_dispatches(
     *,
     pending_grace: float,
     pending_budget: int | None = None,
+    queued: int = 0,
 ) -> list[BranchDispatch]:
     """Branches whose message may be lost: publish them (again); a duplicate loses its claim.
 
@@ -267,10 +268,15 @@ def due_dispatches(
     `pending_grace` seconds old, at most `pending_budget` of those (the longest waiting first;
     None: all); a retry not yet due keeps its countdown; a running branch whose lease expired
     (its worker died) is taken over by the next attempt.
+
+    `queued` messages wait in the broker's queue, and each may be one of these branches': of
+    the dispatched pending branches, only those beyond that many can be lost (or held in a
+    worker's prefetch), so no more than that are published again.
     """
     grace = timedelta(seconds=pending_grace)
     due: list[BranchDispatch] = []
     lost: list[Branch] = []
+    dispatched = 0
     for b in branches:
         if b.position - first_position >= released:
             continue
@@ -281,10 +287,15 @@ def due_dispatches(
                 )
             elif b.wake_at is None:
                 due.append(BranchDispatch(b.position, b.attempt + 1))
-            elif b.wake_at + grace <= now:
-                lost.append(b)
+            else:
+                dispatched += 1
+                if b.wake_at + grace <= now:
+                    lost.append(b)
         elif b.status == "running" and (b.wake_at is None or b.wake_at < now):
             due.append(BranchDispatch(b.position, b.attempt + 1))
+    if queued > 0:
+        beyond = max(dispatched - queued, 0)
+        pending_budget = beyond if pending_budget is None else min(pending_budget, beyond)
     if pending_budget is not None and len(lost) > pending_budget:
         lost = sorted(lost, key=lambda b: b.wake_at or now)[: max(pending_budget, 0)]
     due += [BranchDispatch(b.position, b.attempt + 1) for b in lost]

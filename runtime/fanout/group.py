@@ -159,8 +159,9 @@ def _resume(
         again = republish_rule(queue_depth(), replay=True)
         now = cursor.clock.now()
         due = due_dispatches(
-            branches, first, released, now, pending_grace=again.grace, pending_budget=again.budget
-        )
+            branches, first, released, now,
+            pending_grace=again.grace, pending_budget=again.budget, queued=again.queued,
+        )  # fmt: skip
         running = {b.position: b.name for b in branches if b.status == history.RUNNING}
         due = interrupt_at_most_once(cursor.run_id, first, running, due)
         _publish(cursor, first, due)

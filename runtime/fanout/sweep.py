@@ -47,6 +47,7 @@ class RepublishRule:
 
     grace: float  # seconds since its (last) dispatch
     budget: int | None  # per pass, across groups; None: no bound
+    queued: int = 0  # messages waiting in the queue, any of which may be a pending branch's
 
 
 def republish_rule(depth: int | None, *, replay: bool = False) -> RepublishRule:
@@ -56,13 +57,16 @@ def republish_rule(depth: int | None, *, replay: bool = False) -> RepublishRule:
     intervals was lost (a dead worker had reserved it, the broker lost it) or sits in a live
     worker's prefetch, where a duplicate just loses its claim; a replay, which may follow a
     failed publish, republishes them at once. A queue with messages waiting may hold every
-    one of them, so they count as lost only after QUEUED_GRACE_LEASES, and a pass publishes
-    at most one request's worth again: a republish never feeds the backlog it waits on.
+    one of them, so they count as lost only after QUEUED_GRACE_LEASES, a pass publishes at
+    most one request's worth again, and a group no more of them than it has pending branches
+    beyond the queue's depth: a republish never feeds the backlog it waits on, however long
+    that backlog takes to drain.
     """
     settings = conf.get()
     if depth == 0:
         return RepublishRule(0.0 if replay else 2 * settings.SWEEP_INTERVAL, None)
-    return RepublishRule(QUEUED_GRACE_LEASES * settings.LEASE_SECONDS, settings.PUBLISH_BATCH_SIZE)
+    grace = QUEUED_GRACE_LEASES * settings.LEASE_SECONDS
+    return RepublishRule(grace, settings.PUBLISH_BATCH_SIZE, depth or 0)
 
 
 def sweep_fanouts_once(limit: int = 200) -> int:
@@ -85,8 +89,9 @@ def sweep_fanouts_once(limit: int = 200) -> int:
         ).values_list("position", "name", "status", "attempt", "wake_at")
         branches = [BranchState(p, n, s, a, wake_at=w) for p, n, s, a, w in rows]
         due = due_dispatches(
-            branches, first, released, now, pending_grace=rule.grace, pending_budget=budget
-        )
+            branches, first, released, now,
+            pending_grace=rule.grace, pending_budget=budget, queued=rule.queued,
+        )  # fmt: skip
         again = republished_pending(due, branches)
         if budget is not None:
             budget -= len(again)

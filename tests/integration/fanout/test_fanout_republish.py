@@ -62,6 +62,28 @@ def test_fanout_sweep_with_messages_waiting_republishes_one_request_per_pass_and
     assert set(completed_once(run.id).values()) == {1}
 
 
+def test_fanout_sweep_of_a_backlog_older_than_the_grace_republishes_only_what_it_outnumbers(
+    fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
+) -> None:
+    # A fan-out whose queue takes longer than the grace to drain: the 150 still wait in it.
+    run = _fanned_out(150, fake, branches, dispatcher, 150)
+    _dispatched_long_ago(run.id, QUEUED_GRACE_LEASES * 2 + 5)
+    assert sweep_fanouts_once() == 0
+
+    dispatcher.depth = 143  # seven of the 150 cannot be in the queue: lost, or prefetched
+    _due_again(run.id)
+    assert sweep_fanouts_once() == 7
+    dispatcher.depth = 150  # their new messages wait too
+    _due_again(run.id)
+    assert sweep_fanouts_once() == 0
+    assert len(branches.pending()) == 7
+
+    branches.delivered = 0  # the queue drains: the 150, then the seven duplicates
+    branches.drain()
+    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
+    assert set(completed_once(run.id).values()) == {1}
+
+
 def test_fanout_sweep_republished_branches_wait_a_grace_before_the_next_republish(
     fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
 ) -> None:

@@ -163,3 +163,27 @@ def test_due_dispatches_bounds_lost_branches_oldest_first_but_never_unsent_ones(
         BranchDispatch(3, 1),
         BranchDispatch(4, 2),
     ]
+
+
+def test_due_dispatches_republishes_no_more_than_the_queue_cannot_be_holding() -> None:
+    def ago(seconds: float) -> datetime:
+        return NOW - timedelta(seconds=seconds)
+
+    branches = [BranchState(p, "a", "pending", 0, wake_at=ago(100 + p)) for p in range(1, 7)]
+    branches += [
+        BranchState(7, "a", "pending", 0),  # its publish failed: not in the queue at all
+        BranchState(8, "a", "running", 1, wake_at=ago(1)),  # a takeover
+        BranchState(9, "a", "pending", 1, wake_at=NOW + timedelta(seconds=3)),  # a retry, later
+    ]
+
+    def due(queued: int, budget: int | None = None) -> list[int]:
+        found = due_dispatches(
+            branches, 1, 9, NOW, pending_grace=5.0, pending_budget=budget, queued=queued
+        )
+        return [d.position for d in found]
+
+    # Six dispatched and unclaimed: a queue of four may hold four of them, the rest are lost.
+    assert due(4) == [5, 6, 7, 8, 9]  # the two longest waiting, and what is not a republish
+    assert due(6) == due(100) == [7, 8, 9]
+    assert due(0) == [1, 2, 3, 4, 5, 6, 7, 8, 9]  # nothing waits: every overdue one is lost
+    assert due(1, budget=2) == [5, 6, 7, 8, 9]  # the pass's own bound still holds
