@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import timedelta
 from itertools import repeat
 from typing import Any
@@ -26,7 +26,6 @@ from runtime.core.control import Suspend
 from runtime.core.errors import NonDeterminismError, StepFailed
 from runtime.core.fanin import (
     FAILED,
-    Branch,
     BranchDispatch,
     Failure,
     FanInRule,
@@ -145,7 +144,7 @@ def _start(
 
 
 def _resume(
-    cursor: ReplayCursor, rule: FanInRule, branches: Sequence[Branch], first: int
+    cursor: ReplayCursor, rule: FanInRule, branches: list[history.RecordedStep], first: int
 ) -> list[Any]:
     group = None
     if any(b.status == history.FAILED for b in branches):
@@ -158,9 +157,11 @@ def _resume(
         # This replay may follow a lost publish: republish what the queue cannot be holding.
         again = republish_rule(queue_depth(), replay=True)
         now = cursor.clock.now()
+        started = [b.started_at for b in branches if b.started_at is not None]
         due = due_dispatches(
             branches, first, released, now,
-            pending_grace=again.grace, pending_budget=again.budget, queued=again.queued,
+            pending_grace=again.grace, pending_budget=again.budget,
+            queued=again.queued_for(max(started, default=None), now),
         )  # fmt: skip
         running = {b.position: b.name for b in branches if b.status == history.RUNNING}
         due = interrupt_at_most_once(cursor.run_id, first, running, due)

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from publisher import PublishError
@@ -48,6 +48,16 @@ class RepublishRule:
     grace: float  # seconds since its (last) dispatch
     budget: int | None  # per pass, across groups; None: no bound
     queued: int = 0  # messages waiting in the queue, any of which may be a pending branch's
+
+    def queued_for(self, last_claim: datetime | None, now: datetime) -> int:
+        """How many of a group's unclaimed branches the queue may hold, given its latest claim.
+
+        Only a group whose branches are still being claimed is draining through the queue; one
+        with no claim within the grace gets no such allowance (a queue kept full by other
+        runs must not hold a lost branch back for good)."""
+        if last_claim is None or last_claim < now - timedelta(seconds=self.grace):
+            return 0
+        return self.queued
 
 
 def republish_rule(depth: int | None, *, replay: bool = False) -> RepublishRule:
@@ -88,9 +98,10 @@ def sweep_fanouts_once(limit: int = 200) -> int:
             Q(run_id=run_id, position__gte=first, position__lt=first + released) & (stale | overdue)
         ).values_list("position", "name", "status", "attempt", "wake_at")
         branches = [BranchState(p, n, s, a, wake_at=w) for p, n, s, a, w in rows]
+        queued = rule.queued_for(_last_claim(run_id, first, released), now) if rule.queued else 0
         due = due_dispatches(
             branches, first, released, now,
-            pending_grace=rule.grace, pending_budget=budget, queued=rule.queued,
+            pending_grace=rule.grace, pending_budget=budget, queued=queued,
         )  # fmt: skip
         again = republished_pending(due, branches)
         if budget is not None:
@@ -100,6 +111,14 @@ def sweep_fanouts_once(limit: int = 200) -> int:
         if due and _publish(run_id, first, due, again, now, priority):
             published += len(due)
     return published
+
+
+def _last_claim(run_id: uuid.UUID, first: int, released: int) -> datetime | None:
+    """When a released branch of the group was last claimed (its latest start)."""
+    latest: datetime | None = Step.objects.filter(
+        run_id=run_id, position__gte=first, position__lt=first + released
+    ).aggregate(latest=Max("started_at"))["latest"]
+    return latest
 
 
 def _take_due_groups(now: datetime, limit: int) -> list[tuple[Any, ...]]:

@@ -65,8 +65,10 @@ def test_fanout_sweep_with_messages_waiting_republishes_one_request_per_pass_and
 def test_fanout_sweep_of_a_backlog_older_than_the_grace_republishes_only_what_it_outnumbers(
     fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
 ) -> None:
-    # A fan-out whose queue takes longer than the grace to drain: the 150 still wait in it.
-    run = _fanned_out(150, fake, branches, dispatcher, 150)
+    # A fan-out whose queue takes longer than the grace to drain: its first ten branches were
+    # just claimed, the other 150 still wait in the queue.
+    run = _fanned_out(160, fake, branches, dispatcher, 150)
+    branches.deliver(fake.delivered[:10])
     _dispatched_long_ago(run.id, QUEUED_GRACE_LEASES * 2 + 5)
     assert sweep_fanouts_once() == 0
 
@@ -78,10 +80,19 @@ def test_fanout_sweep_of_a_backlog_older_than_the_grace_republishes_only_what_it
     assert sweep_fanouts_once() == 0
     assert len(branches.pending()) == 7
 
-    branches.delivered = 0  # the queue drains: the 150, then the seven duplicates
+    branches.delivered = 10  # the queue drains: the 150, then the seven duplicates
     branches.drain()
     assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
     assert set(completed_once(run.id).values()) == {1}
+
+
+def test_fanout_sweep_republishes_a_group_that_no_longer_drains_whatever_the_queue_holds(
+    fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
+) -> None:
+    # Other runs keep 1,000 messages waiting; none of these five was claimed for a grace.
+    run = _fanned_out(5, fake, branches, dispatcher, 1000)
+    _dispatched_long_ago(run.id, QUEUED_GRACE_LEASES * 2 + 5)
+    assert sweep_fanouts_once() == 5
 
 
 def test_fanout_sweep_republished_branches_wait_a_grace_before_the_next_republish(
