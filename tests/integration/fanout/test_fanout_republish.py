@@ -40,6 +40,14 @@ def _due_again(run_id: object) -> None:
     FanoutGroup.objects.filter(run_id=run_id).update(check_at=timezone.now() - timedelta(1))
 
 
+def _drains_to_completion_once_each(run_id: object, branches: Branches) -> None:
+    """Deliver what is queued (duplicates lose their claims); the run completes, each branch
+    completed once."""
+    branches.drain()
+    assert execute(run_id).outcome is ExecutionOutcome.COMPLETED
+    assert set(completed_once(run_id).values()) == {1}
+
+
 def test_fanout_sweep_with_messages_waiting_republishes_one_request_per_pass_and_each_once(
     fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
 ) -> None:
@@ -57,9 +65,7 @@ def test_fanout_sweep_with_messages_waiting_republishes_one_request_per_pass_and
     assert sweep_fanouts_once() == 0
     assert len(branches.pending()) == 150
 
-    branches.drain()
-    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
-    assert set(completed_once(run.id).values()) == {1}
+    _drains_to_completion_once_each(run.id, branches)
 
 
 def test_fanout_sweep_of_a_backlog_older_than_the_grace_republishes_only_what_it_outnumbers(
@@ -81,9 +87,7 @@ def test_fanout_sweep_of_a_backlog_older_than_the_grace_republishes_only_what_it
     assert len(branches.pending()) == 7
 
     branches.delivered = 10  # the queue drains: the 150, then the seven duplicates
-    branches.drain()
-    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
-    assert set(completed_once(run.id).values()) == {1}
+    _drains_to_completion_once_each(run.id, branches)
 
 
 def test_fanout_sweep_republishes_a_group_that_no_longer_drains_whatever_the_queue_holds(
