@@ -15,11 +15,11 @@ from typing import Any
 from celery import Celery
 from celery.app.routes import MapRoute
 from celery.utils.nodenames import anon_nodename
-from celery.utils.saferepr import saferepr
 from kombu import Producer, Queue
 from kombu.common import Broadcast
 
 from publisher.amqp_confirms import CONFIRM_TIMEOUT, ConfirmedChannel, ConfirmedChannels
+from publisher.argsrepr import arguments_repr
 from publisher.errors import describe, is_retryable
 from publisher.messages import IDEMPOTENCY_HEADER, Message, Outcome, Routing
 
@@ -193,8 +193,10 @@ class _Publishing:
             # a task declared ignore_result=True does not store a result per message.
             ignore_result=self._ignores_result(message.task),
             origin=self.origin,
-            argsrepr=saferepr(message.args, amqp.argsrepr_maxsize, maxlevels=self.repr_levels),
-            kwargsrepr=saferepr(
+            argsrepr=arguments_repr(
+                message.args, amqp.argsrepr_maxsize, maxlevels=self.repr_levels
+            ),
+            kwargsrepr=arguments_repr(
                 message.kwargs, amqp.kwargsrepr_maxsize, maxlevels=self.repr_levels
             ),
         )
