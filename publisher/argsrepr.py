@@ -23,8 +23,8 @@ def _plain(item: object) -> bool:
 
 
 def _flat(value: object) -> bool:
-    if type(value) in (list, tuple):
-        return all(_plain(item) for item in value)  # type: ignore[attr-defined]
+    if type(value) is list or type(value) is tuple:
+        return all(_plain(item) for item in value)
     if type(value) is dict:
         return all(type(k) is str and _plain(k) and _plain(v) for k, v in value.items())
     return False

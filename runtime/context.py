@@ -359,10 +359,9 @@ class DurableContext:
         workflow (then each item runs as a child workflow)."""
         if not isinstance(fn, StepFunction | WorkflowFunction):
             raise TypeError("ctx.map takes a registered @step or @workflow function")
-        kind = "step" if isinstance(fn, StepFunction) else "child"
         return run_all(
             self.cursor,
-            SignatureMap(fn.name, kind, list(items)),
+            SignatureMap(fn.name, fn.signature_kind, list(items)),
             max_concurrency=max_concurrency,
             return_exceptions=return_exceptions,
             min_successful=min_successful,

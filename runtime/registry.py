@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, ClassVar, Generic, ParamSpec, TypeVar, overload
 
 from runtime.core.errors import InvalidArguments, RegistrationError, WorkflowNotFound
 from runtime.core.identity import check_name
@@ -52,6 +52,8 @@ class SignatureMap:
 class StepFunction(Generic[P, R]):
     """A function registered as a step. Calling it runs the body directly, not durably."""
 
+    signature_kind: ClassVar[str] = "step"
+
     def __init__(
         self,
         fn: Callable[P, R],
@@ -72,7 +74,7 @@ class StepFunction(Generic[P, R]):
 
     def s(self, *args: Any, **kwargs: Any) -> Signature:
         """A signature of this step for `ctx.all`."""
-        return Signature(self.name, "step", args, kwargs)
+        return Signature(self.name, self.signature_kind, args, kwargs)
 
     def __repr__(self) -> str:
         return f"<step {self.name}>"
@@ -101,6 +103,8 @@ class FlowOptions:
 class WorkflowFunction(Generic[R]):
     """A function registered as a workflow; its first parameter is the durable context."""
 
+    signature_kind: ClassVar[str] = "child"  # fanned out, it runs as a child workflow
+
     def __init__(self, fn: Callable[..., R], name: str, flow: FlowOptions | None = None) -> None:
         self.fn = fn
         self.name = name
@@ -112,7 +116,7 @@ class WorkflowFunction(Generic[R]):
 
     def s(self, *args: Any, **kwargs: Any) -> Signature:
         """A child-workflow signature for `ctx.all`."""
-        return Signature(self.name, "child", args, kwargs)
+        return Signature(self.name, self.signature_kind, args, kwargs)
 
     def check_arguments(self, args: list[Any], kwargs: dict[str, Any]) -> None:
         """Raise InvalidArguments if these would not bind to the workflow's parameters."""

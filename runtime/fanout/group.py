@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from itertools import repeat
 from typing import Any
 
@@ -85,22 +85,33 @@ def run_all(
 
 def _check_signatures(signatures: list[Signature] | SignatureMap) -> None:
     if isinstance(signatures, SignatureMap):
-        signatures = [Signature(signatures.name, signatures.kind)]
+        _check_registered(signatures.name, signatures.kind)
+        return
     known: set[tuple[str, str]] = set()
     for sig in signatures:
         if not isinstance(sig, Signature):
             raise TypeError(
                 f"ctx.all takes signatures (step_fn.s(...), workflow_fn.s(...)), got {sig!r}"
             )
-        if (sig.kind, sig.name) in known:
-            continue
-        known.add((sig.kind, sig.name))
-        if sig.kind == "step":
-            registry.step(sig.name)  # another worker must find it by name
-        elif sig.kind == "child":
-            registry.workflow(sig.name)
-        else:
-            raise TypeError(f"signature {sig.name!r} has unknown kind {sig.kind!r}")
+        if (sig.name, sig.kind) not in known:
+            known.add((sig.name, sig.kind))
+            _check_registered(sig.name, sig.kind)
+
+
+def _check_registered(name: str, kind: str) -> None:
+    if kind == "step":
+        registry.step(name)  # another worker must find it by name
+    elif kind == "child":
+        registry.workflow(name)
+    else:
+        raise TypeError(f"signature {name!r} has unknown kind {kind!r}")
+
+
+def _identities(signatures: list[Signature] | SignatureMap) -> Iterable[tuple[str, str]]:
+    """Each signature's (name, kind): a map's one pair, repeated."""
+    if isinstance(signatures, SignatureMap):
+        return repeat((signatures.name, signatures.kind), len(signatures))
+    return ((sig.name, sig.kind) for sig in signatures)
 
 
 def _start(
@@ -157,11 +168,10 @@ def _resume(
         # This replay may follow a lost publish: republish what the queue cannot be holding.
         again = republish_rule(queue_depth(), replay=True)
         now = cursor.clock.now()
-        started = [b.started_at for b in branches if b.started_at is not None]
         due = due_dispatches(
             branches, first, released, now,
             pending_grace=again.grace, pending_budget=again.budget,
-            queued=again.queued_for(max(started, default=None), now),
+            queued=again.queued_for(functools.partial(_last_start, branches), now),
         )  # fmt: skip
         running = {b.position: b.name for b in branches if b.status == history.RUNNING}
         due = interrupt_at_most_once(cursor.run_id, first, running, due)
@@ -193,6 +203,10 @@ def _publish(cursor: ReplayCursor, first: int, dispatches: list[BranchDispatch])
         raise
 
 
+def _last_start(branches: list[history.RecordedStep]) -> datetime | None:
+    return max((b.started_at for b in branches if b.started_at is not None), default=None)
+
+
 def _step_failed(failure: Failure) -> StepFailed:
     return StepFailed.from_record(failure.name, failure.position, failure.error)
 
@@ -203,12 +217,7 @@ def _check(
     signatures: list[Signature] | SignatureMap,
 ) -> history.StepAction:
     """Every branch's record against its signature (one replay decision for the fan-out)."""
-    if isinstance(signatures, SignatureMap):
-        identities: Iterable[tuple[str, str]] = repeat(
-            (signatures.name, signatures.kind), len(signatures)
-        )
-    else:
-        identities = ((sig.name, sig.kind) for sig in signatures)
+    identities = _identities(signatures)
     for position, rec, (name, kind) in zip(positions, recorded, identities, strict=True):
         if rec is None:
             raise NonDeterminismError(

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -49,13 +51,17 @@ class RepublishRule:
     budget: int | None  # per pass, across groups; None: no bound
     queued: int = 0  # messages waiting in the queue, any of which may be a pending branch's
 
-    def queued_for(self, last_claim: datetime | None, now: datetime) -> int:
-        """How many of a group's unclaimed branches the queue may hold, given its latest claim.
+    def queued_for(self, last_claim: Callable[[], datetime | None], now: datetime) -> int:
+        """How many of a group's unclaimed branches the queue may hold, given when its latest
+        claim was (asked only if messages wait).
 
         Only a group whose branches are still being claimed is draining through the queue; one
         with no claim within the grace gets no such allowance (a queue kept full by other
         runs must not hold a lost branch back for good)."""
-        if last_claim is None or last_claim < now - timedelta(seconds=self.grace):
+        if not self.queued:
+            return 0
+        latest = last_claim()
+        if latest is None or latest < now - timedelta(seconds=self.grace):
             return 0
         return self.queued
 
@@ -98,10 +104,10 @@ def sweep_fanouts_once(limit: int = 200) -> int:
             Q(run_id=run_id, position__gte=first, position__lt=first + released) & (stale | overdue)
         ).values_list("position", "name", "status", "attempt", "wake_at")
         branches = [BranchState(p, n, s, a, wake_at=w) for p, n, s, a, w in rows]
-        queued = rule.queued_for(_last_claim(run_id, first, released), now) if rule.queued else 0
         due = due_dispatches(
             branches, first, released, now,
-            pending_grace=rule.grace, pending_budget=budget, queued=queued,
+            pending_grace=rule.grace, pending_budget=budget,
+            queued=rule.queued_for(partial(_last_claim, run_id, first, released), now),
         )  # fmt: skip
         again = republished_pending(due, branches)
         if budget is not None:

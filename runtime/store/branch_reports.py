@@ -200,7 +200,7 @@ class _ReportBatch:
                  json_param(draft.payload), time_param(draft.at))
                 for back, draft in enumerate(reversed(run_drafts))
             ]  # fmt: skip
-            both = sql.seq_and_events_statement(run_id, wake, self.now, rows) if rows else None
+            both = sql.seq_and_events_statement(run_id, wake, self.now, rows)
             if both is not None:
                 self.second.append(both)
                 continue

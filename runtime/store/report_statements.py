@@ -13,6 +13,7 @@ from runtime.core.fanin import CANCELLED_ERROR
 from runtime.core.writes import BranchReport
 from runtime.models import ACTIVE_RUN_STATES, Event, FanoutGroup, Run, Step, StepStatus
 from runtime.store.dialect import (
+    MAX_PARAMS,
     Statement,
     cast,
     chunks,
@@ -177,8 +178,9 @@ def seq_and_events_statement(
     run_id: uuid.UUID, wake: bool, now: datetime, rows: list[tuple[Any, ...]]
 ) -> Statement | None:
     """`seq_statement` and `event_statements` of one run's `rows` as one statement, on
-    PostgreSQL (a data-modifying CTE; SQLite has none); None where that cannot be."""
-    if not postgres() or len(chunks(rows, len(_EVENT_COLUMNS))) != 1:
+    PostgreSQL (a data-modifying CTE; SQLite has none); None where that cannot be (no rows, or
+    more than one statement may bind)."""
+    if not rows or not postgres() or len(rows) * len(_EVENT_COLUMNS) > MAX_PARAMS:
         return None
     sets, seq_params = _seq_sets(len(rows), wake, now)
     cte, params = values_cte("e", _EVENT_COLUMNS, rows)

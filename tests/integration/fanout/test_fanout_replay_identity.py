@@ -4,6 +4,7 @@ and a run whose fan-out no longer matches its history fails without touching tha
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from fanout_harness import Branches
@@ -23,6 +24,15 @@ def _reset() -> Iterator[None]:
     RESHAPE.clear()
 
 
+def _recorded(n: int, branches: Branches, *, drained: bool = True) -> Any:
+    """A `reshaped` run of `n` branches past its first pass (and its branches, if `drained`)."""
+    run, _ = start_run("tests.fanout.reshaped", [n])
+    assert execute(run.id).outcome is ExecutionOutcome.SUSPENDED
+    if drained:
+        branches.drain(threads=n)
+    return run
+
+
 def _failed_with(run_id: object) -> str:
     row = Run.objects.get(id=run_id)
     assert row.status == "failed"
@@ -34,10 +44,7 @@ def _failed_with(run_id: object) -> str:
 def test_fanout_replay_of_a_map_over_another_step_fails_the_run(
     fake: FakeTransport, branches: Branches, settled: bool
 ) -> None:
-    run, _ = start_run("tests.fanout.reshaped", [4])
-    assert execute(run.id).outcome is ExecutionOutcome.SUSPENDED
-    if settled:
-        branches.drain(threads=4)
+    run = _recorded(4, branches, drained=settled)
     RESHAPE["fn"] = flaky
     assert execute(run.id).outcome is ExecutionOutcome.FAILED
     message = _failed_with(run.id)
@@ -50,9 +57,7 @@ def test_fanout_replay_of_a_map_over_another_step_fails_the_run(
 def test_fanout_replay_of_a_larger_map_than_recorded_fails_the_run(
     fake: FakeTransport, branches: Branches
 ) -> None:
-    run, _ = start_run("tests.fanout.reshaped", [3])
-    execute(run.id)
-    branches.drain(threads=3)
+    run = _recorded(3, branches)
     RESHAPE["n"] = 5
     assert execute(run.id).outcome is ExecutionOutcome.FAILED
     message = _failed_with(run.id)
@@ -75,9 +80,7 @@ def test_fanout_replay_checks_each_signature_of_ctx_all_by_kind(
 def test_fanout_replay_of_the_same_map_completes_with_the_recorded_results(
     fake: FakeTransport, branches: Branches
 ) -> None:
-    run, _ = start_run("tests.fanout.reshaped", [6])
-    execute(run.id)
-    branches.drain(threads=6)
+    run = _recorded(6, branches)
     assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
     assert Run.objects.get(id=run.id).result == [n * n for n in range(6)]
     assert sum(calls.counts.values()) == 6
