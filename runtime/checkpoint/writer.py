@@ -15,6 +15,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
 from runtime.checkpoint.batching import (
@@ -28,6 +29,7 @@ from runtime.checkpoint.batching import (
 from runtime.checkpoint.errors import CheckpointFailed, OutcomeUnknown, WriterClosed
 from runtime.checkpoint.intake import Intake
 from runtime.checkpoint.poisoned import PoisonedSessions
+from runtime.checkpoint.signals import HeldSignals
 from runtime.checkpoint.sink import Sink, WriterStats
 from runtime.observe import metrics, tracing
 
@@ -85,27 +87,25 @@ class CheckpointWriter:
     def write(self, cp: Checkpoint) -> None:
         """Queue a synchronous checkpoint and block until it is committed.
 
-        When the sink is free, a thread other than the main thread writes the batch holding
-        it (with everything queued before it) itself instead of handing it to the writer
-        thread. Raises :class:`CheckpointFailed` if it was not committed, including when an
-        earlier checkpoint of the same session failed.
+        When the sink is free, the caller writes the batch holding it (with everything queued
+        before it) itself instead of handing it to the writer thread; the main thread does so
+        with its signal handlers held until the turn is given back. Raises
+        :class:`CheckpointFailed` if it was not committed, including when an earlier
+        checkpoint of the same session failed.
         """
         self._failures.raise_if_poisoned(cp.session)
         began = time.perf_counter()
         waiter = Waiter()
         envelope = Envelope.write(cp if cp.sync else replace(cp, sync=True), waiter)
-        with self._lock:
-            self._check_open()
-            if _may_lead():
+        with _held_signals():
+            with self._lock:
+                self._check_open()
                 batch = self.intake.lead_with(envelope)
-            else:
-                self.intake.put(envelope)
-                batch = None
-        while batch is not None:
-            self._write_turn(batch)
-            if waiter.done():
-                break
-            batch = self.intake.lead()
+            while batch is not None:
+                self._write_turn(batch)
+                if waiter.done():
+                    break
+                batch = self.intake.lead()
         try:
             waiter.wait()
         finally:
@@ -306,15 +306,15 @@ class CheckpointWriter:
             _fail(envelope, exc)
 
 
-def _may_lead() -> bool:
-    """Whether this thread may write batches itself: any thread but the main one.
+def _held_signals() -> AbstractContextManager[object]:
+    """What a caller of write() takes its turn under: in the main thread, where signal
+    handlers raise (Celery's prefork pool runs tasks there, and its soft time limit raises
+    SoftTimeLimitExceeded), the handlers wait until the turn is given back, so no exception
+    lands mid-write (runtime.checkpoint.signals). No signal handler runs in other threads."""
+    return HeldSignals() if threading.current_thread() is threading.main_thread() else _NO_HOLD
 
-    Signal handlers raise in the main thread (Celery's prefork pool runs tasks there, and its
-    soft time limit raises SoftTimeLimitExceeded), and an exception landing mid-turn could
-    keep the sink's turn forever or cut a write short. The writer thread, which no signal
-    reaches, writes the main thread's batches.
-    """
-    return threading.current_thread() is not threading.main_thread()
+
+_NO_HOLD = nullcontext()
 
 
 def _fail(envelope: Envelope, cause: BaseException) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Iterator, Sequence
 
@@ -81,14 +82,26 @@ def test_writer_caller_writes_its_own_batch_when_the_sink_is_free() -> None:
     writer.close()
 
 
-def test_writer_main_thread_hands_its_batch_to_the_writer_thread() -> None:
-    sink = ThreadNotingSink()
+def test_writer_main_thread_writes_its_own_batch_with_signal_handlers_held() -> None:
+    handled: list[int] = []
+
+    class SignalledSink(ThreadNotingSink):
+        def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
+            signal.raise_signal(signal.SIGUSR1)  # as Celery's soft time limit mid-commit
+            assert handled == []  # held: the handler has not run inside the turn
+            super().write_batch(checkpoints)
+
+    sink = SignalledSink()
     writer = CheckpointWriter(sink, SLOW_WINDOW, name="main-thread-helper")
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: handled.append(signum))
+    try:
+        start_and_complete(writer)  # pytest runs tests in the main thread, as prefork runs tasks
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
 
-    start_and_complete(writer)  # pytest runs tests in the main thread, as prefork runs tasks
-
-    assert sink.written_on == ["main-thread-helper"]
+    assert sink.written_on == [threading.main_thread().name]  # no hand-over to the writer thread
     assert len(sink.batches[0]) == 2
+    assert handled == [signal.SIGUSR1]  # run once the turn was given back
     writer.close()
 
 
