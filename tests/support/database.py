@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.backends.base.creation import TEST_DATABASE_PREFIX
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -24,10 +25,17 @@ def _release_test_database(django_db_setup: None, django_db_blocker: Any) -> Ite
     writer().close()
     release_process_liveness()
     stop_listening()
-    if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql" or not _on_a_test_database():
         return
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
+
+
+def _on_a_test_database() -> bool:
+    """Whether this session set up a test database: when none of its tests needs one,
+    pytest-django creates none and the connection still names the configured database, whose
+    other sessions (a developer's own workers) are not this fixture's to end."""
+    return str(connection.settings_dict["NAME"]).startswith(TEST_DATABASE_PREFIX)
