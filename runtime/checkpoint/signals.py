@@ -67,9 +67,20 @@ class HeldSignals:
             _deliver(self._noted)
 
     def _restore(self) -> None:
+        """Put every saved handler back, even if one already put back raises meanwhile (its
+        exception is raised after the rest): a handler left swapped would swallow its signal
+        for good."""
+        raised: BaseException | None = None
         for signum, handler in self._saved.items():
-            _signals.signal(signum, handler)
+            while True:
+                try:
+                    _signals.signal(signum, handler)  # again after an interruption: harmless
+                    break
+                except BaseException as exc:
+                    raised = raised or exc
         self._saved.clear()
+        if raised is not None:
+            raise raised
 
 
 def _deliver(noted: list[int]) -> None:

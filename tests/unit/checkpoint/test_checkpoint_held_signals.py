@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from runtime.checkpoint import signals
 from runtime.checkpoint.signals import HeldSignals
 
 
@@ -83,3 +84,32 @@ def test_default_and_ignored_dispositions_are_left_alone(handlers: list[int]) ->
         signal.raise_signal(signal.SIGHUP)  # ignored, as it would be outside
 
     assert handlers == []
+
+
+def test_an_exception_while_the_handlers_are_put_back_leaves_none_swapped(
+    handlers: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = signals._signals
+    interrupted: list[int] = []
+
+    class InterruptedOnce:
+        """Raises once when SIGUSR2's handler is put back, as a signal landing there would."""
+
+        getsignal = staticmethod(real.getsignal)
+
+        @staticmethod
+        def signal(signum: int, handler: object) -> object:
+            if signum == signal.SIGUSR2 and handler != held._note and not interrupted:
+                interrupted.append(signum)
+                raise Interrupted
+            return real.signal(signum, handler)
+
+    held = HeldSignals()
+    originals = {s: signal.getsignal(s) for s in (signal.SIGUSR1, signal.SIGUSR2)}
+    monkeypatch.setattr(signals, "_signals", InterruptedOnce)
+
+    with pytest.raises(Interrupted), held:
+        pass
+
+    assert interrupted == [signal.SIGUSR2]
+    assert {s: signal.getsignal(s) for s in originals} == originals
