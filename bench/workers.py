@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from django.conf import settings
@@ -42,6 +43,7 @@ class WorkerProcess:
         env: dict[str, str] | None = None,
         log_dir: Path,
         queue: str | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"worker-{name}.log"
@@ -51,6 +53,7 @@ class WorkerProcess:
             "-P", pool, "-c", str(concurrency), "-n", f"{name}@%h",
             "-Q", queue or settings.CELERY_TASK_DEFAULT_QUEUE,
             "--without-mingle", "--without-gossip", "--without-heartbeat", "-l", "INFO",
+            *extra_args,
         ]  # fmt: skip
         self.proc = subprocess.Popen(
             command,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from bench.workers import ROOT, WorkerProcess
@@ -19,13 +19,15 @@ def running_worker(
     pool: str = "threads",
     concurrency: int = 4,
     queue: str | None = None,
+    extra_args: Sequence[str] = (),
     **env: str,
 ) -> Iterator[WorkerProcess]:
-    """A worker on the test database and broker (on `queue`, else the default queue); extra
-    keyword arguments go to its env."""
+    """A worker on the test database and broker (on `queue`, else the default queue), with
+    `extra_args` on its command line; extra keyword arguments go to its env."""
     worker = WorkerProcess(
-        name, pool=pool, concurrency=concurrency, env=env, log_dir=ARTIFACTS, queue=queue
-    )
+        name, pool=pool, concurrency=concurrency, env=env, log_dir=ARTIFACTS, queue=queue,
+        extra_args=extra_args,
+    )  # fmt: skip
     try:
         worker.wait_ready()
         yield worker
