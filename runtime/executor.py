@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
@@ -137,6 +138,9 @@ def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) ->
         failure = CheckpointFailed.caused_by(session.key, exc)
         return _aborted(session, failure)
     except BaseException as exc:
+        if _continues_after(exc, ctx):
+            log.info("run %s: soft time limit; continuing in a new pass", session.run_id)
+            return _suspend(session, claimed, clock.now(), clock)
         error = describe_exception(ctx.fatal or exc)
         try:
             _settle(session, clock, "run_failed", RunStatus.FAILED, error=error)
@@ -144,6 +148,17 @@ def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) ->
             return _aborted(session, abort.failure)
         metrics.run_finished(claimed.workflow, RunStatus.FAILED)
         return Execution(ExecutionOutcome.FAILED)
+
+
+def _continues_after(exc: BaseException, ctx: DurableContext) -> bool:
+    """Whether a run goes on in a new pass after `exc` ended this one: Celery's soft time limit
+    bounds a pass, not the run, so what the pass recorded stays and a new pass continues by
+    replay. A pass that recorded nothing new would only be cut again: that fails the run."""
+    return (
+        isinstance(exc, SoftTimeLimitExceeded)
+        and ctx.fatal is None
+        and ctx.cursor.went_past_history
+    )
 
 
 def _earliest(*moments: datetime | None) -> datetime | None:

@@ -53,6 +53,12 @@ class ReplayCursor:
         return self._position < self._last_recorded
 
     @property
+    def went_past_history(self) -> bool:
+        """True once the workflow took a position its loaded history did not hold: this
+        execution recorded something new."""
+        return self._position > self._last_recorded
+
+    @property
     def position(self) -> int:
         """The position the workflow took last (0 before its first durable call)."""
         return self._position
