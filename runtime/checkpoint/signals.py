@@ -43,12 +43,13 @@ class HeldSignals:
         self._saved: dict[int, Any] = {}
 
     def __enter__(self) -> HeldSignals:
+        note = self._note  # one bound method for every swapped signal
         try:
             for signum in HELD:
                 handler = _signals.getsignal(signum)
                 if callable(handler):
                     self._saved[signum] = handler
-                    _signals.signal(signum, self._note)
+                    _signals.signal(signum, note)
         except BaseException:
             self._restore()  # a handler raised mid-swap: the block never starts
             raise
