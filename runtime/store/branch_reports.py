@@ -11,7 +11,9 @@ a pipelined transaction the first carries the BEGIN and the second the COMMIT):
    (`after_batch`), and what it needs written: counter corrections, a settle that cancels the
    unfinished branches and wakes the run once, or a release; then the events and the claims.
 
-Nothing here reads the event log. The statements are in runtime.store.report_statements.
+A batch that decides nothing can be written in one round instead, on PostgreSQL
+(runtime.store.quiet_reports); the server refuses it when it would decide something, and it
+comes here. Nothing here reads the event log. The statements are in runtime.store.report_statements.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from runtime.core.fanin import BranchReceipt, FanInRule, GroupCounts, after_batc
 from runtime.core.writes import BranchClaim, BranchReport, EventDraft
 from runtime.store import report_statements as sql
 from runtime.store.branch_claims import ClaimBatch
-from runtime.store.dialect import Statement, as_uuid, execute, json_param, time_param, uuid_param
+from runtime.store.dialect import Statement, as_uuid, execute, time_param
 
 Rows = list[list[tuple[Any, ...]]]
 
@@ -185,21 +187,11 @@ class _ReportBatch:
             value = self.values.get(id(r), BranchReceipt())
             receipts.report(r, value)
             if value.recorded:
-                drafts[r.run_id] += [
-                    EventDraft("step_started", r.started_at, r.step_id, {"attempt": r.attempt}),
-                    EventDraft(
-                        sql.OUTCOME_EVENT[r.outcome], r.finished_at, r.step_id,
-                        sql.event_payload(r),
-                    ),
-                ]  # fmt: skip
+                drafts[r.run_id] += sql.report_events(r)
         events: list[tuple[Any, ...]] = []
         for run_id, run_drafts in drafts.items():
             wake = run_id in self.woken
-            rows = [
-                (uuid_param(run_id), back, draft.type, uuid_param(draft.step_id),
-                 json_param(draft.payload), time_param(draft.at))
-                for back, draft in enumerate(reversed(run_drafts))
-            ]  # fmt: skip
+            rows = sql.event_rows(run_id, run_drafts)
             both = sql.seq_and_events_statement(run_id, wake, self.now, rows)
             if both is not None:
                 self.second.append(both)

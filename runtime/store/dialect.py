@@ -79,8 +79,16 @@ def values_cte(
     name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
 ) -> tuple[str, list[Any]]:
     """`WITH name(columns) AS (VALUES (%s, ...), ...)` and its flattened parameters."""
+    sql, params = values_list(name, columns, rows)
+    return f"WITH {sql} ", params
+
+
+def values_list(
+    name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> tuple[str, list[Any]]:
+    """`name(columns) AS (VALUES (%s, ...), ...)`, one of several CTEs, and its parameters."""
     row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
-    sql = f"WITH {name}({', '.join(columns)}) AS (VALUES {', '.join([row_sql] * len(rows))}) "
+    sql = f"{name}({', '.join(columns)}) AS (VALUES {', '.join([row_sql] * len(rows))})"
     return sql, [value for row in rows for value in row]
 
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from runtime.core.fanin import CANCELLED_ERROR
-from runtime.core.writes import BranchReport
+from runtime.core.writes import BranchReport, EventDraft
 from runtime.models import ACTIVE_RUN_STATES, Event, FanoutGroup, Run, Step, StepStatus
 from runtime.store.dialect import (
     MAX_PARAMS,
@@ -56,14 +56,14 @@ def lock_statement(run_id: uuid.UUID, now: datetime) -> Statement:
     )
 
 
-def step_statements(reports: list[BranchReport]) -> list[Statement]:
-    """Write every report whose step still runs its attempt (in an active run)."""
-    if not reports:
-        return []
-    columns = [
-        "v_id", "v_attempt", "v_status", "v_result", "v_error", "v_finished", "v_wake", "v_expired"
-    ]  # fmt: skip
-    rows = [
+STEP_COLUMNS = [
+    "v_id", "v_attempt", "v_status", "v_result", "v_error", "v_finished", "v_wake", "v_expired"
+]  # fmt: skip
+
+
+def step_rows(reports: list[BranchReport]) -> list[tuple[Any, ...]]:
+    """The `v` rows (STEP_COLUMNS) of `step_update`, in one lock order for every writer."""
+    return [
         (
             uuid_param(r.step_id),
             r.attempt,
@@ -74,25 +74,36 @@ def step_statements(reports: list[BranchReport]) -> list[Statement]:
             time_param(r.wake_at if r.outcome == "retrying" else None),
             time_param(r.lease_expired_by),
         )
-        for r in sorted(reports, key=lambda r: r.step_id.hex)  # one lock order for every writer
+        for r in sorted(reports, key=lambda r: r.step_id.hex)
     ]
+
+
+def step_update() -> Statement:
+    """UPDATE every step of the `v` rows that still runs its attempt (in an active run),
+    RETURNING id, attempt; its parameters follow those of `v`."""
     step_table, run_table = Step._meta.db_table, Run._meta.db_table
     states, active = in_list(ACTIVE_RUN_STATES)
+    sql = (
+        f"UPDATE {step_table} SET status = v_status, "
+        f"result = {cast('v_result', 'jsonb')}, error = {cast('v_error', 'jsonb')}, "
+        f"finished_at = {cast('v_finished', 'timestamptz')}, "
+        f"wake_at = {cast('v_wake', 'timestamptz')} "
+        f"FROM v WHERE id = {cast('v_id', 'uuid')} AND attempt = {cast('v_attempt', 'integer')}"
+        f" AND status = %s AND ({cast('v_expired', 'timestamptz')} IS NULL"
+        f" OR wake_at < {cast('v_expired', 'timestamptz')})"
+        f" AND EXISTS (SELECT 1 FROM {run_table} r "
+        f"WHERE r.id = {step_table}.run_id AND r.status IN ({states})) RETURNING id, attempt"
+    )
+    return sql, [StepStatus.RUNNING.value, *active]
+
+
+def step_statements(reports: list[BranchReport]) -> list[Statement]:
+    """Write every report whose step still runs its attempt (in an active run)."""
+    update, update_params = step_update()
     statements: list[Statement] = []
-    for part in chunks(rows, len(columns)):
-        cte, params = values_cte("v", columns, part)
-        sql = (
-            f"{cte}UPDATE {step_table} SET status = v_status, "
-            f"result = {cast('v_result', 'jsonb')}, error = {cast('v_error', 'jsonb')}, "
-            f"finished_at = {cast('v_finished', 'timestamptz')}, "
-            f"wake_at = {cast('v_wake', 'timestamptz')} "
-            f"FROM v WHERE id = {cast('v_id', 'uuid')} AND attempt = {cast('v_attempt', 'integer')}"
-            f" AND status = %s AND ({cast('v_expired', 'timestamptz')} IS NULL"
-            f" OR wake_at < {cast('v_expired', 'timestamptz')})"
-            f" AND EXISTS (SELECT 1 FROM {run_table} r "
-            f"WHERE r.id = {step_table}.run_id AND r.status IN ({states})) RETURNING id, attempt"
-        )
-        statements.append((sql, [*params, StepStatus.RUNNING.value, *active]))
+    for part in chunks(step_rows(reports), len(STEP_COLUMNS)):
+        cte, params = values_cte("v", STEP_COLUMNS, part)
+        statements.append((cte + update, [*params, *update_params]))
     return statements
 
 
@@ -133,7 +144,7 @@ def cancel_statement(
     )
 
 
-def _seq_sets(count: int, wake: bool, now: datetime) -> tuple[str, list[Any]]:
+def seq_sets(count: int, wake: bool, now: datetime) -> tuple[str, list[Any]]:
     sets = ["last_seq = last_seq + %s", "updated_at = %s"]
     params: list[Any] = [count, time_param(now)]
     if wake:
@@ -145,17 +156,37 @@ def _seq_sets(count: int, wake: bool, now: datetime) -> tuple[str, list[Any]]:
 
 def seq_statement(run_id: uuid.UUID, count: int, wake: bool, now: datetime) -> Statement:
     """Take `count` event seqs under the run's row lock; a wake also makes the run due now."""
-    sets, params = _seq_sets(count, wake, now)
+    sets, params = seq_sets(count, wake, now)
     return (
         f"UPDATE {Run._meta.db_table} SET {sets} WHERE id = {cast('%s', 'uuid')}",
         [*params, uuid_param(run_id)],
     )
 
 
-_EVENT_COLUMNS = ["e_run", "e_back", "e_type", "e_step", "e_payload", "e_at"]
+EVENT_COLUMNS = ["e_run", "e_back", "e_type", "e_step", "e_payload", "e_at"]
 
 
-def _event_insert(seqs_from: str) -> str:
+def report_events(report: BranchReport) -> list[EventDraft]:
+    """The two events of a recorded report: its attempt's start and its outcome."""
+    return [
+        EventDraft("step_started", report.started_at, report.step_id, {"attempt": report.attempt}),
+        EventDraft(
+            OUTCOME_EVENT[report.outcome], report.finished_at, report.step_id,
+            event_payload(report),
+        ),
+    ]  # fmt: skip
+
+
+def event_rows(run_id: uuid.UUID, drafts: list[EventDraft]) -> list[tuple[Any, ...]]:
+    """The `e` rows (EVENT_COLUMNS) of a run's drafts: the last one takes the new last_seq."""
+    return [
+        (uuid_param(run_id), back, draft.type, uuid_param(draft.step_id),
+         json_param(draft.payload), time_param(draft.at))
+        for back, draft in enumerate(reversed(drafts))
+    ]  # fmt: skip
+
+
+def event_insert(seqs_from: str) -> str:
     """INSERT ... SELECT of the `e` rows, each seq counted back from `r.last_seq`."""
     return (
         f"INSERT INTO {Event._meta.db_table} (run_id, seq, type, step_id, payload, created_at) "
@@ -168,9 +199,9 @@ def _event_insert(seqs_from: str) -> str:
 def event_statements(rows: list[tuple[Any, ...]]) -> list[Statement]:
     """Insert (run, back, type, step, payload, at) rows; seq = the run's new last_seq - back."""
     statements: list[Statement] = []
-    for part in chunks(rows, len(_EVENT_COLUMNS)):
-        cte, params = values_cte("e", _EVENT_COLUMNS, part)
-        statements.append((cte + _event_insert(Run._meta.db_table), params))
+    for part in chunks(rows, len(EVENT_COLUMNS)):
+        cte, params = values_cte("e", EVENT_COLUMNS, part)
+        statements.append((cte + event_insert(Run._meta.db_table), params))
     return statements
 
 
@@ -180,13 +211,13 @@ def seq_and_events_statement(
     """`seq_statement` and `event_statements` of one run's `rows` as one statement, on
     PostgreSQL (a data-modifying CTE; SQLite has none); None where that cannot be (no rows, or
     more than one statement may bind)."""
-    if not rows or not postgres() or len(rows) * len(_EVENT_COLUMNS) > MAX_PARAMS:
+    if not rows or not postgres() or len(rows) * len(EVENT_COLUMNS) > MAX_PARAMS:
         return None
-    sets, seq_params = _seq_sets(len(rows), wake, now)
-    cte, params = values_cte("e", _EVENT_COLUMNS, rows)
+    sets, seq_params = seq_sets(len(rows), wake, now)
+    cte, params = values_cte("e", EVENT_COLUMNS, rows)
     seqs = f"s AS (UPDATE {Run._meta.db_table} SET {sets} WHERE id = %s RETURNING id, last_seq) "
     return (
-        f"{cte.rstrip()}, {seqs}{_event_insert('s')}",
+        f"{cte.rstrip()}, {seqs}{event_insert('s')}",
         [*params, *seq_params, uuid_param(run_id)],
     )
 

@@ -1,12 +1,14 @@
 """`DatabaseSink`: the database side of the checkpoint store, one transaction per batch.
 
 The pure writer (runtime.checkpoint) decides what goes into a batch; the sink writes it on a
-connection of its own, by one of three paths:
+connection of its own, by one of four paths:
 
 1. a batch of nothing but branch claims, on PostgreSQL: one conditional UPDATE in autocommit;
-2. plain checkpoints on PostgreSQL: one prepared statement per run's part, one round trip
+2. branch reports (and claims) alone, on PostgreSQL: one round trip when they decide nothing
+   (runtime.store.quiet_reports), else two (runtime.store.branch_reports);
+3. plain checkpoints on PostgreSQL: one prepared statement per run's part, one round trip
    (runtime.store.pg_statements);
-3. everything else, and any batch path 2 rolled back: one ORM transaction
+4. everything else, and any batch path 3 rolled back: one ORM transaction
    (runtime.store.orm), with the fan-out reports and claims (runtime.store.branch_reports)
    in the same transaction; a failed guard is named exactly there.
 """
@@ -32,7 +34,7 @@ from runtime.core.writes import (
     SuspendGuard,
     UnfinishedGuard,
 )
-from runtime.store import branch_reports, fanout_groups, pg_statements
+from runtime.store import branch_reports, fanout_groups, pg_statements, quiet_reports
 from runtime.store.branch_claims import ClaimBatch
 from runtime.store.connection import SinkConnection
 from runtime.store.dialect import PipelinedTransaction, execute, postgres
@@ -136,11 +138,14 @@ class DatabaseSink:
         return True
 
     def _branch_writes_alone(self, writes: Sequence[BranchWrite], now: datetime) -> bool:
-        """A batch of branch reports (and claims), on PostgreSQL: two round trips, BEGIN in the
-        first and COMMIT in the second (a fan-out branch's report on a prefork child, whose
-        batches hold one branch each). Returns False when the batch is not such a batch."""
+        """A batch of branch reports (and claims), on PostgreSQL: one round trip if it decides
+        nothing, else two, BEGIN in the first and COMMIT in the second (a fan-out branch's
+        report on a prefork child, whose batches hold one branch each). Returns False when the
+        batch is not such a batch."""
         if not postgres() or not writes:
             return False
+        if self._quiet_reports(writes, now):
+            return True
         txn = PipelinedTransaction()
         try:
             with txn:
@@ -150,6 +155,25 @@ class DatabaseSink:
             raise
         self.transactions += 1
         receipts.deliver()  # only a committed report gets its receipt
+        return True
+
+    def _quiet_reports(self, writes: Sequence[BranchWrite], now: datetime) -> bool:
+        """Reports that decide nothing in one round trip (runtime.store.quiet_reports); False
+        when the batch is not such a batch, or the server found it was not and rolled it back."""
+        batch = quiet_reports.quiet_batch(writes, now)
+        if batch is None:
+            return False
+        txn = PipelinedTransaction()
+        try:
+            with txn:
+                results = execute(batch.statements, last=True)
+        except DatabaseError as exc:
+            if not isinstance(exc.__cause__, psycopg.Error) or exc.__cause__.sqlstate is None:
+                self._committing = txn.committing
+                raise  # cut off (maybe committed), or not the server's answer
+            return False  # rolled back: the two rounds decide the batch exactly
+        self.transactions += 1
+        batch.receipts(results).deliver()
         return True
 
     def _one_round_trip(self, parts: list[RunPart], now: datetime) -> bool:

@@ -14,6 +14,7 @@ from django.utils import timezone
 from fanout_workflows import FAIL, calls
 
 import runtime.store.branch_reports
+import runtime.store.quiet_reports
 import runtime.store.sink
 from runtime.checkpoint.batching import Checkpoint
 from runtime.core.identity import group_id, step_id
@@ -198,22 +199,23 @@ def test_fanout_report_batch_releases_one_slot_per_finished_branch() -> None:
     )
 
 
-def test_fanout_reports_alone_take_two_pipelines_with_begin_and_commit_inside(
+def _recording_pipelines(
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    run_id = _started(3)
-    _write([BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 2)])
+) -> tuple[list[list[str]], list[str]]:
+    """Record the first word of every statement each pipeline sends (framing included) and
+    every write of the run table, on both the one-round and the two-round path."""
     sent: list[list[str]] = []
     run_writes: list[str] = []
     real = dialect.execute
 
     def recording(statements: Any, **kwargs: Any) -> Any:
+        txn = dialect._local.transaction
+        begun = txn.begun
         framed, _, _ = dialect._framed(statements, kwargs.get("last", False))
         sent.append([sql.split()[0] for sql, _ in framed])
         run_writes.extend(sql for sql, _ in framed if f"UPDATE {Run._meta.db_table} " in sql)
         # The framing is done again by the real call: undo what recording it did.
-        txn = dialect._local.transaction
-        txn.begun, txn.committing = len(sent) > 1, False
+        txn.begun, txn.committing = begun, False
         return real(statements, **kwargs)
 
     def no_block(*args: object, **kwargs: object) -> None:
@@ -221,20 +223,115 @@ def test_fanout_reports_alone_take_two_pipelines_with_begin_and_commit_inside(
 
     monkeypatch.setattr(runtime.store.sink.transaction, "atomic", no_block)
     monkeypatch.setattr(runtime.store.branch_reports, "execute", recording)
+    monkeypatch.setattr(runtime.store.sink, "execute", recording)
+    return sent, run_writes
+
+
+def test_fanout_quiet_reports_take_one_pipeline_with_begin_and_commit_inside(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run_id = _started(3)
+    _write([BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 2)])
+    sent, run_writes = _recording_pipelines(monkeypatch)
     reports = [_report(run_id, p) for p in (1, 2)]
     _write(reports)
     monkeypatch.undo()
 
-    assert len(sent) == 2
-    assert sent[0][0] == "BEGIN" and "BEGIN" not in sent[1] and sent[1][-1] == "COMMIT"
-    assert sent[0][1] == "SELECT"  # the run's row lock is a locking read
-    assert len(sent[1]) == 2  # the run's seqs and its events are one statement, then COMMIT
-    # The run row is written once per batch (its seqs), and that write is the report's time.
-    assert len(run_writes) == 1
+    # BEGIN, the run's row lock (a locking read), the reports' one statement, COMMIT.
+    assert sent == [["BEGIN", "SELECT", "WITH", "COMMIT"]]
+    assert len(run_writes) == 1  # the run row is written once per batch (its seqs)
     assert Run.objects.get(id=run_id).updated_at >= max(r.finished_at for r in reports)
     assert [r.receipt.recorded for r in reports] == [True, True]
+    assert [r.receipt.release for r in reports] == [[], []]
+    assert not any(r.receipt.wake for r in reports)
     assert Step.objects.filter(run_id=run_id, status="completed").count() == 2
+    assert FanoutGroup.objects.get(run_id=run_id).succeeded == 2
+    assert Run.objects.get(id=run_id).wakeups == 0
     assert _seqs_are_dense(run_id)
+    types = list(Event.objects.filter(run_id=run_id, step_id=step_id(run_id, 2))
+                 .order_by("seq").values_list("type", "payload"))  # fmt: skip
+    assert types[-2:] == [("step_started", {"attempt": 1}),
+                          ("step_completed", {"attempt": 1, "result": 1})]  # fmt: skip
+
+
+def test_fanout_deciding_report_is_rolled_back_from_one_round_and_takes_two(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run_id = _started(2)
+    _write([BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 2)])
+    _write([_report(run_id, 1)])
+    sent, _ = _recording_pipelines(monkeypatch)
+    last = _report(run_id, 2)
+    _write([last])
+    monkeypatch.undo()
+
+    # The one round the server refused (it would decide the group), then the two rounds.
+    assert sent[0] == ["BEGIN", "SELECT", "WITH", "COMMIT"]
+    assert sent[1][0] == "BEGIN" and sent[1][1] == "SELECT" and sent[2][-1] == "COMMIT"
+    assert len(sent) == 3
+    assert last.receipt.recorded and last.receipt.wake
+    group = FanoutGroup.objects.get(run_id=run_id)
+    assert (group.succeeded, group.verdict) == (2, "succeeded")
+    assert Run.objects.get(id=run_id).wakeups == 1
+    assert _seqs_are_dense(run_id)
+    assert Event.objects.filter(run_id=run_id, type="step_completed").count() == 2
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["quiet", "stale", "cancelled run", "retry", "failure", "not all released", "min_successful"],
+)
+def test_fanout_one_round_writes_exactly_what_two_rounds_write(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each case once through the sink (one round where quiet) and once through the two
+    rounds alone: the same rows, receipts and events."""
+    outcomes = []
+    for one_round in (True, False):
+        options: dict[str, object] = {}
+        if case == "not all released":
+            options["max_concurrency"] = 2
+        if case == "min_successful":
+            options["min_successful"] = 2
+        run_id = _started(4, **options)
+        _write([BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 2)])
+        reports = [_report(run_id, 1), _report(run_id, 2)]
+        if case == "stale":
+            reports.append(_report(run_id, 3))  # never claimed
+        if case == "retry":
+            reports[1] = _retrying(run_id, 2)
+        if case == "failure":
+            reports[1] = _report(run_id, 2, "failed")
+        if case == "cancelled run":
+            Run.objects.filter(id=run_id).update(status="cancelled")
+        if not one_round:
+            monkeypatch.setattr(runtime.store.quiet_reports, "quiet_batch", lambda *a: None)
+        _write(reports)
+        outcomes.append(_written(run_id, reports))
+    assert outcomes[0] == outcomes[1]
+
+
+def _retrying(run_id: uuid.UUID, position: int) -> BranchReport:
+    report = _report(run_id, position, "failed")
+    return BranchReport(**{
+        **{f: getattr(report, f) for f in ("run_id", "step_id", "position", "group_id",
+                                           "attempt", "started_at", "finished_at", "error")},
+        "outcome": "retrying", "wake_at": report.finished_at,
+    })  # fmt: skip
+
+
+def _written(run_id: uuid.UUID, reports: list[BranchReport]) -> tuple[Any, ...]:
+    steps = list(Step.objects.filter(run_id=run_id).order_by("position")
+                 .values_list("position", "status", "attempt", "result", "error"))  # fmt: skip
+    group = FanoutGroup.objects.filter(run_id=run_id).values_list(
+        "succeeded", "failed", "released", "verdict", "first_failure"
+    )
+    events = list(Event.objects.filter(run_id=run_id).order_by("seq")
+                  .values_list("seq", "type", "payload"))[-6:]  # fmt: skip
+    receipts = [(r.receipt.recorded, r.receipt.release, r.receipt.wake) for r in reports]
+    run = Run.objects.filter(id=run_id).values_list("last_seq", "wakeups").get()
+    payloads = [(t, {k: v for k, v in p.items() if k != "wake_at"}) for _, t, p in events]
+    return steps, list(group), payloads, receipts, run
 
 
 def _terminate(backend_pid: int) -> None:
@@ -252,7 +349,7 @@ def test_fanout_reports_failing_in_the_round_that_commits_write_nothing(
 ) -> None:
     from runtime.checkpoint.errors import OutcomeUnknown
 
-    run_id = _started(2)
+    run_id = _started(1)  # its one report decides the group: the two rounds write it
     _write([BranchClaim(run_id, step_id(run_id, 1), 1)])
     real = runtime.store.branch_reports.execute
     failures = [cause]
@@ -283,6 +380,41 @@ def test_fanout_reports_failing_in_the_round_that_commits_write_nothing(
     assert again.receipt.recorded
 
 
+@pytest.mark.parametrize("cause", ["server error", "cut off"])
+def test_fanout_quiet_report_failing_is_written_again_only_when_surely_rolled_back(
+    monkeypatch: pytest.MonkeyPatch, cause: str
+) -> None:
+    from runtime.checkpoint.errors import OutcomeUnknown
+
+    run_id = _started(2)
+    _write([BranchClaim(run_id, step_id(run_id, 1), 1)])
+    real = runtime.store.sink.execute
+    failures = [cause]
+
+    def failing_one_round(statements: Any, last: bool = False) -> Any:
+        if not failures:
+            return real(statements, last=last)
+        failures.pop()
+        if cause == "cut off":
+            [[(backend,)]] = real([("SELECT pg_backend_pid()", [])])
+            _terminate(backend)
+            return real(statements, last=last)
+        return real([*statements, ("SELECT 1 / 0", [])], last=last)
+
+    monkeypatch.setattr(runtime.store.sink, "execute", failing_one_round)
+    report = _report(run_id, 1)
+    if cause == "cut off":
+        with pytest.raises(OutcomeUnknown):  # the COMMIT may have reached the server
+            _write([report])
+        assert Step.objects.get(id=step_id(run_id, 1)).status == "running"
+        return
+    _write([report])  # refused by the server: rolled back, then the two rounds write it once
+    assert report.receipt.recorded
+    assert FanoutGroup.objects.get(run_id=run_id).succeeded == 1
+    assert Event.objects.filter(run_id=run_id, type="step_completed").count() == 1
+    assert _seqs_are_dense(run_id)
+
+
 def test_fanout_a_pipelined_transaction_commits_what_no_last_round_committed() -> None:
     run_id = _started(2)
     with dialect.PipelinedTransaction() as txn:
@@ -295,3 +427,34 @@ def test_fanout_a_pipelined_transaction_commits_what_no_last_round_committed() -
         dialect.execute([("UPDATE runtime_run SET wakeups = wakeups + 1 WHERE id = %s", [run_id])])
         raise ZeroDivisionError
     assert Run.objects.get(id=run_id).wakeups == 1  # rolled back
+
+
+def test_fanout_one_round_agrees_with_two_rounds_over_group_states(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """For counters the group may hold when a success comes in, the one round and the two
+    rounds record the same thing (the one round refuses whatever would decide or release)."""
+    real_quiet = runtime.store.quiet_reports.quiet_batch
+    states = [
+        (succeeded, failed, need, limit, released)
+        for succeeded in (0, 2)
+        for failed in (0, 1)
+        for need in (None, 3)
+        for limit in (0, 1)
+        for released in (3, 4)
+    ]
+    for succeeded, failed, need, limit, released in states:
+        outcomes = []
+        for one_round in (True, False):
+            quiet = real_quiet if one_round else (lambda *a: None)
+            monkeypatch.setattr(runtime.store.quiet_reports, "quiet_batch", quiet)
+            run_id = _started(4)
+            FanoutGroup.objects.filter(run_id=run_id).update(
+                succeeded=succeeded, failed=failed, need=need, failure_limit=limit,
+                released=released,
+            )  # fmt: skip
+            _write([BranchClaim(run_id, step_id(run_id, 1), 1)])
+            report = _report(run_id, 1)
+            _write([report])
+            outcomes.append(_written(run_id, [report]))
+        assert outcomes[0] == outcomes[1], (succeeded, failed, need, limit, released)
