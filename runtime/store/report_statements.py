@@ -144,7 +144,7 @@ def cancel_statement(
     )
 
 
-def seq_sets(count: int, wake: bool, now: datetime) -> tuple[str, list[Any]]:
+def _seq_sets(count: int, wake: bool, now: datetime) -> tuple[str, list[Any]]:
     sets = ["last_seq = last_seq + %s", "updated_at = %s"]
     params: list[Any] = [count, time_param(now)]
     if wake:
@@ -156,7 +156,7 @@ def seq_sets(count: int, wake: bool, now: datetime) -> tuple[str, list[Any]]:
 
 def seq_statement(run_id: uuid.UUID, count: int, wake: bool, now: datetime) -> Statement:
     """Take `count` event seqs under the run's row lock; a wake also makes the run due now."""
-    sets, params = seq_sets(count, wake, now)
+    sets, params = _seq_sets(count, wake, now)
     return (
         f"UPDATE {Run._meta.db_table} SET {sets} WHERE id = {cast('%s', 'uuid')}",
         [*params, uuid_param(run_id)],
@@ -213,12 +213,18 @@ def seq_and_events_statement(
     more than one statement may bind)."""
     if not rows or not postgres() or len(rows) * len(EVENT_COLUMNS) > MAX_PARAMS:
         return None
-    sets, seq_params = seq_sets(len(rows), wake, now)
     cte, params = values_cte("e", EVENT_COLUMNS, rows)
-    seqs = f"s AS (UPDATE {Run._meta.db_table} SET {sets} WHERE id = %s RETURNING id, last_seq) "
+    seqs, seq_params = seqs_cte(run_id, len(rows), wake, now)
+    return f"{cte.rstrip()}, {seqs} {event_insert('s')}", [*params, *seq_params]
+
+
+def seqs_cte(run_id: uuid.UUID, count: int, wake: bool, now: datetime) -> Statement:
+    """`s AS (...)`: `seq_statement` as a CTE that returns the run's id and new last_seq, for
+    `event_insert("s")` (PostgreSQL)."""
+    sets, params = _seq_sets(count, wake, now)
     return (
-        f"{cte.rstrip()}, {seqs}{event_insert('s')}",
-        [*params, *seq_params, uuid_param(run_id)],
+        f"s AS (UPDATE {Run._meta.db_table} SET {sets} WHERE id = %s RETURNING id, last_seq)",
+        [*params, uuid_param(run_id)],
     )
 
 

@@ -163,15 +163,12 @@ class DatabaseSink:
         batch = quiet_reports.quiet_batch(writes, now)
         if batch is None:
             return False
-        txn = PipelinedTransaction()
         try:
-            with txn:
+            with PipelinedTransaction():
                 results = execute(batch.statements, last=True)
         except DatabaseError as exc:
-            if not isinstance(exc.__cause__, psycopg.Error) or exc.__cause__.sqlstate is None:
-                self._committing = txn.committing
-                raise  # cut off (maybe committed), or not the server's answer
-            return False  # rolled back: the two rounds decide the batch exactly
+            _raise_if_cut_off(exc.__cause__)  # its COMMIT went out with it
+            return False  # the server rolled it back: the two rounds decide the batch exactly
         self.transactions += 1
         batch.receipts(results).deliver()
         return True
@@ -198,8 +195,9 @@ def first_check_at(now: datetime) -> datetime:
 
 
 def _raise_if_cut_off(exc: BaseException | None) -> None:
-    """A statement run in autocommit whose connection broke before the server answered may
-    have committed: the batch's outcome is unknown, and it must never be written again."""
+    """A statement run in autocommit, or a pipeline that carried its COMMIT, whose connection
+    broke before the server answered may have committed: the batch's outcome is unknown, and
+    it must never be written again."""
     if isinstance(exc, psycopg.Error) and exc.sqlstate is None:
         connection.close()
         raise OutcomeUnknown(f"the batch was cut off: {exc}") from exc
