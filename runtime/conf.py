@@ -41,6 +41,9 @@ class FanfoldSettings:
     # tick may be and still count as on time rather than missed (the catch-up policy's case).
     SCHEDULE_INTERVAL: float = 1.0
     SCHEDULE_GRACE: float = 60.0
+    # Workers freeze the objects they hold at start-up out of the cyclic collector
+    # (runtime.worker_gc).
+    GC_FREEZE: bool = True
 
 
 class SettingsError(ValueError):

@@ -6,10 +6,15 @@ import uuid
 from typing import Any
 
 from celery import Task, shared_task
-from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import (
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+)
 
 from publisher.tracing import TRACEPARENT
-from runtime import conf, executor, takeover, worker_pool
+from runtime import conf, executor, takeover, worker_gc, worker_pool
 from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
 from runtime.fanout import branch, sweep
 from runtime.fanout.report import BranchAttempt
@@ -81,9 +86,18 @@ def _start_sweeps(sender: Any = None, **_: object) -> None:
     if pool is not None:
         worker_pool.make_reconnect_safe(sender.app, pool)
     start_sweeps()
+    if conf.get().GC_FREEZE:
+        worker_gc.freeze_startup_objects(collect=True)
     port = conf.get().METRICS_PORT
     if port:
         start_worker_exporter(port, prefork="prefork" in type(pool).__module__)
+
+
+@worker_process_init.connect
+def _freeze_inherited_objects(**_: object) -> None:
+    """A prefork child, before its first task: what it inherited stays out of its collections."""
+    if conf.get().GC_FREEZE:
+        worker_gc.freeze_startup_objects(collect=False)
 
 
 @worker_process_shutdown.connect
