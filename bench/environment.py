@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from celery import current_app
 from django.conf import settings
 from django.db import connection
 
@@ -50,6 +51,15 @@ def describe() -> dict[str, str]:
         if embedded.is_embedded()
         else settings.CELERY_BROKER_URL.split("://")[0],
     }
+
+
+def other_workers(timeout: float = 0.5) -> list[str]:
+    """Names of the Celery workers already answering on the configured broker (none with the
+    embedded one). They would take the benchmark's runs and branches from its own workers."""
+    if embedded.is_embedded():
+        return []
+    replies = current_app.control.ping(timeout=timeout) or []
+    return sorted(name for reply in replies for name in reply)
 
 
 def write_transactions() -> int | None:

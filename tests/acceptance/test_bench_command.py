@@ -17,6 +17,7 @@ from django.conf import settings
 
 from bench.workers import ROOT, database_url
 from runtime.models import Run
+from tests.support.workers import running_worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis_transport]
 
@@ -141,3 +142,23 @@ def test_bench_replay_checks_every_seeded_run_and_cleans_up() -> None:
     assert report["mismatched"] == 0
     assert report["runs_per_second"] > 0
     assert not Run.objects.exists()  # the seeded runs and their template are gone
+
+
+def test_bench_refuses_to_run_beside_workers_already_on_its_broker() -> None:
+    with running_worker("bystander", "threads", 1):
+        done = subprocess.run(
+            [sys.executable, "manage.py", "bench", "seq", "--steps", "5"],
+            cwd=ROOT,
+            env={
+                **os.environ,
+                "DATABASE_URL": database_url(),
+                "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            },
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    assert done.returncode != 0
+    assert "1 Celery worker(s) already answer on this broker (bystander@" in done.stderr
+    assert not Run.objects.exists()  # refused before it started anything

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bench.collector import run_collector_probe
-from bench.environment import DEFAULT_CONCURRENCY, Pool
+from bench.environment import DEFAULT_CONCURRENCY, Pool, other_workers
 from bench.fanout import run_fanout
 from bench.flow import run_flow
 from bench.observe import observe_fanout, observe_sequential
@@ -22,6 +22,20 @@ COUNTS = (
     "steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients", "workers",
     "concurrency",
 )  # fmt: skip
+# Scenarios that start worker processes of their own on the configured broker.
+WITH_WORKERS = frozenset({"seq", "concurrent", "fanout", "flow", "stream"})
+
+
+def _refuse_other_workers() -> None:
+    """Workers already on the broker would take the benchmark's messages off its own workers
+    (the same queue), and its figures would be wrong without a sign."""
+    others = other_workers()
+    if others:
+        raise CommandError(
+            f"{len(others)} Celery worker(s) already answer on this broker ({', '.join(others)})"
+            ": they would take the benchmark's messages. Stop them, or point CELERY_BROKER_URL "
+            "at a broker (a Redis database, a RabbitMQ vhost) no worker uses."
+        )
 
 
 class Command(BaseCommand):
@@ -103,6 +117,8 @@ class Command(BaseCommand):
         for name in COUNTS:
             if name in options and options[name] is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
+        if scenario in WITH_WORKERS:
+            _refuse_other_workers()
         observe = options.get("observe", False)
         if scenario == "seq":
             pool = _pool(options, threads_default=4)
