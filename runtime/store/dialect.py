@@ -22,7 +22,6 @@ from django.db import connection
 from django.dispatch import receiver
 
 from runtime.store.connection import raw_connection
-from runtime.store.pipeline_writes import sent_together
 
 MAX_PARAMS = 30_000  # below SQLite's default variable limit (32766) and PostgreSQL's (65535)
 
@@ -192,7 +191,7 @@ def execute(statements: Sequence[Statement], *, last: bool = False) -> list[list
     with connection.wrap_database_errors:
         cursors = []
         try:
-            with raw.pipeline() as pipeline, sent_together(pipeline):
+            with raw.pipeline():
                 for sql, params in framed:
                     pg_cursor = psycopg.Cursor(raw)
                     cursors.append(pg_cursor)
