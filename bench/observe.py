@@ -119,6 +119,7 @@ def compare(
         ],
     }
     observed["pair_overhead_median_pct"] = round(median(observed["pair_overhead_pct"]), 1)
+    observed["trace_ratio"] = tracing.sample_ratio()
     if all(r.get(cpu_figure) is not None for r in off + on):
         cpu_off = median([r[cpu_figure] for r in off])
         cpu_on = median([r[cpu_figure] for r in on])
@@ -152,7 +153,7 @@ def observe_sequential(steps: int, timeout: float, pairs: int, pool: Pool) -> di
         **environment.describe(),
         "steps": steps,
         "pool": pool.kind,
-        "observe": summary(runs),
+        "observe": {**summary(runs), "trace_ratio": tracing.sample_ratio()},
     }
     # One commit per step: its start is queued and commits with its completion.
     return with_instrumentation_cost(report, 1e6 / report["observe"]["off"], 1)

@@ -101,7 +101,7 @@ def test_bench_fanout_runs_on_a_threads_pool_too(counters_redis: Any) -> None:
 
 
 def test_bench_seq_observe_compares_off_and_on_on_prefork_workers(counters_redis: Any) -> None:
-    report = bench("seq", "--observe", "--steps", "30", "--pairs", "2")
+    report = bench("seq", "--observe", "--steps", "30", "--pairs", "2", "--trace-ratio", "0.5")
 
     observed = report["observe"]
     assert report["pool"] == "prefork" and report["steps"] == 30
@@ -111,6 +111,7 @@ def test_bench_seq_observe_compares_off_and_on_on_prefork_workers(counters_redis
     # Read from /proc for the worker and its prefork children; absent if that failed.
     assert all(isinstance(observed[k], float) for k in ("cpu_off", "cpu_on"))
     assert "overhead_pct" in observed and "instrumentation_us_per_step" in observed
+    assert observed["trace_ratio"] == 0.5
 
 
 def test_bench_stream_reports_write_to_read_latency(counters_redis: Any) -> None:
@@ -133,6 +134,20 @@ def test_bench_rejects_a_bad_size() -> None:
     )
     assert done.returncode != 0
     assert "--steps must be at least 1" in done.stderr
+
+
+@pytest.mark.parametrize("ratio", ["0", "1.5"])
+def test_bench_rejects_a_trace_ratio_outside_zero_to_one(ratio: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "manage.py", "bench", "seq", "--observe", "--trace-ratio", ratio],
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": database_url()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "--trace-ratio must be above 0 and at most 1" in done.stderr
 
 
 def test_bench_replay_checks_every_seeded_run_and_cleans_up() -> None:

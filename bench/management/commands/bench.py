@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from bench import tracing
 from bench.collector import run_collector_probe
 from bench.environment import DEFAULT_CONCURRENCY, Pool, other_workers
 from bench.fanout import run_fanout
@@ -36,6 +38,13 @@ def _refuse_other_workers() -> None:
             ": they would take the benchmark's messages. Stop them, or point CELERY_BROKER_URL "
             "at a broker (a Redis database, a RabbitMQ vhost) no worker uses."
         )
+
+
+def _sample_traces(ratio: float) -> None:
+    """The "on" side's sampler, for this process and the workers it starts (their env)."""
+    if not 0 < ratio <= 1:
+        raise CommandError(f"--trace-ratio must be above 0 and at most 1, got {ratio}")
+    os.environ[tracing.RATIO_ENV] = repr(ratio)
 
 
 class Command(BaseCommand):
@@ -88,6 +97,14 @@ class Command(BaseCommand):
                 help="run with metrics and tracing off, then on, and report both",
             )
             p.add_argument("--pairs", type=int, default=3, help="off/on pairs for --observe")
+            p.add_argument(
+                "--trace-ratio",
+                type=float,
+                default=1.0,
+                metavar="R",
+                help="with --observe: keep the traces of this fraction of run passes "
+                "(default 1: every span)",
+            )
         streams = sub.add_parser("stream", help="chunk latency from a step to SSE clients")
         streams.add_argument("--chunks", type=int, default=1000)
         streams.add_argument("--clients", type=int, default=1)
@@ -120,6 +137,8 @@ class Command(BaseCommand):
         if scenario in WITH_WORKERS:
             _refuse_other_workers()
         observe = options.get("observe", False)
+        if observe:
+            _sample_traces(options["trace_ratio"])
         if scenario == "seq":
             pool = _pool(options, threads_default=4)
             if observe:
