@@ -58,7 +58,10 @@ def other_workers(timeout: float = 0.5) -> list[str]:
     embedded one). They would take the benchmark's runs and branches from its own workers."""
     if embedded.is_embedded():
         return []
-    replies = current_app.control.ping(timeout=timeout) or []
+    # A connection of its own, closed before the benchmark goes on: with the app's pooled one
+    # left open, `bench stream`, which forks its SSE readers, hung until its timeout.
+    with current_app.connection_for_write() as broker:
+        replies = current_app.control.ping(timeout=timeout, connection=broker) or []
     return sorted(name for reply in replies for name in reply)
 
 
