@@ -49,6 +49,7 @@ class WorkerProcess:
         self.log_path = log_dir / f"worker-{name}.log"
         self._log = self.log_path.open("wb")
         command = [
+            sys.executable, "-m", "bench.parent_bound", str(os.getpid()),
             sys.executable, "-m", "celery", "-A", "config", "worker",
             "-P", pool, "-c", str(concurrency), "-n", f"{name}@%h",
             "-Q", queue or settings.CELERY_TASK_DEFAULT_QUEUE,

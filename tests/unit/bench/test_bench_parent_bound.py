@@ -1,0 +1,63 @@
+"""A worker the benchmark (or a test) starts ends when its starter exits, even one killed
+outright (bench.parent_bound): real processes, the starter SIGKILLed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.workers import ROOT
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's prctl")
+
+STARTER = """
+import os, subprocess, sys, time
+bound = subprocess.Popen(
+    [sys.executable, "-m", "bench.parent_bound", str(os.getpid()), "/bin/sleep", "60"],
+    start_new_session=True,
+)
+print(bound.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie nobody has reaped yet."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_the_bound_program_ends_when_its_starter_is_killed() -> None:
+    starter = subprocess.Popen(
+        [sys.executable, "-c", STARTER], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    assert starter.stdout is not None
+    bound = int(starter.stdout.readline())
+    time.sleep(0.5)
+    assert alive(bound)  # exec'd into sleep, bound to the starter
+    assert Path(f"/proc/{bound}/cmdline").read_bytes().startswith(b"/bin/sleep")
+
+    starter.kill()
+    starter.wait(10)
+    deadline = time.monotonic() + 10
+    while alive(bound) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(bound)
+
+
+def test_a_starter_already_gone_is_not_outlived() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.parent_bound", "1", "/bin/true"],
+        cwd=ROOT,
+        env={**os.environ},
+        timeout=30,
+    )
+    assert done.returncode == 1  # its parent is not pid 1: the starter named is gone
