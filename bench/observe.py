@@ -119,7 +119,6 @@ def compare(
         ],
     }
     observed["pair_overhead_median_pct"] = round(median(observed["pair_overhead_pct"]), 1)
-    observed["trace_ratio"] = tracing.sample_ratio()
     if all(r.get(cpu_figure) is not None for r in off + on):
         cpu_off = median([r[cpu_figure] for r in off])
         cpu_on = median([r[cpu_figure] for r in on])
@@ -136,8 +135,10 @@ def with_instrumentation_cost(
     report: dict[str, Any], step_us: float, commits: int, traceparent: str | None = None
 ) -> dict[str, Any]:
     """`report` with the instrumentation's cost per step, absolute and against `step_us` (the
-    time one step takes with observability off, from the end-to-end figure)."""
+    time one step takes with observability off, from the end-to-end figure), and the "on"
+    side's sampling ratio."""
     cost = instrumentation_us(commits, traceparent)
+    report["observe"]["trace_ratio"] = tracing.sample_ratio()
     report["observe"]["instrumentation_us_per_step"] = cost
     report["observe"]["instrumentation_pct_of_step"] = round(cost / step_us * 100, 1)
     return report
@@ -153,7 +154,7 @@ def observe_sequential(steps: int, timeout: float, pairs: int, pool: Pool) -> di
         **environment.describe(),
         "steps": steps,
         "pool": pool.kind,
-        "observe": {**summary(runs), "trace_ratio": tracing.sample_ratio()},
+        "observe": summary(runs),
     }
     # One commit per step: its start is queued and commits with its completion.
     return with_instrumentation_cost(report, 1e6 / report["observe"]["off"], 1)

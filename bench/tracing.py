@@ -41,9 +41,8 @@ def sample_ratio() -> float:
 
 def make_provider(ratio: float) -> TracerProvider:
     """An SDK provider keeping every span (`ratio` 1) or the traces of a fraction `ratio`."""
-    provider = TracerProvider(sampler=ParentBasedTraceIdRatio(ratio)) if ratio < 1 else (
-        TracerProvider()
-    )  # fmt: skip
+    # No sampler given: the SDK's default, which keeps every span.
+    provider = TracerProvider(sampler=ParentBasedTraceIdRatio(ratio) if ratio < 1 else None)
     provider.add_span_processor(BatchSpanProcessor(DiscardingExporter()))
     return provider
 

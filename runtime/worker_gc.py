@@ -18,11 +18,9 @@ from __future__ import annotations
 import gc
 
 
-def freeze_startup_objects(*, collect: bool) -> int:
+def freeze_startup_objects(*, collect: bool) -> None:
     """Freeze what this process holds now (after a full collection when `collect`: a prefork
-    child does not, a collection would touch every page it shares); returns how many objects
-    are frozen."""
+    child does not, a collection would touch every page it shares)."""
     if collect:
         gc.collect()
     gc.freeze()
-    return gc.get_freeze_count()

@@ -22,20 +22,32 @@ from tests.support.workers import running_worker
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis_transport]
 
 
-def bench(*args: str) -> dict[str, Any]:
+def run_bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """`manage.py bench ARGS` on the test database and broker."""
     env = {
         **os.environ,
         "DATABASE_URL": database_url(),
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
     }
-    done = subprocess.run(
-        [sys.executable, "manage.py", "bench", *args, "--json"],
+    return subprocess.run(
+        [sys.executable, "manage.py", "bench", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=timeout,
     )
+
+
+def refused(*args: str) -> str:
+    """The error output of a bench command that must fail."""
+    done = run_bench(*args, timeout=120)
+    assert done.returncode != 0
+    return done.stderr
+
+
+def bench(*args: str) -> dict[str, Any]:
+    done = run_bench(*args, "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return report
@@ -124,30 +136,13 @@ def test_bench_stream_reports_write_to_read_latency(counters_redis: Any) -> None
 
 
 def test_bench_rejects_a_bad_size() -> None:
-    done = subprocess.run(
-        [sys.executable, "manage.py", "bench", "seq", "--steps", "0"],
-        cwd=ROOT,
-        env={**os.environ, "DATABASE_URL": database_url()},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode != 0
-    assert "--steps must be at least 1" in done.stderr
+    assert "--steps must be at least 1" in refused("seq", "--steps", "0")
 
 
 @pytest.mark.parametrize("ratio", ["0", "1.5"])
 def test_bench_rejects_a_trace_ratio_outside_zero_to_one(ratio: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "manage.py", "bench", "seq", "--observe", "--trace-ratio", ratio],
-        cwd=ROOT,
-        env={**os.environ, "DATABASE_URL": database_url()},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode != 0
-    assert "--trace-ratio must be above 0 and at most 1" in done.stderr
+    error = refused("seq", "--observe", "--trace-ratio", ratio)
+    assert "--trace-ratio must be above 0 and at most 1" in error
 
 
 def test_bench_replay_checks_every_seeded_run_and_cleans_up() -> None:
@@ -161,19 +156,7 @@ def test_bench_replay_checks_every_seeded_run_and_cleans_up() -> None:
 
 def test_bench_refuses_to_run_beside_workers_already_on_its_broker() -> None:
     with running_worker("bystander", "threads", 1):
-        done = subprocess.run(
-            [sys.executable, "manage.py", "bench", "seq", "--steps", "5"],
-            cwd=ROOT,
-            env={
-                **os.environ,
-                "DATABASE_URL": database_url(),
-                "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-            },
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        error = refused("seq", "--steps", "5")
 
-    assert done.returncode != 0
-    assert "1 Celery worker(s) already answer on this broker (bystander@" in done.stderr
+    assert "1 Celery worker(s) already answer on this broker (bystander@" in error
     assert not Run.objects.exists()  # refused before it started anything
