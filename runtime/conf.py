@@ -19,6 +19,10 @@ from django.dispatch import receiver
 class FanfoldSettings:
     WORKFLOW_MODULES: tuple[str, ...] = ()
     PUBLISH_BATCH_SIZE: int = 100
+    # Fan-out branches one message may carry (1: a message per branch), and how long its
+    # worker may take over them before it publishes the rest on their own (runtime.fanout.chunk).
+    BRANCH_CHUNK: int = 10
+    BRANCH_CHUNK_SECONDS: float = 0.1
     MAX_PAYLOAD_BYTES: int = 1024 * 1024
     LEASE_SECONDS: float = 30.0
     SWEEP_INTERVAL: float = 5.0
@@ -86,8 +90,8 @@ def _coerce(name: str, kind: Any, raw: Any) -> Any:
         raise SettingsError(f"FANFOLD_{name} must not be negative, got {raw!r}")
     if name == "METRICS_PORT" and value > 65535:
         raise SettingsError("FANFOLD_METRICS_PORT must be a TCP port (0 for none)")
-    if name == "PUBLISH_BATCH_SIZE" and value > 100:
-        raise SettingsError("FANFOLD_PUBLISH_BATCH_SIZE must be at most 100")
+    if name in ("PUBLISH_BATCH_SIZE", "BRANCH_CHUNK") and value > 100:
+        raise SettingsError(f"FANFOLD_{name} must be at most 100")
     return value
 
 

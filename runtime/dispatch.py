@@ -9,6 +9,8 @@ dispatcher's hook before each send.
 A branch message is `fanfold.run_branch(run_id, position, attempt, group_position, poll)` with
 the derived key `dispatch_key(run, position, attempt)` as its task id, so a republish of the
 same attempt is recognisably the same message and loses its claim if the first one ran. A
+chunk of a fan-out's first dispatch carries `count` consecutive branches and a key of its own
+(`...:nCOUNT`); a worker runs them one after another (runtime.fanout.chunk). A
 branch of a run with a priority carries it as the `priority` keyword, so that what the branch
 sends in turn (the next branches, retries, the run's resume) goes out with it too.
 
@@ -75,6 +77,8 @@ def branch_message(
         key, args = f"{key}:poll:{d.poll}", [*args, d.poll]
     # Priority 0 adds nothing: the message of a plain run stays what it was.
     kwargs: dict[str, object] = {"priority": priority} if priority else {}
+    if d.count > 1:  # a chunk (runtime.fanout.chunk): its own key, never its first branch's
+        key, kwargs["count"] = f"{key}:n{d.count}", d.count
     return Message(RUN_BRANCH, key, args=args, kwargs=kwargs, routing=Routing(priority=level))
 
 

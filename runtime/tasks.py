@@ -16,7 +16,7 @@ from celery.signals import (
 from publisher.tracing import TRACEPARENT
 from runtime import conf, executor, takeover, worker_gc, worker_pool
 from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
-from runtime.fanout import branch, sweep
+from runtime.fanout import branch, chunk, sweep
 from runtime.fanout.report import BranchAttempt
 from runtime.flow import loop as flow_loop
 from runtime.observe.exporter import child_exited, start_worker_exporter
@@ -51,8 +51,11 @@ def run_branch(
     group_position: int,
     poll: int = 0,
     priority: int = 0,
+    count: int = 1,
 ) -> str:
-    """Run one attempt of one fan-out branch (runtime.fanout.branch); a duplicate does nothing.
+    """Run one attempt of one fan-out branch (runtime.fanout.branch), or of the `count`
+    branches from `position` that a chunk carries (runtime.fanout.chunk); a duplicate does
+    nothing.
 
     `priority` is the run's (runtime.dispatch.branch_message). Not retried by Celery: a branch
     whose report could not be written keeps its claim until its lease expires, and the fan-out
@@ -62,6 +65,8 @@ def run_branch(
         uuid.UUID(run_id), int(position), int(attempt), int(group_position), int(priority)
     )
     traceparent = self.request.get(TRACEPARENT)  # a message header, set by the publisher
+    if int(count) > 1:
+        return chunk.run_chunk(attempt_, int(count), traceparent)
     return branch.run_branch(attempt_, int(poll), traceparent)
 
 

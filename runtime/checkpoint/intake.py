@@ -144,11 +144,12 @@ class Intake:
             ):
                 self._cond.notify()
 
-    def lead_with(self, envelope: Envelope) -> list[Envelope] | None:
-        """Queue a synchronous envelope; if the sink is free, take the turn and return the
-        first batch to write (it may end before ``envelope`` when limits cut it)."""
+    def lead_with(self, *envelopes: Envelope) -> list[Envelope] | None:
+        """Queue synchronous envelopes, one after another; if the sink is free, take the turn
+        and return the first batch to write (it may end before them when limits cut it)."""
         with self._lock:
-            self._queue(envelope)
+            for envelope in envelopes:
+                self._queue(envelope)
             return self._take_turn(until_stop=True)
 
     def lead(self) -> list[Envelope] | None:

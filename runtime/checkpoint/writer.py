@@ -14,7 +14,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
@@ -93,21 +93,32 @@ class CheckpointWriter:
         :class:`CheckpointFailed` if it was not committed, including when an earlier
         checkpoint of the same session failed.
         """
-        self._failures.raise_if_poisoned(cp.session)
+        self.write_all((cp,))
+
+    def write_all(self, cps: Sequence[Checkpoint]) -> None:
+        """`write` for several checkpoints queued together, so that they share a batch unless
+        its limits cut it; returns once all are committed. Raises :class:`CheckpointFailed`
+        if any was not (each fails alone only if the batch was cut between them)."""
+        for cp in cps:
+            self._failures.raise_if_poisoned(cp.session)
         began = time.perf_counter()
-        waiter = Waiter()
-        envelope = Envelope.write(cp if cp.sync else replace(cp, sync=True), waiter)
+        waiters = [Waiter() for _ in cps]
+        envelopes = [
+            Envelope.write(cp if cp.sync else replace(cp, sync=True), waiter)
+            for cp, waiter in zip(cps, waiters, strict=True)
+        ]
         with _held_signals():
             with self._lock:
                 self._check_open()
-                batch = self.intake.lead_with(envelope)
+                batch = self.intake.lead_with(*envelopes)
             while batch is not None:
                 self._write_turn(batch)
-                if waiter.done():
+                if waiters[-1].done():
                     break
                 batch = self.intake.lead()
         try:
-            waiter.wait()
+            for waiter in waiters:
+                waiter.wait()
         finally:
             tracing.waited_for_commit(time.perf_counter() - began)
 

@@ -243,12 +243,40 @@ class BranchDispatch:
     """Publish attempt `attempt` of the branch at `position`, after `countdown` seconds.
 
     `poll` counts a child branch's looks at its child run (0 for every other message).
+    `count` > 1: one message carries the branches at `position` and the `count - 1` after it,
+    all at this attempt (`chunked`), run one after another by the worker that takes it.
     """
 
     position: int
     attempt: int
     countdown: float = 0.0
     poll: int = 0
+    count: int = 1
+
+    @property
+    def positions(self) -> range:
+        return range(self.position, self.position + self.count)
+
+
+def chunked(dispatches: Sequence[BranchDispatch], size: int) -> list[BranchDispatch]:
+    """`dispatches` in messages of up to `size` branches: consecutive positions at the same
+    attempt, due now and not a child's poll, share one; every other dispatch stays alone."""
+    out: list[BranchDispatch] = []
+    for d in dispatches:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.count < size
+            and d.count == 1
+            and d.position == last.position + last.count
+            and d.attempt == last.attempt
+            and d.countdown <= 0 and last.countdown <= 0
+            and d.poll == 0 and last.poll == 0
+        ):  # fmt: skip
+            out[-1] = BranchDispatch(last.position, last.attempt, count=last.count + 1)
+        else:
+            out.append(d)
+    return out
 
 
 def due_dispatches(
@@ -305,7 +333,7 @@ def due_dispatches(
 def republished_pending(due: Sequence[BranchDispatch], branches: Sequence[Branch]) -> list[int]:
     """The positions of `due` that publish a pending branch's current attempt again now."""
     pending = {b.position for b in branches if b.status == "pending"}
-    return [d.position for d in due if d.countdown <= 0 and d.position in pending]
+    return [p for d in due if d.countdown <= 0 for p in d.positions if p in pending]
 
 
 @dataclass(slots=True)

@@ -17,11 +17,12 @@ claim a running step only once that lease has expired.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, cast
 
 from django.utils import timezone
 
 from runtime import conf
+from runtime.checkpoint.batching import Checkpoint
 from runtime.core.errors import FatalError
 from runtime.core.fanin import ClaimReceipt
 from runtime.core.jsonvalues import checked
@@ -44,11 +45,17 @@ from runtime.stepinfo import StepInfo, running
 from runtime.store import write_now
 
 
-def _claim(branch: BranchAttempt, continuing: bool) -> ClaimReceipt:
+def claim_checkpoint(branch: BranchAttempt, continuing: bool = False) -> Checkpoint:
+    """The checkpoint of a claim of `branch`; its payload's receipt says what it won."""
     payload = BranchClaim(branch.run_id, branch.step_id, branch.attempt, continuing, process_key())
     session = f"claim/{payload.step_id}/{branch.attempt}/{threading.get_ident()}"
-    write_now(payload, session=session, size=64)
-    return payload.receipt
+    return Checkpoint(session=session, payload=payload, size=64, sync=True)
+
+
+def _claim(branch: BranchAttempt, continuing: bool) -> ClaimReceipt:
+    cp = claim_checkpoint(branch, continuing)
+    write_now(cp.payload, session=cp.session, size=cp.size)
+    return cast(BranchClaim, cp.payload).receipt
 
 
 def claim_branch(branch: BranchAttempt, *, continuing: bool = False) -> ClaimedBranch | None:
@@ -66,6 +73,13 @@ def claim_branch(branch: BranchAttempt, *, continuing: bool = False) -> ClaimedB
         return None
     confirm = not continuing and receipt.kind == "step" and _at_most_once(receipt.name)
     if confirm and not _claim(branch, continuing=True).won:  # waits for the flush of both
+        return None
+    return claimed_branch(receipt)
+
+
+def claimed_branch(receipt: ClaimReceipt) -> ClaimedBranch | None:
+    """What a committed claim hands its branch; None if it lost."""
+    if not receipt.won:
         return None
     started_at = receipt.started_at or timezone.now()
     return ClaimedBranch(receipt.name, receipt.kind, receipt.input, started_at)
@@ -86,6 +100,19 @@ def run_branch(branch: BranchAttempt, poll: int = 0, traceparent: str | None = N
         if poll > 0:  # only child branches poll: the fan-out may have let this one go
             stop_abandoned_child(branch)
         return "skipped"
+    return run_claimed(branch, claimed, poll, traceparent)
+
+
+def run_claimed(
+    branch: BranchAttempt,
+    claimed: ClaimedBranch,
+    poll: int = 0,
+    traceparent: str | None = None,
+    then: Checkpoint | None = None,
+) -> str:
+    """Run a branch whose claim was won. `then`, another branch's claim, is committed with
+    this one's report if the body completes (runtime.fanout.chunk); its receipt stays unfilled
+    (`won` False, and no row touched) for any other outcome."""
     if poll == 0 and claimed.kind == "step" and branch_turn_later(
         branch.run_id, branch.group_position, branch.position, branch.attempt, claimed.name,
         branch.priority,
@@ -99,12 +126,16 @@ def run_branch(branch: BranchAttempt, poll: int = 0, traceparent: str | None = N
         branch.run_id, claimed.name, branch.position, branch.attempt, traceparent
     )
     with observed:
-        observed.outcome = _run_step_branch(branch, claimed, args, kwargs)
+        observed.outcome = _run_step_branch(branch, claimed, args, kwargs, then)
     return observed.outcome
 
 
 def _run_step_branch(
-    branch: BranchAttempt, claimed: ClaimedBranch, args: list[Any], kwargs: dict[str, Any]
+    branch: BranchAttempt,
+    claimed: ClaimedBranch,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    then: Checkpoint | None,
 ) -> str:
     fn = registry.steps.get(claimed.name)
     policy = (fn.retry if fn is not None else None) or DEFAULT_POLICY
@@ -123,7 +154,7 @@ def _run_step_branch(
             raise
         except BaseException as exc:  # every failure of user code is recorded
             return report_failure(branch, claimed, exc, policy)
-        written = report(branch, claimed, "completed", result=result, size=size)
+        written = report(branch, claimed, "completed", result=result, size=size, then=then)
     finally:
         branch_leases.release(branch.step_id)
     after_commit(branch, written.receipt)

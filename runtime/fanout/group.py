@@ -21,6 +21,7 @@ from itertools import repeat
 from typing import Any
 
 from publisher import PublishError
+from runtime import conf
 from runtime.core import history
 from runtime.core.control import Suspend
 from runtime.core.errors import NonDeterminismError, StepFailed
@@ -29,6 +30,7 @@ from runtime.core.fanin import (
     BranchDispatch,
     Failure,
     FanInRule,
+    chunked,
     due_dispatches,
     initial_release,
     republished_pending,
@@ -150,8 +152,26 @@ def _start(
     cursor.checkpoint(write, sync=True, payload_bytes=input_bytes)
     for row in rows:
         cursor.remember(history.RecordedStep.of(row))
-    _publish(cursor, first, [BranchDispatch(p, 1) for p in positions[:window]])
+    dispatches = [BranchDispatch(p, 1) for p in positions[:window]]
+    if window == len(positions) and _chunkable(signatures):
+        dispatches = chunked(dispatches, conf.get().BRANCH_CHUNK)
+    _publish(cursor, first, dispatches)
     raise Suspend(None)
+
+
+def _chunkable(signatures: list[Signature] | SignatureMap) -> bool:
+    """Whether the first dispatch may carry several branches a message (runtime.fanout.chunk):
+    steps only (a child branch polls its child), none at most once (its claim must be durable
+    on its own before its body) or rate-limited (each start waits for its own turn), and every
+    branch released at once (a chunk would hold back slots of `max_concurrency`: the caller
+    checks that)."""
+    if conf.get().BRANCH_CHUNK < 2:
+        return False
+    kinds = set(_identities(signatures))
+    if any(kind != "step" for _, kind in kinds):
+        return False
+    steps = [registry.step(name) for name, _ in kinds]
+    return not any(fn.at_most_once or fn.rate_limit is not None for fn in steps)
 
 
 def _resume(
@@ -190,7 +210,7 @@ def _publish(cursor: ReplayCursor, first: int, dispatches: list[BranchDispatch])
         if exc.retryable:
             # The branches are recorded: the run is delivered again shortly and replay
             # republishes the whole set; duplicates lose their claim.
-            unsent = [d.position for d in dispatches if d.countdown <= 0]
+            unsent = [p for d in dispatches if d.countdown <= 0 for p in d.positions]
             record_dispatch(cursor.run_id, unsent, None)
             log.warning(
                 "run %s: publishing branches failed (%s); retrying in %ss",

@@ -18,6 +18,7 @@ from typing import Any
 from django.utils import timezone
 
 from publisher import PublishError
+from runtime.checkpoint.batching import Checkpoint
 from runtime.core.errors import describe_exception
 from runtime.core.fanin import BranchDispatch, BranchReceipt
 from runtime.core.identity import group_id, step_id
@@ -25,7 +26,7 @@ from runtime.core.jsonvalues import encoded_size
 from runtime.core.retry import GiveUp, RetryPolicy, decide
 from runtime.core.writes import BranchReport
 from runtime.dispatch import enqueue_run, publish_branches, publish_later
-from runtime.store import write_now
+from runtime.store import write_all_now
 from runtime.store.fanout_groups import record_dispatch
 
 log = logging.getLogger("fanfold.branches")
@@ -66,9 +67,11 @@ def report(
     claimed: ClaimedBranch,
     outcome: str,
     size: int | None = None,
+    then: Checkpoint | None = None,
     **values: Any,
 ) -> BranchReport:
-    """Commit one attempt's outcome (`size`: its result's JSON bytes, if already measured)."""
+    """Commit one attempt's outcome (`size`: its result's JSON bytes, if already measured),
+    with the checkpoint `then` in the same batch if one is given (the next branch's claim)."""
     written = BranchReport(
         run_id=branch.run_id,
         step_id=branch.step_id,
@@ -82,7 +85,9 @@ def report(
     )
     if size is None:
         size = encoded_size(written.result) if written.result is not None else 0
-    write_now(written, session=f"branch/{written.step_id}/{branch.attempt}", size=256 + size)
+    session = f"branch/{written.step_id}/{branch.attempt}"
+    cp = Checkpoint(session=session, payload=written, size=256 + size, sync=True)
+    write_all_now([cp] if then is None else [cp, then])
     return written
 
 

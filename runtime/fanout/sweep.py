@@ -63,7 +63,7 @@ class RepublishRule:
         latest = last_claim()
         if latest is None or latest < now - timedelta(seconds=self.grace):
             return 0
-        return self.queued
+        return self.queued * conf.get().BRANCH_CHUNK  # a message may be a chunk of branches
 
 
 def republish_rule(depth: int | None, *, replay: bool = False) -> RepublishRule:

@@ -46,8 +46,16 @@ def install_writer(
 
 def write_now(payload: object, *, session: str, size: int) -> None:
     """Commit one checkpoint in a session of its own; raises CheckpointFailed if it was not."""
+    write_all_now([Checkpoint(session=session, payload=payload, size=size, sync=True)])
+
+
+def write_all_now(checkpoints: list[Checkpoint]) -> None:
+    """Commit checkpoints, each in a session of its own, in one batch unless its limits cut
+    it (a branch's report with the next branch's claim); raises CheckpointFailed if any was
+    not committed."""
     w = writer()
     try:
-        w.write(Checkpoint(session=session, payload=payload, size=size, sync=True))
+        w.write_all(checkpoints)
     finally:
-        w.reset_session(session)
+        for cp in checkpoints:
+            w.reset_session(cp.session)

@@ -1,0 +1,90 @@
+"""A chunk: one message carrying consecutive branches of a fan-out's first dispatch.
+
+A broker message costs a Celery worker about as much as a no-op branch's claim and report
+together, so a fan-out's first dispatch packs up to BRANCH_CHUNK branches a message
+(runtime.fanout.group). The worker that takes a chunk runs its branches one after another,
+each as a branch message of its own would run it (claim, body, report: runtime.fanout.branch),
+except that the claim of the next branch is committed in the transaction of the previous
+branch's report: one commit a branch instead of two.
+
+Slow bodies must still spread over every worker: once the chunk has run BRANCH_CHUNK_SECONDS,
+or a branch did not simply complete (it failed, will retry, was handed back for its rate-limit
+turn or found stale), the branches not yet claimed are published on their own and the chunk
+ends. A claim that loses (a duplicate delivery: the branch ran already) skips that branch and
+claims the next alone. A worker that dies mid-chunk leaves at most the branch it was running
+claimed, which the takeover moves on as any branch's; the rest are pending, their message
+unacknowledged (acks_late), so it comes back or the fan-out sweep publishes them again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from dataclasses import replace
+from typing import cast
+
+from django.utils import timezone
+
+from publisher import PublishError
+from runtime import conf
+from runtime.core.fanin import BranchDispatch
+from runtime.core.writes import BranchClaim
+from runtime.dispatch import publish_branches
+from runtime.fanout.branch import claim_branch, claim_checkpoint, claimed_branch, run_claimed
+from runtime.fanout.report import BranchAttempt
+from runtime.store.fanout_groups import record_dispatch
+
+log = logging.getLogger("fanfold.branches")
+
+
+def run_chunk(first: BranchAttempt, count: int, traceparent: str | None = None) -> str:
+    """Run the `count` branches from `first` at its attempt; says how each went, as
+    "completed" or "completed:7,skipped:2,published:1" ("published": sent on its own)."""
+    deadline = time.monotonic() + conf.get().BRANCH_CHUNK_SECONDS
+    outcomes: Counter[str] = Counter()
+    branch, claimed = first, claim_branch(first)
+    for index in range(1, count + 1):
+        following = _at(first, index) if index < count else None
+        if claimed is None:
+            outcomes["skipped"] += 1
+            if following is None:
+                break
+            branch, claimed = following, claim_branch(following)
+            continue
+        then = claim_checkpoint(following) if following and time.monotonic() < deadline else None
+        outcome = run_claimed(branch, claimed, traceparent=traceparent, then=then)
+        outcomes[outcome] += 1
+        if following is None:
+            break
+        if then is None or outcome != "completed":
+            outcomes["published"] += _publish_rest(first, index, count)
+            break
+        branch, claimed = following, claimed_branch(cast(BranchClaim, then.payload).receipt)
+    return _summary(outcomes)
+
+
+def _at(first: BranchAttempt, index: int) -> BranchAttempt:
+    return replace(first, position=first.position + index)
+
+
+def _publish_rest(first: BranchAttempt, start: int, count: int) -> int:
+    """Publish the branches from index `start` on their own; returns how many."""
+    positions = [first.position + i for i in range(start, count)]
+    dispatches = [BranchDispatch(p, first.attempt) for p in positions]
+    try:
+        publish_branches(first.run_id, first.group_position, dispatches, first.priority)
+    except PublishError:
+        # Their first dispatch is void: the fan-out sweep publishes them at its next look.
+        record_dispatch(first.run_id, positions, None)
+        log.warning("run %s: publishing branches %s failed; the sweep retries", first.run_id,
+                    positions, exc_info=True)  # fmt: skip
+        return 0
+    record_dispatch(first.run_id, positions, timezone.now())  # their lost-message clock
+    return len(positions)
+
+
+def _summary(outcomes: Counter[str]) -> str:
+    if len(outcomes) == 1 and "completed" in outcomes:
+        return "completed"
+    return ",".join(f"{name}:{n}" for name, n in sorted(outcomes.items()))
