@@ -1,5 +1,5 @@
 """Counters the benchmark's worker processes keep in Redis: messages consumed per task name,
-and the baseline group's completions.
+the fan-out branches those messages ran, and the baseline group's completions.
 
 Both sides of a comparison pay the same per-message increment, so neither is favoured. The
 counters live in `BENCH_COUNTER_REDIS_URL` (default: Redis db 13 on localhost), whatever the
@@ -14,11 +14,14 @@ from functools import cache
 from typing import Any
 
 import redis
-from celery.signals import task_prerun
+from celery.signals import task_postrun, task_prerun
+
+from runtime.dispatch import RUN_BRANCH
 
 ENV = "BENCH_COUNTER_REDIS_URL"
 DEFAULT_URL = "redis://127.0.0.1:6379/13"
 CONSUMED = "bench:consumed"
+BRANCHES = f"{RUN_BRANCH}:branches"  # the field counting branches taken from its messages
 
 
 def counter_url() -> str:
@@ -34,10 +37,29 @@ def _count_consumed(sender: Any = None, **_: Any) -> None:
     client().hincrby(CONSUMED, getattr(sender, "name", "?"), 1)
 
 
+def branches_taken(retval: Any) -> int:
+    """How many branches one run_branch message ran or found already done, from what the task
+    returned: "completed" for a single branch, "completed:7,published:2,skipped:1" for a
+    chunk (the published ones left as messages of their own, counted when those run)."""
+    if not isinstance(retval, str):
+        return 1  # it raised: one branch's message, taken
+    if ":" not in retval:
+        return 1
+    parts = (part.split(":") for part in retval.split(","))
+    return sum(int(n) for name, n in parts if name != "published")
+
+
+def _count_branches(sender: Any = None, retval: Any = None, **_: Any) -> None:
+    if getattr(sender, "name", None) == RUN_BRANCH:
+        client().hincrby(CONSUMED, BRANCHES, branches_taken(retval))
+
+
 def connect_in_worker() -> None:
-    """Count every task message a worker process executes (duplicates included)."""
+    """Count every task message a worker process executes (duplicates included), and the
+    fan-out branches in those messages."""
     if os.environ.get(ENV):
         task_prerun.connect(_count_consumed, weak=False, dispatch_uid="bench-consumed")
+        task_postrun.connect(_count_branches, weak=False, dispatch_uid="bench-branches")
 
 
 def reset() -> None:

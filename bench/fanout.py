@@ -89,8 +89,9 @@ def _report(branches: int, pool: Pool, rounds: list[dict[str, Any]]) -> dict[str
         "first_pass_cpu_ms",
     ):  # fmt: skip
         report[key] = round(median([d[key] for d in durables]), 1)
-    report["consumed_messages"] = median([d["consumed_messages"] for d in durables])
-    report["consumed_per_branch"] = round(report["consumed_messages"] / branches, 4)
+    for key in ("consumed_messages", "consumed_branches"):
+        report[key] = median([d[key] for d in durables])
+    report["consumed_per_branch"] = round(report["consumed_branches"] / branches, 4)
     baseline_a = median([r["a"] for r in rounds])
     baseline_b = median([r["b"] for r in rounds])
     pairs = [
@@ -152,18 +153,23 @@ def _durable(branches: int, timeout: float) -> dict[str, Any]:
         "publish_requests": publish.requests,
         "publish_messages": publish.messages,
         "max_batch_size": publish.max_batch_size,
-        "consumed_messages": _consumed_branch_messages(timeout),
+        **_consumed_branch_messages(timeout),
     }
 
 
-def _consumed_branch_messages(timeout: float) -> int:
-    """Branch messages the workers executed, once the queue has drained (a duplicate still
-    queued when the run finished is consumed too, and counts)."""
+def _consumed_branch_messages(timeout: float) -> dict[str, int]:
+    """Branch messages the workers executed, and the branches those messages ran or found
+    done, once the queue has drained (a duplicate still queued when the run finished is
+    consumed too, and counts)."""
     deadline = time.monotonic() + min(timeout, 30.0)
     while time.monotonic() < deadline and (dispatch.queue_depth() or 0) > 0:
         time.sleep(0.05)
-    time.sleep(0.1)  # what a worker took last is counted as it starts
-    return counting.consumed().get(RUN_BRANCH, 0)
+    time.sleep(0.2)  # what a worker took last is counted as it starts, its branches as it ends
+    consumed = counting.consumed()
+    return {
+        "consumed_messages": consumed.get(RUN_BRANCH, 0),
+        "consumed_branches": consumed.get(counting.BRANCHES, 0),
+    }
 
 
 def _ms(delta: Any) -> float:

@@ -17,7 +17,7 @@ import redis
 
 from config.celery import app
 from publisher import CeleryTransport, Message, Outcome, counters
-from runtime import RunHandle
+from runtime import RunHandle, conf
 from runtime.core.identity import dispatch_key
 from runtime.dispatch import CeleryDispatcher
 from runtime.executor import ExecutionOutcome as Execution
@@ -40,6 +40,13 @@ def in_process(counters_redis: Any) -> Iterator[None]:
         counters.reset()
         yield
         counters.reset()
+    conf.reset()
+
+
+def branch_chunk(settings: Any, chunk: int) -> None:
+    """Branches a message in this process's first dispatch (FANFOLD_BRANCH_CHUNK)."""
+    settings.FANFOLD = {**settings.FANFOLD, "BRANCH_CHUNK": chunk}
+    conf.reset()
 
 
 def start_quietly(n: int) -> RunHandle:
@@ -70,15 +77,29 @@ def assert_each_step_once(run_id: Any, n: int, client: Any) -> None:
     assert bodies == Counter(range(n))
 
 
-@pytest.mark.parametrize(("n", "sizes"), [(64, {64: 1}), (140, {100: 1, 40: 1})])
+def chunk_keys(run_id: Any, n: int, chunk: int) -> list[str]:
+    """The idempotency keys of `n` branches sent `chunk` a message, in order."""
+    starts = range(1, n + 1, chunk)
+    sizes = [min(chunk, n - start + 1) for start in starts]
+    return [
+        dispatch_key(run_id, start, 1) + (f":n{size}" if size > 1 else "")
+        for start, size in zip(starts, sizes, strict=True)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("n", "chunk", "sizes"),
+    [(64, 1, {64: 1}), (140, 1, {100: 1, 40: 1}), (64, 10, {7: 1}), (1005, 10, {100: 1, 1: 1})],
+)
 def test_fanout_branches_leave_in_batches_with_keys_and_order_intact(
-    counters_redis: Any, n: int, sizes: dict[int, int]
+    counters_redis: Any, settings: Any, n: int, chunk: int, sizes: dict[int, int]
 ) -> None:
+    branch_chunk(settings, chunk)
     handle = start_quietly(n)
     assert execute(handle.id).outcome is Execution.SUSPENDED
     snapshot = counters.snapshot()
     assert snapshot.batch_sizes == sizes and snapshot.failures == 0
-    assert queued_task_ids() == [dispatch_key(handle.id, p, 1) for p in range(1, n + 1)]
+    assert queued_task_ids() == chunk_keys(handle.id, n, chunk)
 
     with running_worker("fanout-batch", "threads", 8, **WORKER_ENV):
         assert handle.wait(timeout=60) == expected(n)
@@ -107,16 +128,19 @@ class HalfBroken:
         return self.real.send_batch(messages[:half]) + lost
 
 
+@pytest.mark.parametrize(("chunk", "messages"), [(1, 40), (10, 4)])
 def test_fanout_partial_publish_failure_then_republish_runs_each_step_once(
-    counters_redis: Any,
+    counters_redis: Any, settings: Any, chunk: int, messages: int
 ) -> None:
+    branch_chunk(settings, chunk)
     broken = HalfBroken(CeleryTransport(app, batch_size=100))
     handle = start_quietly(40)
     with use_dispatcher(CeleryDispatcher(transport=broken)):
         execution = execute(handle.id)
     assert execution.outcome is Execution.SUSPENDED and execution.wake_at is not None
-    assert counters.snapshot().failures == 20
-    assert len(queued_task_ids()) == 21  # 20 branches and the run's retry timer
+    assert counters.snapshot().failures == messages // 2
+    # Half the branches' messages and the run's retry timer; the retry sends the other half.
+    assert len(queued_task_ids()) == messages // 2 + 1
 
     with running_worker("fanout-partial", "threads", 8, **WORKER_ENV):
         assert handle.wait(timeout=60) == expected(40)

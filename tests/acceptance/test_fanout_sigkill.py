@@ -2,7 +2,8 @@
 
 The killed worker's messages stay unacked in Redis for the broker's visibility timeout; the
 survivor's fan-out sweep takes over branches whose lease expired (FANFOLD_LEASE_SECONDS=2) and
-republishes those whose message is overdue.
+republishes those whose message is overdue. Branches leave ten a message (chunks), so the kill
+lands in the middle of chunks: their unstarted branches must come back too.
 """
 
 from __future__ import annotations

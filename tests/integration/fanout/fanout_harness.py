@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -11,18 +12,30 @@ from django.db import connection
 from publisher.fake import FakeTransport
 from publisher.messages import Message
 from runtime.fanout.branch import run_branch
+from runtime.fanout.chunk import run_chunk
 from runtime.fanout.report import BranchAttempt
 from tests.support.dispatch import Later
 
 
 class Branches:
-    """Delivers published branch messages to run_branch, like a pool of workers would."""
+    """Delivers published branch messages to run_branch (run_chunk for a chunk of branches),
+    like a pool of workers would."""
 
     def __init__(self, fake: FakeTransport, later: Later) -> None:
         self.fake = fake
         self.later = later
         self.delivered = 0
         self.outcomes: list[str] = []
+
+    def tally(self) -> Counter[str]:
+        """What the delivered messages did, per branch: "completed:7,skipped:3" (a chunk's)
+        counts 7 and 3, "skipped" (a single branch's) counts 1."""
+        tally: Counter[str] = Counter()
+        for outcome in self.outcomes:
+            for part in outcome.split(","):
+                name, _, n = part.partition(":")
+                tally[name] += int(n or 1)
+        return tally
 
     def pending(self) -> list[Message]:
         return self.fake.delivered[self.delivered :]
@@ -37,7 +50,8 @@ class Branches:
                 branch = BranchAttempt(
                     uuid.UUID(run_id), position, attempt, group_position, priority
                 )
-                return run_branch(branch, *poll)
+                count = message.kwargs.get("count", 1)  # a chunk of branches
+                return run_chunk(branch, count) if count > 1 else run_branch(branch, *poll)
             finally:
                 connection.close()
 

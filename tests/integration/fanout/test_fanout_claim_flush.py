@@ -13,6 +13,7 @@ from fanout_harness import Branches
 from fanout_workflows import calls, completed_once
 
 import runtime.fanout.branch
+from runtime import conf
 from runtime.core.identity import step_id
 from runtime.core.writes import BranchClaim
 from runtime.executor import ExecutionOutcome, execute
@@ -70,8 +71,11 @@ def _claims_written(monkeypatch: pytest.MonkeyPatch) -> Counter[bool]:
 
 
 def test_fanout_at_least_once_branch_claims_once(
-    branches: Branches, monkeypatch: pytest.MonkeyPatch
+    branches: Branches, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
+    # A message a branch: in a chunk the next claim rides in a report (test_fanout_chunks).
+    settings.FANFOLD = {**settings.FANFOLD, "BRANCH_CHUNK": 1}
+    conf.reset()
     run_id = _started("tests.fanout.squares", 3)
     written = _claims_written(monkeypatch)
     branches.drain()

@@ -115,10 +115,10 @@ def test_fanout_retryable_publish_failure_republishes_the_set_on_replay(
 def test_fanout_permanent_publish_failure_fails_the_run_promptly(
     fake: FakeTransport, branches: Branches
 ) -> None:
-    run, _ = start_run("tests.fanout.squares", [3])
-    fake.fail_messages(dispatch_key(run.id, 2, 1), retryable=False)
+    run, _ = start_run("tests.fanout.squares", [23])
+    fake.fail_messages(dispatch_key(run.id, 11, 1) + ":n10", retryable=False)  # the 2nd chunk
     assert execute(run.id).outcome is ExecutionOutcome.FAILED
     error = Run.objects.get(id=run.id).error
     assert error["type"] == "PublishError" and "1 of 3" in error["message"]
-    branches.drain()  # the two that left find the run finished
+    branches.drain()  # the two chunks that left find the run finished
     assert calls.counts == {}

@@ -1,21 +1,35 @@
 """Republishing never feeds a backlog: bounded passes, a dispatch clock per branch, and a failed
-publish sent again whatever the queue holds."""
+publish sent again whatever the queue holds.
+
+Most cases count messages as branches, so the first dispatch sends a message a branch
+(FANFOLD_BRANCH_CHUNK=1); the last case has chunks, where a waiting message may hold ten."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from django.utils import timezone
 from fanout_harness import Branches
 from fanout_workflows import completed_once
 
 from publisher.fake import FakeTransport
+from runtime import conf
 from runtime.executor import ExecutionOutcome, execute
 from runtime.fanout.sweep import QUEUED_GRACE_LEASES, sweep_fanouts_once
 from runtime.models import FanoutGroup, Run, Step
 from runtime.services import start_run
 from tests.support.dispatch import RecordingDispatcher
+
+
+@pytest.fixture(autouse=True)
+def one_branch_a_message(settings: Any) -> Iterator[None]:
+    settings.FANFOLD = {**settings.FANFOLD, "BRANCH_CHUNK": 1}
+    conf.reset()
+    yield
+    conf.reset()
 
 
 def _dispatched_long_ago(run_id: object, seconds: float) -> None:
@@ -160,3 +174,23 @@ def test_fanout_failed_publish_goes_out_again_whatever_the_queue_holds(
     branches.drain()
     assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
     assert Run.objects.get(id=run.id).result == [i * i for i in range(6)]
+
+
+def test_fanout_sweep_counts_a_waiting_message_as_a_chunk_of_branches(
+    settings: Any, fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
+) -> None:
+    settings.FANFOLD = {**settings.FANFOLD, "BRANCH_CHUNK": 10}
+    conf.reset()
+    run = _fanned_out(160, fake, branches, dispatcher, 15)
+    assert [m.kwargs["count"] for m in fake.delivered] == [10] * 16
+    branches.deliver(fake.delivered[:1])  # a worker took the first chunk: ten claims
+    _dispatched_long_ago(run.id, QUEUED_GRACE_LEASES * 2 + 5)
+    assert sweep_fanouts_once() == 0  # fifteen waiting chunks may hold all 150
+
+    dispatcher.depth = 14  # one chunk's worth cannot be in the queue
+    _due_again(run.id)
+    assert sweep_fanouts_once() == 10
+    assert all(m.kwargs.get("count", 1) == 1 for m in branches.pending())  # on their own
+
+    branches.delivered = 1
+    _drains_to_completion_once_each(run.id, branches)

@@ -23,6 +23,7 @@ def test_conf_defaults_match_the_contract() -> None:
     parsed = conf.parse({})
     assert parsed == conf.FanfoldSettings()
     assert parsed.PUBLISH_BATCH_SIZE == 100
+    assert (parsed.BRANCH_CHUNK, parsed.BRANCH_CHUNK_SECONDS) == (10, 0.1)
     assert parsed.MAX_PAYLOAD_BYTES == 1024 * 1024
     assert parsed.WORKFLOW_MODULES == ()
 
@@ -54,6 +55,9 @@ def test_conf_parse_coerces_environment_strings() -> None:
             "FANFOLD_CHECKPOINT_ASYNC_WINDOW must not be negative",
         ),
         ({"PUBLISH_BATCH_SIZE": "101"}, "FANFOLD_PUBLISH_BATCH_SIZE must be at most 100"),
+        ({"BRANCH_CHUNK": "101"}, "FANFOLD_BRANCH_CHUNK must be at most 100"),
+        ({"BRANCH_CHUNK": "0"}, "FANFOLD_BRANCH_CHUNK must be greater than 0"),
+        ({"BRANCH_CHUNK_SECONDS": "-1"}, "FANFOLD_BRANCH_CHUNK_SECONDS must be greater than 0"),
         ({"WORKFLOW_MODULES": ["a", 3]}, "FANFOLD_WORKFLOW_MODULES must be a comma-separated list"),
         ({"BOGUS": "1"}, "unknown Fanfold setting(s): FANFOLD_BOGUS"),
     ],

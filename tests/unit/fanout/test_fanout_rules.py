@@ -16,6 +16,7 @@ from runtime.core.fanin import (
     FanInRule,
     GroupCounts,
     after_finish,
+    chunked,
     due_dispatches,
     initial_release,
     republished_pending,
@@ -187,3 +188,28 @@ def test_due_dispatches_republishes_no_more_than_the_queue_cannot_be_holding() -
     assert due(6) == due(100) == [7, 8, 9]
     assert due(0) == [1, 2, 3, 4, 5, 6, 7, 8, 9]  # nothing waits: every overdue one is lost
     assert due(1, budget=2) == [5, 6, 7, 8, 9]  # the pass's own bound still holds
+
+
+def test_chunked_packs_consecutive_first_attempts_up_to_the_size() -> None:
+    dispatches = [BranchDispatch(p, 1) for p in range(1, 24)]
+    packed = chunked(dispatches, 10)
+    assert [(d.position, d.count) for d in packed] == [(1, 10), (11, 10), (21, 3)]
+    assert [p for d in packed for p in d.positions] == list(range(1, 24))
+    assert chunked(dispatches, 1) == dispatches
+
+
+def test_chunked_leaves_alone_what_may_not_share_a_message() -> None:
+    dispatches = [
+        BranchDispatch(1, 1),
+        BranchDispatch(2, 1),
+        BranchDispatch(3, 2),  # another attempt
+        BranchDispatch(4, 2),
+        BranchDispatch(6, 2),  # not the next position
+        BranchDispatch(7, 2, countdown=1.5),  # not due yet
+        BranchDispatch(8, 2),
+        BranchDispatch(9, 2, poll=3),  # a child's poll
+    ]
+    packed = chunked(dispatches, 10)
+    assert [(d.position, d.attempt, d.count) for d in packed] == [
+        (1, 1, 2), (3, 2, 2), (6, 2, 1), (7, 2, 1), (8, 2, 1), (9, 2, 1),
+    ]  # fmt: skip
