@@ -19,8 +19,8 @@ from django.dispatch import receiver
 class FanfoldSettings:
     WORKFLOW_MODULES: tuple[str, ...] = ()
     PUBLISH_BATCH_SIZE: int = 100
-    # Fan-out branches one message may carry (1: a message per branch), and how long its
-    # worker may take over them before it publishes the rest on their own (runtime.fanout.chunk).
+    # Fan-out branches one message may carry (1: a message per branch), and how long their
+    # bodies may run before its worker publishes the rest on their own (runtime.fanout.chunk).
     BRANCH_CHUNK: int = 10
     BRANCH_CHUNK_SECONDS: float = 0.1
     MAX_PAYLOAD_BYTES: int = 1024 * 1024

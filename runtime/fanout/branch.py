@@ -17,6 +17,8 @@ claim a running step only once that lease has expired.
 from __future__ import annotations
 
 import threading
+import time
+from dataclasses import dataclass
 from typing import Any, cast
 
 from django.utils import timezone
@@ -103,16 +105,25 @@ def run_branch(branch: BranchAttempt, poll: int = 0, traceparent: str | None = N
     return run_claimed(branch, claimed, poll, traceparent)
 
 
+@dataclass
+class BodyTime:
+    """Seconds spent in step bodies, summed over the branches of one chunk."""
+
+    seconds: float = 0.0
+
+
 def run_claimed(
     branch: BranchAttempt,
     claimed: ClaimedBranch,
     poll: int = 0,
     traceparent: str | None = None,
     then: Checkpoint | None = None,
+    body_time: BodyTime | None = None,
 ) -> str:
     """Run a branch whose claim was won. `then`, another branch's claim, is committed with
     this one's report if the body completes (runtime.fanout.chunk); its receipt stays unfilled
-    (`won` False, and no row touched) for any other outcome."""
+    (`won` False, and no row touched) for any other outcome. A completed body's duration is
+    added to `body_time`."""
     if poll == 0 and claimed.kind == "step" and branch_turn_later(
         branch.run_id, branch.group_position, branch.position, branch.attempt, claimed.name,
         branch.priority,
@@ -126,7 +137,7 @@ def run_claimed(
         branch.run_id, claimed.name, branch.position, branch.attempt, traceparent
     )
     with observed:
-        observed.outcome = _run_step_branch(branch, claimed, args, kwargs, then)
+        observed.outcome = _run_step_branch(branch, claimed, args, kwargs, then, body_time)
     return observed.outcome
 
 
@@ -136,6 +147,7 @@ def _run_step_branch(
     args: list[Any],
     kwargs: dict[str, Any],
     then: Checkpoint | None,
+    body_time: BodyTime | None,
 ) -> str:
     fn = registry.steps.get(claimed.name)
     policy = (fn.retry if fn is not None else None) or DEFAULT_POLICY
@@ -146,7 +158,10 @@ def _run_step_branch(
                 raise FatalError(f"no step is registered as {claimed.name!r} in this worker")
             info = StepInfo(branch.run_id, branch.position, claimed.name, branch.attempt)
             with running(info):
+                started = time.monotonic()
                 raw = fn.fn(*args, **kwargs)
+                if body_time is not None:
+                    body_time.seconds += time.monotonic() - started
             result, size = checked(
                 raw, f"step {claimed.name!r} result", conf.get().MAX_PAYLOAD_BYTES
             )

@@ -7,10 +7,11 @@ each as a branch message of its own would run it (claim, body, report: runtime.f
 except that the claim of the next branch is committed in the transaction of the previous
 branch's report: one commit a branch instead of two.
 
-Slow bodies must still spread over every worker: once the chunk has run BRANCH_CHUNK_SECONDS,
-or a branch did not simply complete (it failed, will retry, was handed back for its rate-limit
-turn or found stale), the branches not yet claimed are published on their own and the chunk
-ends. A claim that loses (a duplicate delivery: the branch ran already) skips that branch and
+Slow bodies must still spread over every worker: once the chunk's bodies have run
+BRANCH_CHUNK_SECONDS (their own time: waiting for commits does not count, since a worker busy
+with commits gains nothing by handing branches to workers as busy as itself), or a branch did
+not simply complete (it failed, will retry, was handed back for its rate-limit turn or found
+stale), the branches not yet claimed are published on their own and the chunk ends. A claim that loses (a duplicate delivery: the branch ran already) skips that branch and
 claims the next alone. A worker that dies mid-chunk leaves at most the branch it was running
 claimed, which the takeover moves on as any branch's; the rest are pending, their message
 unacknowledged (acks_late), so it comes back or the fan-out sweep publishes them again.
@@ -19,7 +20,6 @@ unacknowledged (acks_late), so it comes back or the fan-out sweep publishes them
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
 from dataclasses import replace
 from typing import cast
@@ -31,7 +31,13 @@ from runtime import conf
 from runtime.core.fanin import BranchDispatch
 from runtime.core.writes import BranchClaim
 from runtime.dispatch import publish_branches
-from runtime.fanout.branch import claim_branch, claim_checkpoint, claimed_branch, run_claimed
+from runtime.fanout.branch import (
+    BodyTime,
+    claim_branch,
+    claim_checkpoint,
+    claimed_branch,
+    run_claimed,
+)
 from runtime.fanout.report import BranchAttempt
 from runtime.store.fanout_groups import record_dispatch
 
@@ -41,7 +47,7 @@ log = logging.getLogger("fanfold.branches")
 def run_chunk(first: BranchAttempt, count: int, traceparent: str | None = None) -> str:
     """Run the `count` branches from `first` at its attempt; says how each went, as
     "completed:10" or "completed:7,published:2,skipped:1" ("published": sent on its own)."""
-    deadline = time.monotonic() + conf.get().BRANCH_CHUNK_SECONDS
+    budget, body_time = conf.get().BRANCH_CHUNK_SECONDS, BodyTime()
     outcomes: Counter[str] = Counter()
     branch, claimed = first, claim_branch(first)
     for index in range(1, count + 1):
@@ -52,8 +58,11 @@ def run_chunk(first: BranchAttempt, count: int, traceparent: str | None = None) 
                 break
             branch, claimed = following, claim_branch(following)
             continue
-        then = claim_checkpoint(following) if following and time.monotonic() < deadline else None
-        outcome = run_claimed(branch, claimed, traceparent=traceparent, then=then)
+        within = body_time.seconds < budget
+        then = claim_checkpoint(following) if following is not None and within else None
+        outcome = run_claimed(
+            branch, claimed, traceparent=traceparent, then=then, body_time=body_time
+        )
         outcomes[outcome] += 1
         if following is None:
             break

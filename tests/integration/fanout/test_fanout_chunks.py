@@ -3,6 +3,7 @@ branches a message, and the worker that takes one runs them in turn (runtime.fan
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -120,7 +121,7 @@ def test_chunk_that_finds_a_branch_taken_claims_the_next_on_its_own(
     assert standalone_claims == [1, 4]  # 3's claim, riding in 2's report, lost
 
 
-def test_chunk_past_its_time_publishes_the_rest_on_their_own(
+def test_chunk_whose_bodies_used_its_time_publishes_the_rest_on_their_own(
     chunk_settings: Callable[..., None], fake: FakeTransport, branches: Branches
 ) -> None:
     chunk_settings(BRANCH_CHUNK_SECONDS=0.000001)
@@ -129,16 +130,37 @@ def test_chunk_past_its_time_publishes_the_rest_on_their_own(
     before = timezone.now()
     branches.deliver(fake.delivered[:1], threads=1)
     branches.delivered = 1
-    assert branches.outcomes == ["completed:1,published:9"]
+    # The first body used up the time: the second, claimed with the first's report, still ran.
+    assert branches.outcomes == ["completed:2,published:8"]
     rest = branches.pending()
-    assert [(m.args[1], m.kwargs.get("count", 1)) for m in rest] == [(p, 1) for p in range(2, 11)]
-    assert [m.idempotency_key for m in rest] == [dispatch_key(run.id, p, 1) for p in range(2, 11)]
-    clocks = Step.objects.filter(run_id=run.id, position__gt=1).values_list("wake_at", flat=True)
+    assert [(m.args[1], m.kwargs.get("count", 1)) for m in rest] == [(p, 1) for p in range(3, 11)]
+    assert [m.idempotency_key for m in rest] == [dispatch_key(run.id, p, 1) for p in range(3, 11)]
+    clocks = Step.objects.filter(run_id=run.id, position__gt=2).values_list("wake_at", flat=True)
     assert all(c is not None and c >= before for c in clocks)  # their lost-message clock
 
     branches.drain()
     assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
     assert set(completed_once(run.id).values()) == {1}
+
+
+def test_chunk_time_counts_bodies_not_waits_for_the_database(
+    chunk_settings: Callable[..., None],
+    fake: FakeTransport,
+    branches: Branches,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    chunk_settings(BRANCH_CHUNK_SECONDS=0.05)
+    real = chunk.run_claimed
+
+    def slow_commits(*args: Any, **kwargs: Any) -> str:
+        time.sleep(0.02)  # a loaded database: ten branches wait 0.2 s on it, their bodies 0.02
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(chunk, "run_claimed", slow_commits)
+    run, _ = start_run("tests.fanout.squares", [10])
+    execute(run.id)
+    branches.drain(threads=1)
+    assert branches.outcomes == ["completed:10"]
 
 
 def test_chunk_stops_at_a_branch_that_will_retry(
@@ -167,14 +189,14 @@ def test_chunk_whose_rest_cannot_be_published_leaves_them_to_the_sweep(
     fake.fail_next_request()
     branches.deliver(fake.delivered[:1], threads=1)
     branches.delivered = 1
-    assert branches.outcomes == ["completed:1,published:0"]
+    assert branches.outcomes == ["completed:2,published:0"]
     assert branches.pending() == []
     # Their dispatch is void: the sweep publishes them at its next look, whatever the grace.
     assert list(
-        Step.objects.filter(run_id=run.id, position__gt=1).values_list("wake_at", flat=True)
-    ) == [None, None, None]
+        Step.objects.filter(run_id=run.id, position__gt=2).values_list("wake_at", flat=True)
+    ) == [None, None]
     FanoutGroup.objects.filter(run_id=run.id).update(check_at=timezone.now() - timedelta(1))
-    assert sweep_fanouts_once() == 3
+    assert sweep_fanouts_once() == 2
 
     branches.drain()
     assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
