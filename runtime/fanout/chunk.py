@@ -11,8 +11,9 @@ Slow bodies must still spread over every worker: once the chunk's bodies have ru
 BRANCH_CHUNK_SECONDS (their own time: waiting for commits does not count, since a worker busy
 with commits gains nothing by handing branches to workers as busy as itself), or a branch did
 not simply complete (it failed, will retry, was handed back for its rate-limit turn or found
-stale), the branches not yet claimed are published on their own and the chunk ends. A claim that loses (a duplicate delivery: the branch ran already) skips that branch and
-claims the next alone. A worker that dies mid-chunk leaves at most the branch it was running
+stale), the branches not yet claimed are published on their own and the chunk ends. A claim
+that loses (a duplicate delivery: the branch ran already) skips that branch and claims the
+next alone. A worker that dies mid-chunk leaves at most the branch it was running
 claimed, which the takeover moves on as any branch's; the rest are pending, their message
 unacknowledged (acks_late), so it comes back or the fan-out sweep publishes them again.
 """
