@@ -16,6 +16,7 @@ from typing import Any
 import redis
 from celery.signals import task_postrun, task_prerun
 
+from runtime.core.fanin import summary_counts
 from runtime.dispatch import RUN_BRANCH
 
 ENV = "BENCH_COUNTER_REDIS_URL"
@@ -43,10 +44,8 @@ def branches_taken(retval: Any) -> int:
     chunk (the published ones left as messages of their own, counted when those run)."""
     if not isinstance(retval, str):
         return 1  # it raised: one branch's message, taken
-    if ":" not in retval:
-        return 1
-    parts = (part.split(":") for part in retval.split(","))
-    return sum(int(n) for name, n in parts if name != "published")
+    counts = summary_counts(retval)
+    return counts.total() - counts["published"]
 
 
 def _count_branches(sender: Any = None, retval: Any = None, **_: Any) -> None:

@@ -153,11 +153,11 @@ def _durable(branches: int, timeout: float) -> dict[str, Any]:
         "publish_requests": publish.requests,
         "publish_messages": publish.messages,
         "max_batch_size": publish.max_batch_size,
-        **_consumed_branch_messages(timeout),
+        **_consumed(timeout),
     }
 
 
-def _consumed_branch_messages(timeout: float) -> dict[str, int]:
+def _consumed(timeout: float) -> dict[str, int]:
     """Branch messages the workers executed, and the branches those messages ran or found
     done, once the queue has drained (a duplicate still queued when the run finished is
     consumed too, and counts)."""

@@ -16,7 +16,7 @@ from celery.signals import (
 from publisher.tracing import TRACEPARENT
 from runtime import conf, executor, takeover, worker_gc, worker_pool
 from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
-from runtime.fanout import branch, chunk, sweep
+from runtime.fanout import chunk, sweep
 from runtime.fanout.report import BranchAttempt
 from runtime.flow import loop as flow_loop
 from runtime.observe.exporter import child_exited, start_worker_exporter
@@ -65,9 +65,7 @@ def run_branch(
         uuid.UUID(run_id), int(position), int(attempt), int(group_position), int(priority)
     )
     traceparent = self.request.get(TRACEPARENT)  # a message header, set by the publisher
-    if int(count) > 1:
-        return chunk.run_chunk(attempt_, int(count), traceparent)
-    return branch.run_branch(attempt_, int(poll), traceparent)
+    return chunk.run_message(attempt_, int(count), int(poll), traceparent)
 
 
 @shared_task(name="fanfold.sweep", ignore_result=True)

@@ -25,7 +25,7 @@ from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.sink import Sink
 from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.fanin import BranchDispatch
-from runtime.fanout import branch, chunk
+from runtime.fanout import chunk
 from runtime.fanout.report import BranchAttempt
 from runtime.replay_check import Mismatch, ReplayReport, replay
 from runtime.store.sink import DatabaseSink
@@ -149,10 +149,7 @@ class InMemoryDispatcher:
                 attempt = BranchAttempt(
                     message.run_id, d.position, d.attempt, message.group_position, message.priority
                 )
-                if d.count > 1:
-                    chunk.run_chunk(attempt, d.count)
-                else:
-                    branch.run_branch(attempt, d.poll)
+                chunk.run_message(attempt, d.count, d.poll)
 
     def _take_due(self) -> SentRun | SentBranch | None:
         now = time.monotonic()

@@ -9,7 +9,8 @@ Both reach the same verdict because a verdict depends only on (succeeded, failed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -277,6 +278,21 @@ def chunked(dispatches: Sequence[BranchDispatch], size: int) -> list[BranchDispa
         else:
             out.append(d)
     return out
+
+
+def outcome_summary(outcomes: Mapping[str, int]) -> str:
+    """How the branches of one chunk went, as its task returns it: "completed:7,skipped:3"."""
+    return ",".join(f"{name}:{n}" for name, n in sorted(outcomes.items()))
+
+
+def summary_counts(summary: str) -> Counter[str]:
+    """Branches per outcome in what a branch task returned: a chunk's "completed:7,published:2"
+    counts 7 and 2 ("published": sent as messages of their own), one branch's "skipped" 1."""
+    counts: Counter[str] = Counter()
+    for part in summary.split(","):
+        name, _, n = part.partition(":")
+        counts[name] += int(n or 1)
+    return counts
 
 
 def due_dispatches(

@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from publisher import PublishError
 from runtime import conf
-from runtime.core.fanin import BranchDispatch
+from runtime.core.fanin import BranchDispatch, outcome_summary
 from runtime.core.writes import BranchClaim
 from runtime.dispatch import publish_branches
 from runtime.fanout.branch import (
@@ -37,12 +37,23 @@ from runtime.fanout.branch import (
     claim_branch,
     claim_checkpoint,
     claimed_branch,
+    run_branch,
     run_claimed,
 )
 from runtime.fanout.report import BranchAttempt
 from runtime.store.fanout_groups import record_dispatch
 
 log = logging.getLogger("fanfold.branches")
+
+
+def run_message(
+    first: BranchAttempt, count: int = 1, poll: int = 0, traceparent: str | None = None
+) -> str:
+    """Run what one branch message carries: the chunk of `count` branches from `first`, or the
+    one branch (at its child-poll `poll`)."""
+    if count > 1:
+        return run_chunk(first, count, traceparent)
+    return run_branch(first, poll, traceparent)
 
 
 def run_chunk(first: BranchAttempt, count: int, traceparent: str | None = None) -> str:
@@ -71,7 +82,7 @@ def run_chunk(first: BranchAttempt, count: int, traceparent: str | None = None) 
             outcomes["published"] += _publish_rest(first, index, count)
             break
         branch, claimed = following, claimed_branch(cast(BranchClaim, then.payload).receipt)
-    return _summary(outcomes)
+    return outcome_summary(outcomes)
 
 
 def _at(first: BranchAttempt, index: int) -> BranchAttempt:
@@ -92,7 +103,3 @@ def _publish_rest(first: BranchAttempt, start: int, count: int) -> int:
         return 0
     record_dispatch(first.run_id, positions, timezone.now())  # their lost-message clock
     return len(positions)
-
-
-def _summary(outcomes: Counter[str]) -> str:
-    return ",".join(f"{name}:{n}" for name, n in sorted(outcomes.items()))

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from fanout_harness import Branches
+from fanout_workflows import FAIL, RESHAPE, calls
 
 from publisher.fake import FakeTransport
 from runtime import conf
@@ -25,6 +26,16 @@ def _integration(transactional_db: None) -> Iterator[None]:
     conf.reset()
     yield
     conf.reset()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_workflow_state() -> Iterator[None]:
+    """The body-call counter and the switches the fan-out workflows read start empty."""
+    for state in (calls, FAIL, RESHAPE):
+        state.clear()
+    yield
+    FAIL.clear()
+    RESHAPE.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -11,15 +11,15 @@ from django.db import connection
 
 from publisher.fake import FakeTransport
 from publisher.messages import Message
-from runtime.fanout.branch import run_branch
-from runtime.fanout.chunk import run_chunk
+from runtime.core.fanin import summary_counts
+from runtime.fanout.chunk import run_message
 from runtime.fanout.report import BranchAttempt
 from tests.support.dispatch import Later
 
 
 class Branches:
-    """Delivers published branch messages to run_branch (run_chunk for a chunk of branches),
-    like a pool of workers would."""
+    """Delivers published branch messages to run_message (one branch or a chunk of them), like a
+    pool of workers would."""
 
     def __init__(self, fake: FakeTransport, later: Later) -> None:
         self.fake = fake
@@ -30,12 +30,7 @@ class Branches:
     def tally(self) -> Counter[str]:
         """What the delivered messages did, per branch: "completed:7,skipped:3" (a chunk's)
         counts 7 and 3, "skipped" (a single branch's) counts 1."""
-        tally: Counter[str] = Counter()
-        for outcome in self.outcomes:
-            for part in outcome.split(","):
-                name, _, n = part.partition(":")
-                tally[name] += int(n or 1)
-        return tally
+        return sum(map(summary_counts, self.outcomes), Counter())
 
     def pending(self) -> list[Message]:
         return self.fake.delivered[self.delivered :]
@@ -50,8 +45,7 @@ class Branches:
                 branch = BranchAttempt(
                     uuid.UUID(run_id), position, attempt, group_position, priority
                 )
-                count = message.kwargs.get("count", 1)  # a chunk of branches
-                return run_chunk(branch, count) if count > 1 else run_branch(branch, *poll)
+                return run_message(branch, message.kwargs.get("count", 1), *poll)
             finally:
                 connection.close()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import closing
 from typing import Any
 
@@ -11,7 +11,6 @@ import psycopg
 import pytest
 from django.db import DatabaseError, connections
 from django.utils import timezone
-from fanout_workflows import FAIL, calls
 
 import runtime.store.branch_reports
 import runtime.store.quiet_reports
@@ -26,13 +25,6 @@ from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import start_run
 from runtime.store import dialect
 from runtime.store.sink import DatabaseSink
-
-
-@pytest.fixture(autouse=True)
-def _reset(fake: object) -> Iterator[None]:
-    calls.clear()
-    FAIL.clear()
-    yield
 
 
 def _started(n: int, **options: object) -> uuid.UUID:

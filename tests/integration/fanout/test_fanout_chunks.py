@@ -4,17 +4,16 @@ branches a message, and the worker that takes one runs them in turn (runtime.fan
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.utils import timezone
 from fanout_harness import Branches
-from fanout_workflows import FAIL, calls, completed_once
+from fanout_workflows import calls, completed_once
 
 from publisher.fake import FakeTransport
-from runtime import conf
 from runtime.core.identity import dispatch_key
 from runtime.executor import ExecutionOutcome, execute
 from runtime.fanout import chunk
@@ -23,23 +22,6 @@ from runtime.fanout.sweep import sweep_fanouts_once
 from runtime.models import FanoutGroup, Run, Step
 from runtime.services import start_run
 from tests.support.dispatch import Later
-
-
-@pytest.fixture(autouse=True)
-def _reset() -> Iterator[None]:
-    calls.clear()
-    FAIL.clear()
-    yield
-    FAIL.clear()
-
-
-@pytest.fixture
-def chunk_settings(settings: Any) -> Callable[..., None]:
-    def override(**values: Any) -> None:
-        settings.FANFOLD = {**settings.FANFOLD, **values}
-        conf.reset()
-
-    return override
 
 
 @pytest.fixture
@@ -61,12 +43,12 @@ def _chunks(fake: FakeTransport) -> list[tuple[int, int]]:
 
 
 def test_chunk_runs_its_branches_with_each_claim_in_the_previous_report(
-    chunk_settings: Callable[..., None],
+    fanfold_settings: Callable[..., None],
     fake: FakeTransport,
     branches: Branches,
     standalone_claims: list[int],
 ) -> None:
-    chunk_settings(BRANCH_CHUNK_SECONDS=60)
+    fanfold_settings(BRANCH_CHUNK_SECONDS=60)
     run, _ = start_run("tests.fanout.squares", [23])
     execute(run.id)
     assert _chunks(fake) == [(1, 10), (11, 10), (21, 3)]
@@ -81,9 +63,9 @@ def test_chunk_runs_its_branches_with_each_claim_in_the_previous_report(
 
 
 def test_chunk_delivered_again_skips_every_branch(
-    chunk_settings: Callable[..., None], fake: FakeTransport, branches: Branches
+    fanfold_settings: Callable[..., None], fake: FakeTransport, branches: Branches
 ) -> None:
-    chunk_settings(BRANCH_CHUNK_SECONDS=60)
+    fanfold_settings(BRANCH_CHUNK_SECONDS=60)
     run, _ = start_run("tests.fanout.squares", [10])
     execute(run.id)
     branches.drain(threads=1, times=2)
@@ -107,12 +89,12 @@ def test_chunk_delivered_twice_at_once_runs_each_branch_once(
 
 
 def test_chunk_that_finds_a_branch_taken_claims_the_next_on_its_own(
-    chunk_settings: Callable[..., None],
+    fanfold_settings: Callable[..., None],
     fake: FakeTransport,
     branches: Branches,
     standalone_claims: list[int],
 ) -> None:
-    chunk_settings(BRANCH_CHUNK_SECONDS=60)  # no split however loaded the machine
+    fanfold_settings(BRANCH_CHUNK_SECONDS=60)  # no split however loaded the machine
     run, _ = start_run("tests.fanout.squares", [5])
     execute(run.id)
     Step.objects.filter(run_id=run.id, position=3).update(attempt=2)  # taken over meanwhile
@@ -122,9 +104,9 @@ def test_chunk_that_finds_a_branch_taken_claims_the_next_on_its_own(
 
 
 def test_chunk_whose_bodies_used_its_time_publishes_the_rest_on_their_own(
-    chunk_settings: Callable[..., None], fake: FakeTransport, branches: Branches
+    fanfold_settings: Callable[..., None], fake: FakeTransport, branches: Branches
 ) -> None:
-    chunk_settings(BRANCH_CHUNK_SECONDS=0.000001)
+    fanfold_settings(BRANCH_CHUNK_SECONDS=0.000001)
     run, _ = start_run("tests.fanout.squares", [10])
     execute(run.id)
     before = timezone.now()
@@ -144,12 +126,12 @@ def test_chunk_whose_bodies_used_its_time_publishes_the_rest_on_their_own(
 
 
 def test_chunk_time_counts_bodies_not_waits_for_the_database(
-    chunk_settings: Callable[..., None],
+    fanfold_settings: Callable[..., None],
     fake: FakeTransport,
     branches: Branches,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    chunk_settings(BRANCH_CHUNK_SECONDS=0.05)
+    fanfold_settings(BRANCH_CHUNK_SECONDS=0.05)
     real = chunk.run_claimed
 
     def slow_commits(*args: Any, **kwargs: Any) -> str:
@@ -181,9 +163,9 @@ def test_chunk_stops_at_a_branch_that_will_retry(
 
 
 def test_chunk_whose_rest_cannot_be_published_leaves_them_to_the_sweep(
-    chunk_settings: Callable[..., None], fake: FakeTransport, branches: Branches
+    fanfold_settings: Callable[..., None], fake: FakeTransport, branches: Branches
 ) -> None:
-    chunk_settings(BRANCH_CHUNK_SECONDS=0.000001)
+    fanfold_settings(BRANCH_CHUNK_SECONDS=0.000001)
     run, _ = start_run("tests.fanout.squares", [4])
     execute(run.id)
     fake.fail_next_request()
@@ -221,9 +203,9 @@ def test_fanouts_that_release_or_guard_their_branches_send_one_a_message(
 
 
 def test_chunking_off_sends_a_message_a_branch(
-    chunk_settings: Callable[..., None], fake: FakeTransport
+    fanfold_settings: Callable[..., None], fake: FakeTransport
 ) -> None:
-    chunk_settings(BRANCH_CHUNK=1)
+    fanfold_settings(BRANCH_CHUNK=1)
     run, _ = start_run("tests.fanout.squares", [12])
     execute(run.id)
     assert _chunks(fake) == [(p, 1) for p in range(1, 13)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,7 +14,6 @@ from fanout_harness import Branches
 from fanout_workflows import calls, completed_once
 
 import runtime.fanout.branch
-from runtime import conf
 from runtime.core.identity import step_id
 from runtime.core.writes import BranchClaim
 from runtime.executor import ExecutionOutcome, execute
@@ -21,11 +21,6 @@ from runtime.models import Run
 from runtime.services import start_run
 from runtime.store.branch_claims import ClaimBatch
 from runtime.store.dialect import execute as execute_statements
-
-
-@pytest.fixture(autouse=True)
-def _reset(fake: object) -> None:
-    calls.clear()
 
 
 def _started(workflow: str, n: int) -> uuid.UUID:
@@ -71,11 +66,10 @@ def _claims_written(monkeypatch: pytest.MonkeyPatch) -> Counter[bool]:
 
 
 def test_fanout_at_least_once_branch_claims_once(
-    branches: Branches, monkeypatch: pytest.MonkeyPatch, settings: Any
+    branches: Branches, monkeypatch: pytest.MonkeyPatch, fanfold_settings: Callable[..., None]
 ) -> None:
     # A message a branch: in a chunk the next claim rides in a report (test_fanout_chunks).
-    settings.FANFOLD = {**settings.FANFOLD, "BRANCH_CHUNK": 1}
-    conf.reset()
+    fanfold_settings(BRANCH_CHUNK=1)
     run_id = _started("tests.fanout.squares", 3)
     written = _claims_written(monkeypatch)
     branches.drain()

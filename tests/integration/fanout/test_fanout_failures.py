@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from fanout_harness import Branches
 from fanout_workflows import FAIL, calls, completed_once, statuses
 
@@ -14,14 +11,6 @@ from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Event, FanoutGroup, Run
 from runtime.services import start_run
 from tests.support.dispatch import Enqueued, Later
-
-
-@pytest.fixture(autouse=True)
-def _reset() -> Iterator[None]:
-    calls.clear()
-    FAIL.clear()
-    yield
-    FAIL.clear()
 
 
 def test_fanout_failure_fails_fast_and_dispatches_nothing_after_the_decision(

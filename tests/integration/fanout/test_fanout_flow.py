@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from fanout_harness import Branches
-from fanout_workflows import FAIL, calls, completed_once, statuses
+from fanout_workflows import calls, completed_once, statuses
 
 from publisher.fake import FakeTransport
 from runtime.core.identity import dispatch_key
@@ -14,14 +11,6 @@ from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import start_run
 from tests.support.dispatch import Enqueued
-
-
-@pytest.fixture(autouse=True)
-def _reset() -> Iterator[None]:
-    calls.clear()
-    FAIL.clear()
-    yield
-    FAIL.clear()
 
 
 def test_fanout_map_records_one_batch_and_resumes_once_with_ordered_results(

@@ -4,14 +4,11 @@ the branches of higher-priority runs first."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
-import pytest
 from celery import current_app
 from django.utils import timezone
 from fanout_harness import Branches
-from fanout_workflows import FAIL, calls
 
 from publisher.fake import FakeTransport
 from runtime.dispatch import broker_priority
@@ -20,13 +17,6 @@ from runtime.fanout.sweep import sweep_fanouts_once
 from runtime.models import FanoutGroup, Run, Step
 from runtime.services import start_run
 from tests.support.dispatch import Enqueued, Later
-
-
-@pytest.fixture(autouse=True)
-def _reset() -> Iterator[None]:
-    calls.clear()
-    FAIL.clear()
-    yield
 
 
 def level(priority: int) -> int | None:

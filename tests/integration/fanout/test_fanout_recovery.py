@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 from fanout_harness import Branches
-from fanout_workflows import FAIL, calls, completed_once
+from fanout_workflows import calls, completed_once
 
 from publisher.fake import FakeTransport
 from runtime.core.fanin import BranchDispatch
@@ -21,13 +20,6 @@ from runtime.fanout.takeover import interrupt_at_most_once
 from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import cancel_run, start_run
 from tests.support.dispatch import Enqueued, RecordingDispatcher
-
-
-@pytest.fixture(autouse=True)
-def _reset() -> Iterator[None]:
-    calls.clear()
-    FAIL.clear()
-    yield
 
 
 def test_fanout_branch_of_a_cancelled_run_never_starts(branches: Branches) -> None:

@@ -3,7 +3,6 @@ and a run whose fan-out no longer matches its history fails without touching tha
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,14 +13,6 @@ from publisher.fake import FakeTransport
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Run, Step
 from runtime.services import start_run
-
-
-@pytest.fixture(autouse=True)
-def _reset() -> Iterator[None]:
-    calls.clear()
-    RESHAPE.clear()
-    yield
-    RESHAPE.clear()
 
 
 def _recorded(n: int, branches: Branches, *, drained: bool = True) -> Any:

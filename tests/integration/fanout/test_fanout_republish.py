@@ -6,7 +6,7 @@ Most cases count messages as branches, so the first dispatch sends a message a b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +16,6 @@ from fanout_harness import Branches
 from fanout_workflows import completed_once
 
 from publisher.fake import FakeTransport
-from runtime import conf
 from runtime.executor import ExecutionOutcome, execute
 from runtime.fanout.sweep import QUEUED_GRACE_LEASES, sweep_fanouts_once
 from runtime.models import FanoutGroup, Run, Step
@@ -25,11 +24,8 @@ from tests.support.dispatch import RecordingDispatcher
 
 
 @pytest.fixture(autouse=True)
-def one_branch_a_message(settings: Any) -> Iterator[None]:
-    settings.FANFOLD = {**settings.FANFOLD, "BRANCH_CHUNK": 1}
-    conf.reset()
-    yield
-    conf.reset()
+def one_branch_a_message(fanfold_settings: Callable[..., None]) -> None:
+    fanfold_settings(BRANCH_CHUNK=1)
 
 
 def _dispatched_long_ago(run_id: object, seconds: float) -> None:
@@ -177,10 +173,12 @@ def test_fanout_failed_publish_goes_out_again_whatever_the_queue_holds(
 
 
 def test_fanout_sweep_counts_a_waiting_message_as_a_chunk_of_branches(
-    settings: Any, fake: FakeTransport, branches: Branches, dispatcher: RecordingDispatcher
+    fanfold_settings: Callable[..., None],
+    fake: FakeTransport,
+    branches: Branches,
+    dispatcher: RecordingDispatcher,
 ) -> None:
-    settings.FANFOLD = {**settings.FANFOLD, "BRANCH_CHUNK": 10}
-    conf.reset()
+    fanfold_settings(BRANCH_CHUNK=10)
     run = _fanned_out(160, fake, branches, dispatcher, 15)
     assert [m.kwargs["count"] for m in fake.delivered] == [10] * 16
     branches.deliver(fake.delivered[:1])  # a worker took the first chunk: ten claims

@@ -4,11 +4,9 @@ it would expire, and the fan-out sweep publishes its next attempt."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
 
-import pytest
 from fanout_harness import Branches
-from fanout_workflows import FAIL, calls, completed_once
+from fanout_workflows import completed_once
 
 from publisher.fake import FakeTransport
 from runtime.core.identity import dispatch_key, step_id
@@ -19,13 +17,6 @@ from runtime.models import Run, Step
 from runtime.recovery.liveness import process_key
 from runtime.services import start_run
 from runtime.takeover import Takeover
-
-
-@pytest.fixture(autouse=True)
-def _reset() -> Iterator[None]:
-    calls.clear()
-    FAIL.clear()
-    yield
 
 
 def test_fanout_takeover_republishes_a_dead_processs_branch_at_once(

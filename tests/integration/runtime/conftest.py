@@ -11,7 +11,6 @@ import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 from django.db import connection
@@ -101,15 +100,3 @@ def run_now(clock: FakeClock) -> Callable[[uuid.UUID], Execution]:
         return execute(run_id, clock=clock)
 
     return run
-
-
-@pytest.fixture
-def fanfold_settings(settings: Any) -> Iterator[Callable[..., None]]:
-    """Override `FANFOLD_*` settings for one test (before the first execution)."""
-
-    def override(**values: Any) -> None:
-        settings.FANFOLD = {**getattr(settings, "FANFOLD", {}), **values}
-        conf.reset()
-
-    yield override
-    conf.reset()

@@ -19,8 +19,10 @@ from runtime.core.fanin import (
     chunked,
     due_dispatches,
     initial_release,
+    outcome_summary,
     republished_pending,
     settle,
+    summary_counts,
 )
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
@@ -213,3 +215,10 @@ def test_chunked_leaves_alone_what_may_not_share_a_message() -> None:
     assert [(d.position, d.attempt, d.count) for d in packed] == [
         (1, 1, 2), (3, 2, 2), (6, 2, 1), (7, 2, 1), (8, 2, 1), (9, 2, 1),
     ]  # fmt: skip
+
+
+def test_outcome_summary_reads_back_as_counts_per_outcome() -> None:
+    summary = outcome_summary({"skipped": 1, "completed": 7, "published": 2})
+    assert summary == "completed:7,published:2,skipped:1"
+    assert summary_counts(summary) == {"completed": 7, "published": 2, "skipped": 1}
+    assert summary_counts("stale") == {"stale": 1}  # a single branch's message
