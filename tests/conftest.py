@@ -5,7 +5,8 @@ The environment defaults (real Postgres and Redis, short leases) live in config/
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -63,3 +64,14 @@ def counters_redis() -> Iterator[object]:
         purge_broker_queue()
     yield client
     client.flushdb()
+
+
+@pytest.fixture
+def fanfold_settings(settings: Any) -> Callable[..., None]:
+    """Override `FANFOLD_*` settings for one test (before the first execution). runtime.conf
+    reads them afresh on Django's setting_changed, which pytest-django sends both ways."""
+
+    def override(**values: Any) -> None:
+        settings.FANFOLD = {**getattr(settings, "FANFOLD", {}), **values}
+
+    return override

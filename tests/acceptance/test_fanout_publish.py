@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -17,7 +17,7 @@ import redis
 
 from config.celery import app
 from publisher import CeleryTransport, Message, Outcome, counters
-from runtime import RunHandle, conf
+from runtime import RunHandle
 from runtime.core.identity import dispatch_key
 from runtime.dispatch import CeleryDispatcher
 from runtime.executor import ExecutionOutcome as Execution
@@ -40,13 +40,6 @@ def in_process(counters_redis: Any) -> Iterator[None]:
         counters.reset()
         yield
         counters.reset()
-    conf.reset()
-
-
-def branch_chunk(settings: Any, chunk: int) -> None:
-    """Branches a message in this process's first dispatch (FANFOLD_BRANCH_CHUNK)."""
-    settings.FANFOLD = {**settings.FANFOLD, "BRANCH_CHUNK": chunk}
-    conf.reset()
 
 
 def start_quietly(n: int) -> RunHandle:
@@ -92,9 +85,13 @@ def chunk_keys(run_id: Any, n: int, chunk: int) -> list[str]:
     [(64, 1, {64: 1}), (140, 1, {100: 1, 40: 1}), (64, 10, {7: 1}), (1005, 10, {100: 1, 1: 1})],
 )
 def test_fanout_branches_leave_in_batches_with_keys_and_order_intact(
-    counters_redis: Any, settings: Any, n: int, chunk: int, sizes: dict[int, int]
+    counters_redis: Any,
+    fanfold_settings: Callable[..., None],
+    n: int,
+    chunk: int,
+    sizes: dict[int, int],
 ) -> None:
-    branch_chunk(settings, chunk)
+    fanfold_settings(BRANCH_CHUNK=chunk)  # branches a message in this process's first dispatch
     handle = start_quietly(n)
     assert execute(handle.id).outcome is Execution.SUSPENDED
     snapshot = counters.snapshot()
@@ -130,9 +127,9 @@ class HalfBroken:
 
 @pytest.mark.parametrize(("chunk", "messages"), [(1, 40), (10, 4)])
 def test_fanout_partial_publish_failure_then_republish_runs_each_step_once(
-    counters_redis: Any, settings: Any, chunk: int, messages: int
+    counters_redis: Any, fanfold_settings: Callable[..., None], chunk: int, messages: int
 ) -> None:
-    branch_chunk(settings, chunk)
+    fanfold_settings(BRANCH_CHUNK=chunk)
     broken = HalfBroken(CeleryTransport(app, batch_size=100))
     handle = start_quietly(40)
     with use_dispatcher(CeleryDispatcher(transport=broken)):

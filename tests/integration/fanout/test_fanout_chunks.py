@@ -38,6 +38,13 @@ def standalone_claims(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return claimed
 
 
+def _fanned_out(workflow: str, args: list[Any], options: dict[str, Any] | None = None) -> Run:
+    """A run started and through its first pass, which published its branches."""
+    run, _ = start_run(workflow, args, options or {})
+    execute(run.id)
+    return run
+
+
 def _chunks(fake: FakeTransport) -> list[tuple[int, int]]:
     return [(m.args[1], m.kwargs.get("count", 1)) for m in fake.delivered]
 
@@ -49,8 +56,7 @@ def test_chunk_runs_its_branches_with_each_claim_in_the_previous_report(
     standalone_claims: list[int],
 ) -> None:
     fanfold_settings(BRANCH_CHUNK_SECONDS=60)
-    run, _ = start_run("tests.fanout.squares", [23])
-    execute(run.id)
+    run = _fanned_out("tests.fanout.squares", [23])
     assert _chunks(fake) == [(1, 10), (11, 10), (21, 3)]
     assert fake.delivered[0].idempotency_key == dispatch_key(run.id, 1, 1) + ":n10"
 
@@ -66,8 +72,7 @@ def test_chunk_delivered_again_skips_every_branch(
     fanfold_settings: Callable[..., None], fake: FakeTransport, branches: Branches
 ) -> None:
     fanfold_settings(BRANCH_CHUNK_SECONDS=60)
-    run, _ = start_run("tests.fanout.squares", [10])
-    execute(run.id)
+    run = _fanned_out("tests.fanout.squares", [10])
     branches.drain(threads=1, times=2)
     assert branches.outcomes == ["completed:10", "skipped:10"]
     assert sum(calls.counts.values()) == 10
@@ -77,8 +82,7 @@ def test_chunk_delivered_again_skips_every_branch(
 def test_chunk_delivered_twice_at_once_runs_each_branch_once(
     fake: FakeTransport, branches: Branches
 ) -> None:
-    run, _ = start_run("tests.fanout.squares", [30])
-    execute(run.id)
+    run = _fanned_out("tests.fanout.squares", [30])
     branches.drain(threads=4, times=2)  # two workers take each chunk side by side
     assert sum(calls.counts.values()) == 30  # no body ran twice
     assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
@@ -95,8 +99,7 @@ def test_chunk_that_finds_a_branch_taken_claims_the_next_on_its_own(
     standalone_claims: list[int],
 ) -> None:
     fanfold_settings(BRANCH_CHUNK_SECONDS=60)  # no split however loaded the machine
-    run, _ = start_run("tests.fanout.squares", [5])
-    execute(run.id)
+    run = _fanned_out("tests.fanout.squares", [5])
     Step.objects.filter(run_id=run.id, position=3).update(attempt=2)  # taken over meanwhile
     branches.deliver(fake.delivered, threads=1)
     assert branches.outcomes == ["completed:4,skipped:1"]
@@ -107,8 +110,7 @@ def test_chunk_whose_bodies_used_its_time_publishes_the_rest_on_their_own(
     fanfold_settings: Callable[..., None], fake: FakeTransport, branches: Branches
 ) -> None:
     fanfold_settings(BRANCH_CHUNK_SECONDS=0.000001)
-    run, _ = start_run("tests.fanout.squares", [10])
-    execute(run.id)
+    run = _fanned_out("tests.fanout.squares", [10])
     before = timezone.now()
     branches.deliver(fake.delivered[:1], threads=1)
     branches.delivered = 1
@@ -139,8 +141,7 @@ def test_chunk_time_counts_bodies_not_waits_for_the_database(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(chunk, "run_claimed", slow_commits)
-    run, _ = start_run("tests.fanout.squares", [10])
-    execute(run.id)
+    _fanned_out("tests.fanout.squares", [10])
     branches.drain(threads=1)
     assert branches.outcomes == ["completed:10"]
 
@@ -148,8 +149,7 @@ def test_chunk_time_counts_bodies_not_waits_for_the_database(
 def test_chunk_stops_at_a_branch_that_will_retry(
     fake: FakeTransport, branches: Branches, later: Later
 ) -> None:
-    run, _ = start_run("tests.fanout.flakies", [4])
-    execute(run.id)
+    run = _fanned_out("tests.fanout.flakies", [4])
     assert _chunks(fake) == [(1, 4)]
     branches.drain(threads=1)
     # The first branch failed its first attempt: the other three went out alone, and failed
@@ -166,8 +166,7 @@ def test_chunk_whose_rest_cannot_be_published_leaves_them_to_the_sweep(
     fanfold_settings: Callable[..., None], fake: FakeTransport, branches: Branches
 ) -> None:
     fanfold_settings(BRANCH_CHUNK_SECONDS=0.000001)
-    run, _ = start_run("tests.fanout.squares", [4])
-    execute(run.id)
+    run = _fanned_out("tests.fanout.squares", [4])
     fake.fail_next_request()
     branches.deliver(fake.delivered[:1], threads=1)
     branches.delivered = 1
@@ -197,8 +196,7 @@ def test_fanouts_that_release_or_guard_their_branches_send_one_a_message(
     fake: FakeTransport, workflow: str, options: dict[str, Any] | None
 ) -> None:
     args = [] if options is None else [6]
-    run, _ = start_run(workflow, args, options or {})
-    execute(run.id)
+    _fanned_out(workflow, args, options)
     assert fake.delivered and all("count" not in m.kwargs for m in fake.delivered)
 
 
@@ -206,6 +204,5 @@ def test_chunking_off_sends_a_message_a_branch(
     fanfold_settings: Callable[..., None], fake: FakeTransport
 ) -> None:
     fanfold_settings(BRANCH_CHUNK=1)
-    run, _ = start_run("tests.fanout.squares", [12])
-    execute(run.id)
+    _fanned_out("tests.fanout.squares", [12])
     assert _chunks(fake) == [(p, 1) for p in range(1, 13)]
