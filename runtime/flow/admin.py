@@ -10,9 +10,8 @@ from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 
-from runtime.flow.models import ConcurrencySlot, Schedule
 from runtime.flow.schedules import pause_schedule, resume_schedule
-from runtime.models import ACTIVE_RUN_STATES, Run, RunStatus
+from runtime.models import ACTIVE_RUN_STATES, ConcurrencySlot, Run, RunStatus, Schedule
 
 
 class _ReadOnly(admin.ModelAdmin):

@@ -18,7 +18,7 @@ from django.utils import timezone
 from runtime import conf
 from runtime.core.errors import ScheduleNotFound
 from runtime.core.schedule import describe, due_ticks, tick_key
-from runtime.flow.models import Schedule
+from runtime.models import Schedule
 from runtime.registry import WorkflowFunction, registry
 from runtime.services import start_run
 

@@ -13,8 +13,7 @@ from datetime import datetime
 
 from django.db import connection
 
-from runtime.flow.models import ConcurrencySlot
-from runtime.models import ACTIVE_RUN_STATES, Run, RunStatus
+from runtime.models import ACTIVE_RUN_STATES, ConcurrencySlot, Run, RunStatus
 from runtime.store.dialect import as_uuid, execute, in_list, postgres, time_param
 
 _RUN = Run._meta.db_table

@@ -19,8 +19,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from runtime.flow.models import RateBucket, RateReservation
-from runtime.models import Step, StepStatus
+from runtime.models import RateBucket, RateReservation, Step, StepStatus
 from runtime.store.connection import KeptConnections
 from runtime.store.dialect import postgres
 

@@ -18,8 +18,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from runtime.models import StreamChunk
 from runtime.store.dialect import execute, json_param
-from runtime.stream_models import StreamChunk
 
 CHANNEL = "fanfold_runs"
 _ATTEMPTS = 20  # seq collisions are rare (SQLite, or a lock-free race); each retry is cheap

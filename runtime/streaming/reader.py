@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.core.identity import check_name
-from runtime.models import FINISHED_RUN_STATES, Run
-from runtime.stream_models import StreamChunk
+from runtime.models import FINISHED_RUN_STATES, Run, StreamChunk
 from runtime.streaming.shared import SharedLooks
 from runtime.streaming.signals import fallback_seconds, signals
 

@@ -15,16 +15,7 @@ from django.db.models import Q
 
 from runtime.core.identity import MAX_NAME_LENGTH
 from runtime.core.writes import StepRow
-from runtime.flow.models import (  # noqa: F401  (re-exported: the runtime app's models)
-    ConcurrencySlot,
-    RateBucket,
-    RateReservation,
-    Schedule,
-    admission_indexes,
-)
-
-# Defined on its own, re-exported here so Django and callers find it with the other models.
-from runtime.stream_models import StreamChunk as StreamChunk
+from runtime.models.flow import admission_indexes
 
 
 class RunStatus(models.TextChoices):

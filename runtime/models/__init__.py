@@ -1,0 +1,40 @@
+"""The runtime app's models: runs and their history, flow control, streams.
+
+`from runtime.models import Run` and the other names below keep working whichever module of
+the package defines them.
+"""
+
+from __future__ import annotations
+
+from runtime.models.flow import ConcurrencySlot, RateBucket, RateReservation, Schedule
+from runtime.models.runs import (
+    ACTIVE_RUN_STATES,
+    FINISHED_RUN_STATES,
+    Event,
+    EventType,
+    FanoutGroup,
+    Run,
+    RunStatus,
+    Step,
+    StepKind,
+    StepStatus,
+)
+from runtime.models.streams import StreamChunk
+
+__all__ = [
+    "ACTIVE_RUN_STATES",
+    "FINISHED_RUN_STATES",
+    "ConcurrencySlot",
+    "Event",
+    "EventType",
+    "FanoutGroup",
+    "RateBucket",
+    "RateReservation",
+    "Run",
+    "RunStatus",
+    "Schedule",
+    "Step",
+    "StepKind",
+    "StepStatus",
+    "StreamChunk",
+]
