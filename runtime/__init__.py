@@ -25,8 +25,8 @@ from runtime.core.errors import (
 )
 from runtime.core.retry import RetryPolicy
 from runtime.core.schedule import Cron
+from runtime.durable.stepinfo import StepInfo, current_step
 from runtime.registry import Signature, step, workflow
-from runtime.stepinfo import StepInfo, current_step
 
 _LAZY = {
     "start": "runtime.handles",

@@ -46,7 +46,7 @@ class FanfoldSettings:
     SCHEDULE_INTERVAL: float = 1.0
     SCHEDULE_GRACE: float = 60.0
     # Workers freeze the objects they hold at start-up out of the cyclic collector
-    # (runtime.worker_gc).
+    # (runtime.worker.gc_freeze).
     GC_FREEZE: bool = True
 
 

@@ -3,8 +3,8 @@
 A workflow runs as ordinary Python. Each durable call takes the next position of the run's
 `ReplayCursor`; if the history already holds that position the recorded outcome is returned
 (or re-raised) without running the body again, otherwise the call runs and is checkpointed
-before it returns. Callbacks (runtime.callbacks) and fan-outs (runtime.fanout) go through the
-same cursor.
+before it returns. Callbacks (runtime.durable.callbacks) and fan-outs (runtime.fanout) go
+through the same cursor.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from runtime import conf
-from runtime.callbacks import Callback, create_callback
-from runtime.conditions import wait_for_condition
 from runtime.core import history
 from runtime.core.clock import Clock
 from runtime.core.conditions import PollTerms
@@ -28,14 +26,16 @@ from runtime.core.errors import StepFailed, StepInterrupted, describe_exception
 from runtime.core.identity import check_name, deterministic_uuid, step_id
 from runtime.core.retry import DEFAULT_POLICY, GiveUp, RetryPolicy, decide
 from runtime.core.writes import EventDraft, StepRow, step_created
+from runtime.durable.callbacks import Callback, create_callback
+from runtime.durable.conditions import wait_for_condition
+from runtime.durable.cursor import ReplayCursor
+from runtime.durable.markers import patched
+from runtime.durable.session import ExecutionSession
+from runtime.durable.stepinfo import StepInfo, running
 from runtime.fanout.group import run_all
 from runtime.flow.ratelimit import turn_wait
-from runtime.markers import patched
 from runtime.observe.attempts import StepAttempt
 from runtime.registry import Signature, SignatureMap, StepFunction, WorkflowFunction
-from runtime.replay import ReplayCursor
-from runtime.session import ExecutionSession
-from runtime.stepinfo import StepInfo, running
 
 log = logging.getLogger("fanfold.workflow")
 

@@ -20,7 +20,6 @@ from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from runtime import conf
-from runtime.callbacks import expire_due_callbacks, next_callback_deadline
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.context import DurableContext
 from runtime.core.clock import Clock, SystemClock
@@ -29,17 +28,18 @@ from runtime.core.errors import LeaseLost, WokenUp, describe_exception
 from runtime.core.jsonvalues import checked
 from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, SuspendGuard
 from runtime.dispatch import enqueue_run
+from runtime.durable.callbacks import expire_due_callbacks, next_callback_deadline
+from runtime.durable.session import ExecutionSession
 from runtime.flow.admission import run_finished
+from runtime.leases.keepers import run_leases
+from runtime.leases.liveness import process_key
 from runtime.models import Run, RunStatus
 from runtime.observe import metrics
 from runtime.observe.attempts import RunPass
-from runtime.recovery.leases import run_leases
-from runtime.recovery.liveness import process_key
 from runtime.registry import registry
-from runtime.session import ExecutionSession
 from runtime.store import writer
 from runtime.store.runs import RunClaim, claim_run, load_history
-from runtime.streaming.signals import announce
+from runtime.streaming.wakeups import announce
 from runtime.streaming.writer import WorkflowScope, workflow_scope
 
 log = logging.getLogger("fanfold.executor")

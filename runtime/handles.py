@@ -13,7 +13,7 @@ from runtime.models import Event, Run, RunStatus, Step
 from runtime.registry import WorkflowFunction
 from runtime.services import cancel_run, get_run_row, start_run
 from runtime.streaming import reader
-from runtime.streaming.signals import fallback_seconds, signals
+from runtime.streaming.wakeups import fallback_seconds, signals
 from runtime.streaming.writer import DEFAULT_STREAM
 
 

@@ -26,11 +26,11 @@ from runtime.core.control import Suspend
 from runtime.core.errors import NonDeterminismError, WorkflowNotFound
 from runtime.core.history import MARKER, RecordedStep
 from runtime.core.writes import HistoryWrite
+from runtime.durable.cursor import ReplayCursor
+from runtime.durable.session import ExecutionSession
 from runtime.models import Run, RunStatus
 from runtime.registry import registry
-from runtime.replay import ReplayCursor
 from runtime.services import get_run_row
-from runtime.session import ExecutionSession
 from runtime.store.runs import load_histories, load_history
 
 # Why a replay did not match, as `Mismatch.reason` says it.

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import QuerySet
 
 from runtime.core.schedule import describe
 from runtime.models import Event, Run, RunStatus, Step, StepStatus
@@ -29,11 +29,10 @@ def list_runs(status: str | None = None, workflow: str | None = None) -> QuerySe
 
 def step_counts(run_id: uuid.UUID) -> dict[str, int]:
     """How many of the run's steps are in each status (every status, zeros included)."""
-    counts = dict.fromkeys(StepStatus.values, 0)
-    rows = Step.objects.filter(run_id=run_id).values("status").annotate(n=Count("id"))
-    for row in rows:
-        counts[row["status"]] = row["n"]
-    return counts
+    return {
+        **dict.fromkeys(StepStatus.values, 0),
+        **Step.objects.filter(run_id=run_id).counts_by_status(),
+    }
 
 
 def run_steps(run_id: uuid.UUID | str) -> QuerySet[Step]:

@@ -42,7 +42,7 @@ from runtime.models import FINISHED_RUN_STATES, Event, EventType, Run, RunStatus
 from runtime.observe import metrics
 from runtime.registry import WorkflowFunction, registry
 from runtime.store import write_now
-from runtime.streaming.signals import announce
+from runtime.streaming.wakeups import announce
 
 
 def start_run(

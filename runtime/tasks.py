@@ -14,15 +14,15 @@ from celery.signals import (
 )
 
 from publisher.tracing import TRACEPARENT
-from runtime import conf, executor, takeover, worker_gc, worker_pool
+from runtime import conf, executor
 from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
 from runtime.fanout import chunk, sweep
 from runtime.fanout.report import BranchAttempt
-from runtime.flow import loop as flow_loop
+from runtime.leases.liveness import release_process_liveness
 from runtime.observe.exporter import child_exited, start_worker_exporter
-from runtime.recovery import run_sweep
-from runtime.recovery.liveness import release_process_liveness
+from runtime.recovery import dead_processes, run_sweep
 from runtime.store import writer
+from runtime.worker import gc_freeze, housekeeping, prefetch
 
 
 @shared_task(
@@ -79,18 +79,18 @@ def start_sweeps() -> None:
     admission backstop): each worker runs them; idempotent."""
     run_sweep.loop.start()
     sweep.loop.start()
-    takeover.loop.start()
-    flow_loop.loop.start()
+    dead_processes.loop.start()
+    housekeeping.loop.start()
 
 
 @worker_ready.connect
 def _start_sweeps(sender: Any = None, **_: object) -> None:
     pool = getattr(sender, "pool", None)  # the sender is the worker's consumer
     if pool is not None:
-        worker_pool.make_reconnect_safe(sender.app, pool)
+        prefetch.make_reconnect_safe(sender.app, pool)
     start_sweeps()
     if conf.get().GC_FREEZE:
-        worker_gc.freeze_startup_objects(collect=True)
+        gc_freeze.freeze_startup_objects(collect=True)
     port = conf.get().METRICS_PORT
     if port:
         start_worker_exporter(port, prefork="prefork" in type(pool).__module__)
@@ -100,7 +100,7 @@ def _start_sweeps(sender: Any = None, **_: object) -> None:
 def _freeze_inherited_objects(**_: object) -> None:
     """A prefork child, before its first task: what it inherited stays out of its collections."""
     if conf.get().GC_FREEZE:
-        worker_gc.freeze_startup_objects(collect=False)
+        gc_freeze.freeze_startup_objects(collect=False)
 
 
 @worker_process_shutdown.connect

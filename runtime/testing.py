@@ -21,12 +21,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from runtime import dispatch, executor, store
-from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.sink import Sink
 from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.fanin import BranchDispatch
 from runtime.fanout import chunk
 from runtime.fanout.report import BranchAttempt
+from runtime.process.local import ProcessLocal
 from runtime.replay_check import Mismatch, ReplayReport, replay
 from runtime.store.sink import DatabaseSink
 

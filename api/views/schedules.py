@@ -12,8 +12,8 @@ from rest_framework.response import Response
 
 from api.serializers import ScheduleSerializer
 from api.views.docs import AUTH_ERRORS, errors
-from runtime.flow.schedules import pause_schedule, resume_schedule, sync_schedules
 from runtime.models import Schedule
+from runtime.schedules import pause_schedule, resume_schedule, sync_schedules
 
 WORKFLOW = OpenApiParameter("workflow", OpenApiTypes.STR, OpenApiParameter.PATH)
 

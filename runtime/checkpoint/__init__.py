@@ -16,7 +16,6 @@ from runtime.checkpoint.batching import (
 from runtime.checkpoint.errors import CheckpointFailed, WriterClosed
 from runtime.checkpoint.intake import Intake
 from runtime.checkpoint.memory import MemorySink
-from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.sink import Sink, WriterStats
 from runtime.checkpoint.writer import CheckpointWriter
 
@@ -30,7 +29,6 @@ __all__ = [
     "EnvelopeKind",
     "Intake",
     "MemorySink",
-    "ProcessLocal",
     "Sink",
     "Waiter",
     "WriterClosed",

@@ -7,7 +7,7 @@ writes stay serialized. Two kinds of thread take turns:
 - a caller blocked on a synchronous checkpoint *leads*: when the sink is free it takes the
   turn at once and writes everything queued up to its checkpoint in its own thread. A single
   workflow thread then pays no thread switch per step, only its commit. The main thread
-  leads with its signal handlers held (runtime.checkpoint.signals);
+  leads with its signal handlers held (runtime.checkpoint.held_signals);
 - the writer thread takes every other turn: synchronous checkpoints that arrived while the
   sink was busy, and asynchronous ones whose wait for company is over.
 

@@ -27,9 +27,9 @@ from runtime.checkpoint.batching import (
     Waiter,
 )
 from runtime.checkpoint.errors import CheckpointFailed, OutcomeUnknown, WriterClosed
+from runtime.checkpoint.held_signals import HeldSignals
 from runtime.checkpoint.intake import Intake
 from runtime.checkpoint.poisoned import PoisonedSessions
-from runtime.checkpoint.signals import HeldSignals
 from runtime.checkpoint.sink import Sink, WriterStats
 from runtime.observe import metrics, tracing
 
@@ -321,7 +321,7 @@ def _held_signals() -> AbstractContextManager[object]:
     """What a caller of write() takes its turn under: in the main thread, where signal
     handlers raise (Celery's prefork pool runs tasks there, and its soft time limit raises
     SoftTimeLimitExceeded), the handlers wait until the turn is given back, so no exception
-    lands mid-write (runtime.checkpoint.signals). No signal handler runs in other threads."""
+    lands mid-write (runtime.checkpoint.held_signals). No signal handler runs in other threads."""
     return HeldSignals() if threading.current_thread() is threading.main_thread() else _NO_HOLD
 
 

@@ -1,6 +1,6 @@
 """Callback deadlines and what `Callback.wait()` does, given the recorded callback step.
 
-Pure: the adapter in runtime.callbacks reads and writes the history; this module decides.
+Pure: the adapter in runtime.durable.callbacks reads and writes the history; this module decides.
 A callback has up to two deadlines: `timeout` after its creation (fixed) and
 `heartbeat_timeout` after its creation or its latest heartbeat (moved by each heartbeat).
 The step's `wake_at` holds the nearer of the two.

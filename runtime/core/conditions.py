@@ -1,6 +1,6 @@
 """Polling rules of `ctx.wait_for_condition`: the delays between polls and the deadline.
 
-Pure: runtime.conditions runs the polls and records them; this module decides when the next
+Pure: runtime.durable.conditions runs the polls and records them; this module decides when the next
 poll is due. The delay after poll n is `interval * backoff**(n - 1)`, capped at
 `max_interval`; with a `timeout` the last delay is cut so that one final poll happens at the
 deadline, and a condition still unmet then times out.

@@ -30,6 +30,7 @@ from runtime.core.fanin import ClaimReceipt
 from runtime.core.jsonvalues import checked
 from runtime.core.retry import DEFAULT_POLICY
 from runtime.core.writes import BranchClaim
+from runtime.durable.stepinfo import StepInfo, running
 from runtime.fanout.children import drive_child, stop_abandoned_child
 from runtime.fanout.report import (
     BranchAttempt,
@@ -39,11 +40,10 @@ from runtime.fanout.report import (
     report_failure,
 )
 from runtime.flow.ratelimit import branch_turn_later
+from runtime.leases.keepers import branch_leases
+from runtime.leases.liveness import process_key
 from runtime.observe.attempts import StepAttempt
-from runtime.recovery.leases import branch_leases
-from runtime.recovery.liveness import process_key
 from runtime.registry import registry
-from runtime.stepinfo import StepInfo, running
 from runtime.store import write_now
 
 

@@ -39,10 +39,10 @@ from runtime.core.fanin import (
 from runtime.core.identity import group_id, step_id
 from runtime.core.writes import FanoutGroupRow, HistoryWrite, StepRow, step_created
 from runtime.dispatch import publish_branches, queue_depth
+from runtime.durable.cursor import ReplayCursor
+from runtime.fanout.interrupted import interrupt_at_most_once
 from runtime.fanout.sweep import republish_rule
-from runtime.fanout.takeover import interrupt_at_most_once
 from runtime.registry import Signature, SignatureMap, registry
-from runtime.replay import ReplayCursor
 from runtime.store.fanout_groups import group_row, record_dispatch
 
 log = logging.getLogger("fanfold.fanout")

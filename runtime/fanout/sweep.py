@@ -25,9 +25,9 @@ from publisher import PublishError
 from runtime import conf
 from runtime.core.fanin import BranchDispatch, BranchState, due_dispatches, republished_pending
 from runtime.dispatch import publish_branches, queue_depth
-from runtime.fanout.takeover import interrupt_at_most_once
+from runtime.fanout.interrupted import interrupt_at_most_once
 from runtime.models import ACTIVE_RUN_STATES, FanoutGroup, Step, StepStatus
-from runtime.recovery.loop import BackgroundLoop
+from runtime.process.background import BackgroundLoop
 from runtime.store.fanout_groups import record_dispatch
 
 log = logging.getLogger("fanfold.fanout_sweep")

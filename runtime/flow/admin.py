@@ -10,8 +10,8 @@ from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 
-from runtime.flow.schedules import pause_schedule, resume_schedule
 from runtime.models import ACTIVE_RUN_STATES, ConcurrencySlot, Run, RunStatus, Schedule
+from runtime.schedules import pause_schedule, resume_schedule
 
 
 class _ReadOnly(admin.ModelAdmin):

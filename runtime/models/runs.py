@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any
 
 from django.db import models, router, transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 
 from runtime.core.identity import MAX_NAME_LENGTH
 from runtime.core.writes import StepRow
@@ -76,7 +76,16 @@ def _locked_pks(runs: models.QuerySet[Any]) -> list[Any]:
     return list(runs.select_for_update(of=("self",)).order_by("pk").values_list("pk", flat=True))
 
 
+def _counts_by_status(rows: models.QuerySet[Any]) -> dict[str, int]:
+    grouped = rows.order_by().values_list("status").annotate(n=Count("pk"))
+    return dict(grouped.values_list("status", "n"))
+
+
 class RunQuerySet(models.QuerySet["Run"]):
+    def counts_by_status(self) -> dict[str, int]:
+        """How many of these runs are in each status (statuses with none are left out)."""
+        return _counts_by_status(self)
+
     def pending(self) -> RunQuerySet:
         return self.filter(status=RunStatus.PENDING)
 
@@ -133,7 +142,7 @@ class Run(models.Model):
     # The executor that owns the run, and until when without a heartbeat (fencing token).
     lease_token = models.CharField(max_length=64, null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
-    # The liveness key of the process holding the lease (runtime.recovery.liveness): while
+    # The liveness key of the process holding the lease (runtime.leases.liveness): while
     # that process lives it holds a PostgreSQL advisory lock on this key.
     lease_owner = models.BigIntegerField(null=True, blank=True)
     # Bumped by whoever makes a waiting run ready (callback, fan-in); a suspend that saw an
@@ -213,6 +222,10 @@ class Run(models.Model):
 
 
 class StepQuerySet(models.QuerySet["Step"]):
+    def counts_by_status(self) -> dict[str, int]:
+        """How many of these steps are in each status (statuses with none are left out)."""
+        return _counts_by_status(self)
+
     def completed(self) -> StepQuerySet:
         return self.filter(status=StepStatus.COMPLETED)
 

@@ -11,7 +11,7 @@ import hmac
 from collections.abc import Iterator
 from typing import Any
 
-from django.db.models import Count, Min
+from django.db.models import Min
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -28,13 +28,7 @@ class RunQueueCollector:
     """Runs by active status and the oldest pending run's age, read at collect time."""
 
     def collect(self) -> Iterator[Metric]:
-        counts = dict(
-            Run.objects.filter(status__in=QUEUE_STATES)
-            .order_by()
-            .values_list("status")
-            .annotate(n=Count("pk"))
-            .values_list("status", "n")
-        )
+        counts = Run.objects.filter(status__in=QUEUE_STATES).counts_by_status()
         runs = GaugeMetricFamily("fanfold_runs", "Runs not finished, by status.", labels=["status"])
         for status in QUEUE_STATES:
             runs.add_metric([status.value], counts.get(status, 0))

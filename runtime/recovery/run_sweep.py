@@ -18,7 +18,7 @@ from django.utils import timezone
 from runtime import conf
 from runtime.dispatch import enqueue_run
 from runtime.models import Run
-from runtime.recovery.loop import BackgroundLoop
+from runtime.process.background import BackgroundLoop
 
 log = logging.getLogger("fanfold.sweep")
 

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 from runtime import conf
 from runtime.checkpoint.batching import BatchLimits, Checkpoint
-from runtime.checkpoint.process_local import ProcessLocal
 from runtime.checkpoint.sink import Sink
 from runtime.checkpoint.writer import CheckpointWriter
+from runtime.process.local import ProcessLocal
 from runtime.store.sink import DatabaseSink
 
 

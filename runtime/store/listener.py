@@ -1,7 +1,7 @@
 """The LISTEN side of run notifications: one PostgreSQL connection of its own per process.
 
 It is not Django's connection: it stays in autocommit, idle between notifications, and
-belongs to the one thread that listens (runtime.streaming.signals).
+belongs to the one thread that listens (runtime.streaming.wakeups).
 """
 
 from __future__ import annotations

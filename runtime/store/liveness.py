@@ -2,7 +2,7 @@
 owner no longer holds one.
 
 A process that executes runs or branches holds `pg_advisory_lock(key)` on a connection of
-its own for its whole life (runtime.recovery.liveness); PostgreSQL releases the lock when that
+its own for its whole life (runtime.leases.liveness); PostgreSQL releases the lock when that
 session ends, which it does when the process dies. `pg_locks` shows a bigint key as its high
 half in `classid` and its low half in `objid`, with `objsubid` 1.
 """

@@ -78,7 +78,7 @@ def claim_run(
     run_id: uuid.UUID, token: str, now: datetime, owner: int | None = None
 ) -> RunClaim | None:
     """Take the run's lease if it is active, admitted (runtime.flow.admission) and nobody live
-    holds it; `owner` is the claiming process's liveness key (runtime.recovery.liveness)."""
+    holds it; `owner` is the claiming process's liveness key (runtime.leases.liveness)."""
     lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
     states, state_params = in_list(ACTIVE_RUN_STATES)
     sql = (

@@ -1,7 +1,7 @@
 """Following a run's stream: chunks in seq order, as they are written, until the run ends.
 
 The reader looks at the database, hands out what it found, and waits for the run's signal
-(runtime.streaming.signals) before looking again. A signal that arrives while it looks makes
+(runtime.streaming.wakeups) before looking again. A signal that arrives while it looks makes
 the wait return at once, so nothing committed after a look goes unseen.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 from runtime.core.identity import check_name
 from runtime.models import FINISHED_RUN_STATES, Run, StreamChunk
 from runtime.streaming.shared import SharedLooks
-from runtime.streaming.signals import fallback_seconds, signals
+from runtime.streaming.wakeups import fallback_seconds, signals
 
 PAGE = 500
 

@@ -19,9 +19,9 @@ from runtime import conf
 from runtime.core.errors import FanfoldError
 from runtime.core.identity import check_name
 from runtime.core.jsonvalues import checked
-from runtime.stepinfo import active_step
+from runtime.durable.stepinfo import active_step
 from runtime.store.streams import append_chunk
-from runtime.streaming.signals import signal_local
+from runtime.streaming.wakeups import signal_local
 
 DEFAULT_STREAM = "default"
 

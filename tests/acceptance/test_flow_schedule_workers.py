@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from runtime.flow.schedules import pause_schedule
 from runtime.models import Run
+from runtime.schedules import pause_schedule
 from tests.acceptance import flow_catchup_workflows as catchup
 from tests.acceptance import flow_schedule_workflows as flows
 from tests.support.services import wait_until

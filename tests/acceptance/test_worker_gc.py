@@ -1,6 +1,6 @@
 """Workers freeze the objects they hold at start-up out of the cyclic collector
-(runtime.worker_gc): a step run by a real prefork child, and by a threads worker, reads its own
-process's freeze count."""
+(runtime.worker.gc_freeze): a step run by a real prefork child, and by a threads worker, reads
+its own process's freeze count."""
 
 from __future__ import annotations
 

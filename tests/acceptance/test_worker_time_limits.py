@@ -2,7 +2,7 @@
 steps that lasts several times the limit.
 
 Most of a no-op step's time is its commit, which the child's main thread writes itself with
-the limit's signal handler held (runtime.checkpoint.signals). The limit bounds a pass, not the
+the limit's signal handler held (runtime.checkpoint.held_signals). The limit bounds a pass, not the
 run: each cut pass is followed by a new one that replays what was recorded, and the run
 completes with every step recorded once.
 """

@@ -18,9 +18,9 @@ from django.db.backends.base.creation import TEST_DATABASE_PREFIX
 def _release_test_database(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     yield
     # Importing runtime needs the app registry pytest sets up.
-    from runtime.recovery.liveness import release_process_liveness
+    from runtime.leases.liveness import release_process_liveness
     from runtime.store import writer
-    from runtime.streaming.signals import stop_listening
+    from runtime.streaming.wakeups import stop_listening
 
     writer().close()
     release_process_liveness()

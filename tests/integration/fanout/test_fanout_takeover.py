@@ -13,10 +13,10 @@ from runtime.core.identity import dispatch_key, step_id
 from runtime.executor import ExecutionOutcome, execute
 from runtime.fanout.branch import claim_branch
 from runtime.fanout.report import BranchAttempt
+from runtime.leases.liveness import process_key
 from runtime.models import Run, Step
-from runtime.recovery.liveness import process_key
+from runtime.recovery.dead_processes import Takeover
 from runtime.services import start_run
-from runtime.takeover import Takeover
 
 
 def test_fanout_takeover_republishes_a_dead_processs_branch_at_once(

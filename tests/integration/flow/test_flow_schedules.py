@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 
 from runtime.core.errors import ScheduleNotFound
-from runtime.flow.schedules import pause_schedule, resume_schedule, sync_schedules, tick_once
 from runtime.models import Run, Schedule
+from runtime.schedules import pause_schedule, resume_schedule, sync_schedules, tick_once
 from runtime.testing import InMemoryDispatcher
 from tests.integration.flow import flow_workflows as flows
 

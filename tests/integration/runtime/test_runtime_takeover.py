@@ -14,10 +14,10 @@ from django.db import connection
 from django.utils import timezone
 
 from runtime.executor import execute
+from runtime.leases.liveness import process_key
 from runtime.models import Run
-from runtime.recovery.liveness import process_key
+from runtime.recovery.dead_processes import Takeover
 from runtime.services import start_run
-from runtime.takeover import Takeover
 from tests.support.dispatch import Enqueued
 
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from runtime.checkpoint import signals
-from runtime.checkpoint.signals import HeldSignals
+from runtime.checkpoint import held_signals
+from runtime.checkpoint.held_signals import HeldSignals
 
 
 class Interrupted(Exception):
@@ -91,7 +91,7 @@ def test_default_and_ignored_dispositions_are_left_alone(handlers: list[int]) ->
 def test_an_exception_while_the_handlers_are_put_back_leaves_none_swapped(
     handlers: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = signals._signals
+    real = held_signals._signals
     interrupted: list[int] = []
 
     class InterruptedOnce:
@@ -108,7 +108,7 @@ def test_an_exception_while_the_handlers_are_put_back_leaves_none_swapped(
 
     held = HeldSignals()
     originals = {s: signal.getsignal(s) for s in (signal.SIGUSR1, signal.SIGUSR2)}
-    monkeypatch.setattr(signals, "_signals", InterruptedOnce)
+    monkeypatch.setattr(held_signals, "_signals", InterruptedOnce)
 
     with pytest.raises(Interrupted), held:
         pass

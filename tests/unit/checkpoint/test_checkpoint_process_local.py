@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from runtime.checkpoint import Checkpoint, CheckpointWriter, MemorySink, ProcessLocal
+from runtime.checkpoint import Checkpoint, CheckpointWriter, MemorySink
+from runtime.process.local import ProcessLocal
 
 
 def test_process_local_returns_one_instance_per_process() -> None:

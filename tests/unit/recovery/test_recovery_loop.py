@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from runtime.recovery.leases import LeaseKeeper
-from runtime.recovery.loop import BackgroundLoop
+from runtime.leases.keepers import LeaseKeeper
+from runtime.process.background import BackgroundLoop
 
 
 def _wait_for(condition: object, timeout: float = 5.0) -> None:

@@ -10,7 +10,7 @@ from celery.concurrency.solo import TaskPool as SoloPool
 from celery.concurrency.thread import TaskPool as ThreadPool
 
 from runtime import tasks
-from runtime.worker_pool import make_reconnect_safe, pool_kind
+from runtime.worker.prefetch import make_reconnect_safe, pool_kind
 
 
 def _pool(cls: type) -> object:

@@ -8,8 +8,8 @@ from typing import Any, cast
 
 from runtime.core.clock import FakeClock
 from runtime.core.history import MARKER, RecordedStep
-from runtime.replay import ReplayCursor
-from runtime.session import ExecutionSession
+from runtime.durable.cursor import ReplayCursor
+from runtime.durable.session import ExecutionSession
 
 
 def _cursor(*records: tuple[str, str]) -> ReplayCursor:

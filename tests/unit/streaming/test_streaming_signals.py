@@ -6,7 +6,7 @@ import threading
 import time
 import uuid
 
-from runtime.streaming.signals import RunSignals
+from runtime.streaming.wakeups import RunSignals
 
 
 def test_streaming_signals_signal_before_wait_is_not_lost() -> None:

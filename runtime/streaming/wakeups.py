@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import psycopg
 from django.db import DatabaseError
 
-from runtime.checkpoint.process_local import ProcessLocal
-from runtime.recovery.loop import BackgroundLoop
+from runtime.process.background import BackgroundLoop
+from runtime.process.local import ProcessLocal
 from runtime.store.listener import can_listen, drain, open_listener
 from runtime.store.streams import notify_run
 

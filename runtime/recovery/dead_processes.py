@@ -1,7 +1,7 @@
 """Fast takeover: the leases of a process that died end at once, not when they expire.
 
 Every worker process runs this pass every `FANFOLD_TAKEOVER_INTERVAL` seconds (1 by default).
-A lease whose owner no longer holds its liveness lock (runtime.recovery.liveness) is a
+A lease whose owner no longer holds its liveness lock (runtime.leases.liveness) is a
 suspect; seen so in two passes in a row it is ended: a run's lease ends and the run is
 enqueued again, a branch's lease ends and its next attempt is published (an
 at-most-once branch's interrupted attempt is failed instead, as after any expired lease). The
@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from runtime import conf
 from runtime.dispatch import enqueue_run
-from runtime.fanout.takeover import publish_next_attempts
-from runtime.recovery.loop import BackgroundLoop
+from runtime.fanout.interrupted import publish_next_attempts
+from runtime.process.background import BackgroundLoop
 from runtime.store.liveness import (
     expire_branch_leases,
     expire_run_leases,

@@ -17,7 +17,7 @@ from runtime.core.errors import NonDeterminismError
 from runtime.core.history import MARKER, RecordedStep, StepAction
 from runtime.core.jsonvalues import checked
 from runtime.core.writes import EventDraft, HistoryWrite, StepRow
-from runtime.session import ExecutionSession
+from runtime.durable.session import ExecutionSession
 
 
 class ReplayCursor:

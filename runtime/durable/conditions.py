@@ -20,9 +20,9 @@ from runtime.core.control import Suspend
 from runtime.core.errors import ConditionTimedOut, StepFailed, describe_exception
 from runtime.core.identity import check_name, step_id
 from runtime.core.writes import EventDraft, StepRow, step_created
+from runtime.durable.cursor import ReplayCursor
+from runtime.durable.stepinfo import StepInfo, running
 from runtime.registry import StepFunction
-from runtime.replay import ReplayCursor
-from runtime.stepinfo import StepInfo, running
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from runtime.core import history
 from runtime.core.identity import check_name, step_id
 from runtime.core.writes import EventDraft, StepRow
-from runtime.replay import ReplayCursor
+from runtime.durable.cursor import ReplayCursor
 
 
 def patched(cursor: ReplayCursor, patch_id: str) -> bool:

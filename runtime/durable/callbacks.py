@@ -25,8 +25,8 @@ from runtime.core.control import Abort, Suspend
 from runtime.core.errors import CallbackFailed, CallbackTimedOut, FanfoldError, StepChanged
 from runtime.core.identity import check_name, step_id
 from runtime.core.writes import EventDraft, HistoryWrite, OpenStepGuard, StepRow, step_created
+from runtime.durable.cursor import ReplayCursor
 from runtime.models import Step
-from runtime.replay import ReplayCursor
 
 TOKEN_BYTES = 32  # 256 bits from the OS's CSPRNG
 

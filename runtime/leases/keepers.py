@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from runtime import conf
 from runtime.models import Run, Step, StepStatus
-from runtime.recovery.loop import BackgroundLoop
+from runtime.process.background import BackgroundLoop
 
 K = TypeVar("K", bound=Hashable)
 

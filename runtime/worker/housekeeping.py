@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import time
 
-from runtime import conf
-from runtime.flow import admission, ratelimit, schedules
-from runtime.recovery.loop import BackgroundLoop
+from runtime import conf, schedules
+from runtime.flow import admission, ratelimit
+from runtime.process.background import BackgroundLoop
 
 
 class _Housekeeping:

@@ -1,6 +1,7 @@
 """Takeover of interrupted at-most-once branch attempts: failed, never run again.
 
-The fan-out sweep, a replay of the workflow and the takeover pass (runtime.takeover) find
+The fan-out sweep, a replay of the workflow and the takeover pass
+(runtime.recovery.dead_processes) find
 branches running with an expired lease (their worker died). Their next attempt would
 normally take them over; an at-most-once attempt that began and never reported is not run
 again: it counts as a failed attempt, and the step's RetryPolicy decides what follows.

@@ -2,7 +2,8 @@
 
 Leases name the process that holds them (`Run.lease_owner`, `Step.lease_owner`). PostgreSQL
 ends a dead process's session, and with it the lock, within moments of a SIGKILL or a lost
-node; the takeover pass (runtime.takeover) then ends the dead owner's leases at once instead
+node; the takeover pass (runtime.recovery.dead_processes) then ends the dead owner's leases
+at once instead
 of waiting for them to expire. The lease stays the backstop for a hung process: a live one
 keeps its lock however slow its step is.
 
@@ -20,8 +21,8 @@ import threading
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from runtime.checkpoint.process_local import ProcessLocal
-from runtime.recovery.loop import BackgroundLoop
+from runtime.process.background import BackgroundLoop
+from runtime.process.local import ProcessLocal
 from runtime.store.dialect import postgres
 from runtime.store.liveness import lock_statement
 
