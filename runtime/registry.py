@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Generic, ParamSpec, TypeVar, overload
 from runtime.core.errors import InvalidArguments, RegistrationError, WorkflowNotFound
 from runtime.core.identity import check_name
 from runtime.core.rates import Rate, parse_rate
-from runtime.core.retry import RetryPolicy
+from runtime.core.retry import DEFAULT_POLICY, RetryPolicy
 from runtime.core.schedule import CatchUp, Schedule, as_schedule, check_catchup
 
 P = ParamSpec("P")
@@ -78,6 +78,11 @@ class StepFunction(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<step {self.name}>"
+
+
+def step_policy(fn: StepFunction[Any, Any] | None) -> RetryPolicy:
+    """The retry policy of a step: its own, else the default (3 attempts, backoff, jitter)."""
+    return (fn.retry if fn is not None else None) or DEFAULT_POLICY
 
 
 @dataclass(frozen=True)

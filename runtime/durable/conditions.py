@@ -20,8 +20,9 @@ from runtime.core.control import Suspend
 from runtime.core.errors import ConditionTimedOut, StepFailed, describe_exception
 from runtime.core.identity import check_name, step_id
 from runtime.core.writes import EventDraft, StepRow, step_created
+from runtime.durable.body import BodyCall, StepBody
 from runtime.durable.cursor import ReplayCursor
-from runtime.durable.stepinfo import StepInfo, running
+from runtime.durable.stepinfo import StepInfo
 from runtime.registry import StepFunction
 
 
@@ -96,24 +97,24 @@ def _run_poll(poll: _Poll, *, fresh: bool, now: datetime) -> Any:
         sid = step_id(cursor.run_id, poll.position)
         events.insert(0, step_created(sid, poll.position, poll.name, "step", poll.step_input, now))
     cursor.write(events, poll.row(history.RUNNING, now), sync=False)
-    try:
-        with running(StepInfo(cursor.run_id, poll.position, poll.name, poll.attempt)):
-            raw = poll.body(*poll.args)
-        value, _ = cursor.checked(raw, f"condition {poll.name!r} result")
-    except (Suspend, KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as exc:
-        error, at = describe_exception(exc), cursor.clock.now()
-        failed = poll.event("step_failed", at, error=error, reason="check raised")
-        cursor.write([failed], poll.row(history.FAILED, at, error=error, finished_at=at), sync=True)
-        raise StepFailed.from_record(poll.name, poll.position, error) from exc
-    done = cursor.clock.now()
-    if met(value):
-        completed = poll.event("step_completed", done, result=value)
-        row = poll.row(history.COMPLETED, done, result=value, finished_at=done)
-        cursor.write([completed], row, sync=True)
-        return value
-    return _after_unmet(poll, value, done)
+    info = StepInfo(cursor.run_id, poll.position, poll.name, poll.attempt)
+    with StepBody(BodyCall(info, poll.body, poll.args, {}, f"condition {poll.name!r}")) as body:
+        outcome = body.run(cursor.payload_limit)
+        if outcome.error is not None:
+            error, at = describe_exception(outcome.error), cursor.clock.now()
+            failed = poll.event("step_failed", at, error=error, reason="check raised")
+            row = poll.row(history.FAILED, at, error=error, finished_at=at)
+            cursor.write([failed], row, sync=True)
+            raise StepFailed.from_record(poll.name, poll.position, error) from outcome.error
+        done, value = cursor.clock.now(), outcome.result
+        if met(value):
+            completed = poll.event("step_completed", done, result=value)
+            row = poll.row(history.COMPLETED, done, result=value, finished_at=done)
+            cursor.write([completed], row, sync=True)
+            body.outcome = "completed"
+            return value
+        body.outcome = "retrying"  # an unmet poll suspends until the next one, or times out
+        return _after_unmet(poll, value, done)
 
 
 def _after_unmet(poll: _Poll, value: Any, now: datetime) -> Any:

@@ -43,6 +43,11 @@ class ReplayCursor:
         return self.session.run_id
 
     @property
+    def payload_limit(self) -> int:
+        """The largest payload, in bytes of JSON, that a step may record."""
+        return self._limit
+
+    @property
     def priority(self) -> int:
         """The run's priority (0-9): the branches it publishes carry it."""
         return self.session.priority

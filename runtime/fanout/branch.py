@@ -17,7 +17,6 @@ claim a running step only once that lease has expired.
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -27,10 +26,10 @@ from runtime import conf
 from runtime.checkpoint.batching import Checkpoint
 from runtime.core.errors import FatalError
 from runtime.core.fanin import ClaimReceipt
-from runtime.core.jsonvalues import checked
-from runtime.core.retry import DEFAULT_POLICY
+from runtime.core.retry import RetryPolicy
 from runtime.core.writes import BranchClaim
-from runtime.durable.stepinfo import StepInfo, running
+from runtime.durable.body import BodyCall, StepBody
+from runtime.durable.stepinfo import StepInfo, current_step
 from runtime.fanout.children import drive_child, stop_abandoned_child
 from runtime.fanout.report import (
     BranchAttempt,
@@ -42,8 +41,7 @@ from runtime.fanout.report import (
 from runtime.flow.ratelimit import branch_turn_later
 from runtime.leases.keepers import branch_leases
 from runtime.leases.liveness import process_key
-from runtime.observe.attempts import StepAttempt
-from runtime.registry import registry
+from runtime.registry import registry, step_policy
 from runtime.store import write_now
 
 
@@ -133,43 +131,37 @@ def run_claimed(
     kwargs = dict(claimed.input.get("kwargs", {}))
     if claimed.kind == "child":
         return drive_child(branch, poll, claimed, args, kwargs)
-    observed = StepAttempt(
-        branch.run_id, claimed.name, branch.position, branch.attempt, traceparent
-    )
-    with observed:
-        observed.outcome = _run_step_branch(branch, claimed, args, kwargs, then, body_time)
-    return observed.outcome
+    info = StepInfo(branch.run_id, branch.position, claimed.name, branch.attempt)
+    fn = registry.steps.get(claimed.name)
+    call = BodyCall(info, fn.fn if fn else _unregistered, args, kwargs, f"step {claimed.name!r}")
+    with StepBody(call, traceparent) as body:
+        body.outcome = _run_step_branch(branch, claimed, body, step_policy(fn), then, body_time)
+    return body.outcome
+
+
+def _unregistered(*args: Any, **kwargs: Any) -> Any:
+    step = current_step()
+    raise FatalError(f"no step is registered as {step.name!r} in this worker")
 
 
 def _run_step_branch(
     branch: BranchAttempt,
     claimed: ClaimedBranch,
-    args: list[Any],
-    kwargs: dict[str, Any],
+    body: StepBody,
+    policy: RetryPolicy,
     then: Checkpoint | None,
     body_time: BodyTime | None,
 ) -> str:
-    fn = registry.steps.get(claimed.name)
-    policy = (fn.retry if fn is not None else None) or DEFAULT_POLICY
     branch_leases.hold(branch.step_id)
     try:
-        try:
-            if fn is None:
-                raise FatalError(f"no step is registered as {claimed.name!r} in this worker")
-            info = StepInfo(branch.run_id, branch.position, claimed.name, branch.attempt)
-            with running(info):
-                started = time.monotonic()
-                raw = fn.fn(*args, **kwargs)
-                if body_time is not None:
-                    body_time.seconds += time.monotonic() - started
-            result, size = checked(
-                raw, f"step {claimed.name!r} result", conf.get().MAX_PAYLOAD_BYTES
-            )
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:  # every failure of user code is recorded
-            return report_failure(branch, claimed, exc, policy)
-        written = report(branch, claimed, "completed", result=result, size=size, then=then)
+        outcome = body.run(conf.get().MAX_PAYLOAD_BYTES)
+        if outcome.error is not None:
+            return report_failure(branch, claimed, outcome.error, policy)
+        if body_time is not None:
+            body_time.seconds += outcome.seconds
+        written = report(
+            branch, claimed, "completed", result=outcome.result, size=outcome.size, then=then
+        )
     finally:
         branch_leases.release(branch.step_id)
     after_commit(branch, written.receipt)

@@ -15,11 +15,10 @@ from django.utils import timezone
 
 from runtime.core.errors import StepInterrupted
 from runtime.core.fanin import BranchDispatch
-from runtime.core.retry import DEFAULT_POLICY
 from runtime.dispatch import publish_branches
 from runtime.fanout.report import BranchAttempt, ClaimedBranch, report_failure
 from runtime.models import FanoutGroup, Step, StepStatus
-from runtime.registry import registry
+from runtime.registry import registry, step_policy
 
 
 def interrupt_at_most_once(
@@ -47,7 +46,7 @@ def interrupt_at_most_once(
         now = timezone.now()
         branch = BranchAttempt(run_id, d.position, attempt, group_position)
         claimed = ClaimedBranch(fn.name, "step", {}, now)
-        report_failure(branch, claimed, exc, fn.retry or DEFAULT_POLICY, lease_expired_by=now)
+        report_failure(branch, claimed, exc, step_policy(fn), lease_expired_by=now)
     return remaining
 
 

@@ -1,0 +1,235 @@
+"""`ctx.step`, `ctx.sleep` and recorded values: the step methods of DurableContext.
+
+Each takes the next position of the run's cursor. If the history already holds it the recorded
+outcome is returned (or re-raised) without running the body again; otherwise the body runs
+through the one body runner (runtime.durable.body) and its outcome is checkpointed before the
+call returns. A failed attempt either fails the step for good or records its retry and
+suspends the run until then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from runtime.core import history
+from runtime.core.control import Suspend
+from runtime.core.errors import StepFailed, StepInterrupted, describe_exception
+from runtime.core.identity import check_name, step_id
+from runtime.core.retry import GiveUp, RetryPolicy, decide
+from runtime.core.writes import EventDraft, StepRow, step_created
+from runtime.durable.body import BodyCall, StepBody
+from runtime.durable.cursor import ReplayCursor
+from runtime.durable.stepinfo import StepInfo
+from runtime.flow.ratelimit import turn_wait
+from runtime.registry import StepFunction, step_policy
+
+
+@dataclass(frozen=True)
+class StepCall:
+    """One `ctx.step` call, resolved: what runs, under which name and policy, where."""
+
+    position: int
+    name: str
+    body: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    policy: RetryPolicy
+    at_most_once: bool
+    registered: StepFunction[Any, Any] | None
+
+
+def resolve_step(
+    cursor: ReplayCursor,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    name: str | None,
+    retry: RetryPolicy | None,
+) -> StepCall:
+    """The call `ctx.step(fn, *args, name=, retry=, **kwargs)` makes, at the next position."""
+    if not callable(fn):
+        raise TypeError("ctx.step takes a callable as its first argument")
+    registered = fn if isinstance(fn, StepFunction) else None
+    default_name = registered.name if registered else str(getattr(fn, "__name__", repr(fn)))
+    return StepCall(
+        position=cursor.next_position(),
+        name=check_name(name or default_name, "step"),
+        body=registered.fn if registered else fn,
+        args=args,
+        kwargs=kwargs,
+        policy=retry or step_policy(registered),
+        at_most_once=bool(registered and registered.at_most_once),
+        registered=registered,
+    )
+
+
+def run_step(cursor: ReplayCursor, call: StepCall, rand: Callable[[], float]) -> Any:
+    """Answer `call` from the history, or run its next attempt; returns the step's result."""
+    recorded = cursor.recorded(call.position)
+    action = cursor.identity_checked(
+        lambda: history.next_step_action(
+            recorded,
+            call.name,
+            cursor.clock.now(),
+            at_most_once=call.at_most_once,
+            max_attempts=call.policy.max_attempts,
+        )
+    )
+    if isinstance(action, history.ReturnRecorded):
+        return action.result
+    if isinstance(action, history.RaiseRecorded):
+        raise StepFailed.from_record(call.name, call.position, action.error)
+    if isinstance(action, history.WaitUntil):
+        raise Suspend(action.wake_at)
+    step_input = cursor.checked({"args": list(call.args), "kwargs": call.kwargs},
+                                f"step {call.name!r} input")  # fmt: skip
+    attempt = _Attempt(cursor, call, step_input[0], rand)
+    if isinstance(action, history.Interrupted):
+        kind = "at-most-once " if call.at_most_once else ""
+        interrupted = StepInterrupted(
+            f"attempt {action.attempt} of {kind}step {call.name!r} was interrupted; "
+            "it is not run again"
+        )
+        return attempt.failed(action.attempt, interrupted)
+    if not isinstance(action, history.RunAttempt):
+        raise TypeError(f"unexpected replay action {action!r} for a step")
+    turn = call.registered and turn_wait(call.registered, cursor.run_id, call.position,
+                                         action.attempt)  # fmt: skip
+    if turn:
+        raise Suspend(turn)  # no worker waits for the turn; the attempt keeps it
+    return attempt.run(action, step_input[1])
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One attempt of one inline step: its start, its body, and what its outcome records."""
+
+    cursor: ReplayCursor
+    call: StepCall
+    step_input: Any
+    rand: Callable[[], float]
+
+    def row(self, status: str, attempt: int, at: Any, **fields: Any) -> StepRow:
+        call = self.call
+        sid = step_id(self.cursor.run_id, call.position)
+        return StepRow(sid, call.position, call.name, "step", status, attempt, at,
+                       input=self.step_input, **fields)  # fmt: skip
+
+    def run(self, action: history.RunAttempt, input_bytes: int) -> Any:
+        cursor, call = self.cursor, self.call
+        sid = step_id(cursor.run_id, call.position)
+        started = cursor.clock.now()
+        events: list[EventDraft] = []
+        if action.fresh:
+            events.append(
+                step_created(sid, call.position, call.name, "step", self.step_input, started)
+            )
+        events.append(EventDraft("step_started", started, sid, {"attempt": action.attempt}))
+        running = self.row(history.RUNNING, action.attempt, started, started_at=started)
+        # An at-most-once start must be durable before the body runs; an at-least-once start
+        # is queued and usually commits together with the completion.
+        cursor.write(events, running, sync=call.at_most_once, payload_bytes=input_bytes)
+        info = StepInfo(cursor.run_id, call.position, call.name, action.attempt)
+        body_call = BodyCall(info, call.body, call.args, call.kwargs, f"step {call.name!r}")
+        with StepBody(body_call) as body:
+            outcome = body.run(cursor.payload_limit)
+            if outcome.error is not None:
+                try:
+                    return self.failed(action.attempt, outcome.error)
+                except Suspend:
+                    body.outcome = "retrying"  # a failed attempt suspends until its retry
+                    raise
+            finished = cursor.clock.now()
+            done = self.row(history.COMPLETED, action.attempt, started, result=outcome.result,
+                            started_at=started, finished_at=finished)  # fmt: skip
+            payload = {"attempt": action.attempt, "result": outcome.result}
+            completed = EventDraft("step_completed", finished, sid, payload)
+            cursor.write([completed], done, sync=True, payload_bytes=input_bytes + outcome.size)
+            body.outcome = "completed"
+            return outcome.result
+
+    def failed(self, attempt: int, exc: BaseException) -> Any:
+        """Record a failed attempt: the step fails for good (raises StepFailed), or its retry
+        is recorded and the run suspends until then (raises Suspend)."""
+        cursor, call = self.cursor, self.call
+        sid = step_id(cursor.run_id, call.position)
+        now = cursor.clock.now()
+        error = describe_exception(exc)
+        decision = decide(call.policy, attempt, exc, self.rand)
+        if isinstance(decision, GiveUp):
+            row = self.row(history.FAILED, attempt, now, error=error, finished_at=now)
+            payload = {"attempt": attempt, "error": error, "reason": decision.reason}
+            cursor.write([EventDraft("step_failed", now, sid, payload)], row, sync=True)
+            raise StepFailed.from_record(call.name, call.position, error) from exc
+        wake_at = now + timedelta(seconds=decision.delay)
+        row = self.row(history.PENDING, attempt, now, error=error, wake_at=wake_at)
+        payload = {
+            "attempt": attempt,
+            "delay": decision.delay,
+            "wake_at": wake_at.isoformat(),
+            "error": error,
+        }
+        retrying = EventDraft("step_retrying", now, sid, payload)
+        cursor.write([retrying], row, sync=False)  # the suspend that follows commits it
+        raise Suspend(wake_at)
+
+
+def sleep(cursor: ReplayCursor, seconds: float) -> None:
+    """`ctx.sleep`: record a durable timer and suspend until it fires (returns once it has)."""
+    position = cursor.next_position()
+    now = cursor.clock.now()
+    recorded = cursor.recorded(position)
+    action = cursor.identity_checked(lambda: history.next_sleep_action(recorded, "sleep", now))
+    if isinstance(action, history.ReturnRecorded):
+        return
+    if isinstance(action, history.RaiseRecorded):
+        raise StepFailed.from_record("sleep", position, action.error)
+    if isinstance(action, history.WaitUntil):
+        raise Suspend(action.wake_at)
+    sid = step_id(cursor.run_id, position)
+    if isinstance(action, history.TimerFired):
+        started = recorded.started_at if recorded else None
+        row = StepRow(sid, position, "sleep", "sleep", history.COMPLETED, 1, now,
+                      started_at=started, finished_at=now)  # fmt: skip
+        cursor.write([EventDraft("wait_completed", now, sid, {})], row, sync=False)
+        return
+    wake_at = now + timedelta(seconds=float(seconds))
+    sleep_input = {"seconds": float(seconds)}
+    row = StepRow(sid, position, "sleep", "sleep", history.RUNNING, 1, now,
+                  input=sleep_input, started_at=now, wake_at=wake_at)  # fmt: skip
+    events = [
+        step_created(sid, position, "sleep", "sleep", sleep_input, now),
+        EventDraft("wait_created", now, sid, {**sleep_input, "wake_at": wake_at.isoformat()}),
+    ]
+    cursor.write(events, row, sync=False)
+    raise Suspend(wake_at)
+
+
+def record_value(cursor: ReplayCursor, name: str, produce: Callable[[], Any]) -> Any:
+    """A value workflow code must see the same on replay (`ctx.now()`, `ctx.random()`): the
+    recorded one, or `produce()` recorded as a completed step at the next position."""
+    position = cursor.next_position()
+    recorded = cursor.recorded(position)
+    if recorded is not None:
+        cursor.identity_checked(lambda: _value_action(recorded, name))
+        return recorded.result
+    value = produce()
+    now = cursor.clock.now()
+    sid = step_id(cursor.run_id, position)
+    row = StepRow(sid, position, name, "step", history.COMPLETED, 1, now, result=value,
+                  started_at=now, finished_at=now)  # fmt: skip
+    events = [
+        step_created(sid, position, name, "step", None, now),
+        EventDraft("step_completed", now, sid, {"attempt": 1, "result": value}),
+    ]
+    # Async is enough: anything that depends on the value durably commits after it (FIFO).
+    cursor.write(events, row, sync=False)
+    return value
+
+
+def _value_action(recorded: history.RecordedStep, name: str) -> history.StepAction:
+    history.check_identity(recorded, name, "step")
+    return history.ReturnRecorded(recorded.result)
