@@ -216,10 +216,7 @@ def current() -> Dispatcher:
 
 def enqueue_run(run_id: uuid.UUID, countdown: float | None = None, priority: int = 0) -> None:
     """Ask a worker to execute (or resume) `run_id`, now or after `countdown` seconds."""
-    if priority:
-        _dispatcher.enqueue_run(run_id, countdown, priority=priority)
-    else:  # the common call, which dispatchers written before priorities also take
-        _dispatcher.enqueue_run(run_id, countdown)
+    _dispatcher.enqueue_run(run_id, countdown, priority=priority)
 
 
 def publish_branches(
@@ -230,10 +227,7 @@ def publish_branches(
 ) -> None:
     """Publish these branch attempts of a run of `priority`; raises `publisher.PublishError`
     if any message failed (its `retryable` says whether trying again may help)."""
-    if priority:
-        _dispatcher.publish_branches(run_id, group_position, dispatches, priority=priority)
-    else:  # as for enqueue_run: dispatchers written before priorities take this call
-        _dispatcher.publish_branches(run_id, group_position, dispatches)
+    _dispatcher.publish_branches(run_id, group_position, dispatches, priority=priority)
 
 
 def publish_later(

@@ -17,7 +17,6 @@ Rules (docs/operating.md says why):
 
 from __future__ import annotations
 
-import secrets
 import uuid
 from dataclasses import dataclass, replace
 from typing import Any
@@ -27,16 +26,14 @@ from django.db.models import Max
 from django.utils import timezone
 
 from runtime import conf
+from runtime.core.callbacks import new_token
 from runtime.core.errors import NothingToRetry, PositionOutOfRange, PositionUnfinished
-from runtime.core.identity import group_id, step_id
+from runtime.core.identity import step_id
 from runtime.core.jsonvalues import checked
 from runtime.dispatch import enqueue_run
 from runtime.models import Event, EventType, FanoutGroup, Run, Step, StepStatus
 from runtime.registry import registry
 from runtime.services import get_run_row
-from runtime.store.orm import step_model
-
-TOKEN_BYTES = 32  # a copied callback gets a fresh token: tokens are unique and credentials
 
 
 @dataclass(frozen=True)
@@ -162,7 +159,7 @@ def _create(plan: ForkPlan, run_input: dict[str, Any], reason: str) -> Run:
         )
         Step.objects.bulk_create([_copied_step(s, run.id) for s in plan.steps])
         Event.objects.bulk_create(_copied_events(plan, events, run.id))
-        FanoutGroup.objects.bulk_create([_copied_group(g, run.id) for g in plan.groups])
+        FanoutGroup.objects.bulk_create([g.copied_to(run.id) for g in plan.groups])
         transaction.on_commit(lambda: enqueue_run(run.id, priority=run.priority))
     return run
 
@@ -184,27 +181,8 @@ def _copied_events(plan: ForkPlan, events: list[Event], run_id: uuid.UUID) -> li
 
 
 def _copied_step(step: Step, run_id: uuid.UUID) -> Step:
-    token = secrets.token_urlsafe(TOKEN_BYTES) if step.callback_token else None
+    token = new_token() if step.callback_token else None
     row = replace(
         step.as_row(), id=step_id(run_id, step.position), wake_at=None, callback_token=token
     )
-    return step_model(run_id, row)
-
-
-def _copied_group(group: FanoutGroup, run_id: uuid.UUID) -> FanoutGroup:
-    return FanoutGroup(
-        id=group_id(run_id, group.first_position),
-        run_id=run_id,
-        first_position=group.first_position,
-        total=group.total,
-        released=group.released,
-        succeeded=group.succeeded,
-        failed=group.failed,
-        need=group.need,
-        failure_limit=group.failure_limit,
-        first_failure=group.first_failure,
-        verdict=group.verdict,
-        created_at=group.created_at,
-        settled_at=group.settled_at,
-        check_at=None,
-    )
+    return Step.from_row(run_id, row)

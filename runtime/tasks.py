@@ -68,12 +68,6 @@ def run_branch(
     return chunk.run_message(attempt_, int(count), int(poll), traceparent)
 
 
-@shared_task(name="fanfold.sweep", ignore_result=True)
-def sweep_runs() -> int:
-    """Re-enqueue overdue timers and runs whose owner stopped heartbeating."""
-    return run_sweep.sweep_once()
-
-
 def start_sweeps() -> None:
     """Start this process's sweeps, its takeover pass and its flow loop (schedule ticks,
     admission backstop): each worker runs them; idempotent."""

@@ -8,6 +8,7 @@ The step's `wake_at` holds the nearer of the two.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -15,7 +16,14 @@ from typing import Any
 from runtime.core import history
 
 TIMEOUT = "timeout"
+TOKEN_BYTES = 32  # 256 bits from the OS's CSPRNG
 HEARTBEAT_TIMEOUT = "heartbeat_timeout"
+
+
+def new_token() -> str:
+    """A fresh callback token: unguessable and URL-safe. A token is the credential of its
+    callback, so a fork's copied callback gets a new one too."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
 
 
 def as_seconds(value: float | timedelta | None, what: str) -> float | None:

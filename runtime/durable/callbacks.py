@@ -8,7 +8,6 @@ posted, or suspends the run until the nearest deadline.
 
 from __future__ import annotations
 
-import secrets
 import uuid
 from datetime import datetime, timedelta
 
@@ -18,6 +17,7 @@ from runtime.core.callbacks import (
     AwaitPost,
     CallbackTerms,
     RaiseTimedOut,
+    new_token,
     next_wait_action,
     timed_out_error,
 )
@@ -27,8 +27,6 @@ from runtime.core.identity import check_name, step_id
 from runtime.core.writes import EventDraft, HistoryWrite, OpenStepGuard, StepRow, step_created
 from runtime.durable.cursor import ReplayCursor
 from runtime.models import Step
-
-TOKEN_BYTES = 32  # 256 bits from the OS's CSPRNG
 
 
 class Callback:
@@ -171,7 +169,7 @@ def create_callback(
         if not recorded.callback_token:
             raise FanfoldError(f"callback {name!r} at position {position} has no recorded token")
         return Callback(cursor, position, name, recorded.callback_token, terms)
-    token = secrets.token_urlsafe(TOKEN_BYTES)
+    token = new_token()
     now = cursor.clock.now()
     sid = step_id(cursor.run_id, position)
     deadline = terms.first_deadline(now)

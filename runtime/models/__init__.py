@@ -6,13 +6,13 @@ the package defines them.
 
 from __future__ import annotations
 
+from runtime.models.fanout import FanoutGroup
 from runtime.models.flow import ConcurrencySlot, RateBucket, RateReservation, Schedule
 from runtime.models.runs import (
     ACTIVE_RUN_STATES,
     FINISHED_RUN_STATES,
     Event,
     EventType,
-    FanoutGroup,
     Run,
     RunStatus,
     Step,

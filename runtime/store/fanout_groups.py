@@ -17,20 +17,7 @@ def insert_groups_txn(rows: Sequence[tuple[uuid.UUID, FanoutGroupRow]], check_at
     if not rows:
         return
     FanoutGroup.objects.bulk_create(
-        [
-            FanoutGroup(
-                id=row.id,
-                run_id=run_id,
-                first_position=row.first_position,
-                total=row.total,
-                released=row.released,
-                need=row.need,
-                failure_limit=row.failure_limit,
-                created_at=row.created_at,
-                check_at=check_at,
-            )
-            for run_id, row in rows
-        ],
+        [FanoutGroup.from_row(run_id, row, check_at) for run_id, row in rows],
         ignore_conflicts=True,
     )
 

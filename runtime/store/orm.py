@@ -7,14 +7,13 @@ exactly (lease lost, run finished, step changed, woken up).
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Any
 
 from django.db import connection
 
 from runtime.core.errors import LeaseLost, RunAlreadyFinished, StepChanged, WokenUp
-from runtime.core.writes import LeaseGuard, OpenStepGuard, StepRow, SuspendGuard, UnfinishedGuard
+from runtime.core.writes import LeaseGuard, OpenStepGuard, SuspendGuard, UnfinishedGuard
 from runtime.models import Event, Run, Step, StepStatus
 from runtime.store.dialect import uuid_param
 from runtime.store.parts import STEP_UPDATE_FIELDS, RunPart
@@ -42,7 +41,7 @@ def write_parts_txn(parts: list[RunPart], now: datetime) -> None:
                     created_at=draft.at,
                 )
             )
-        steps.extend(step_model(part.run_id, row) for row in part.steps.values())
+        steps.extend(Step.from_row(part.run_id, row) for row in part.steps.values())
     if steps:
         Step.objects.bulk_create(
             steps,
@@ -109,24 +108,3 @@ def _guard_failure(part: RunPart) -> Exception:
         if still_ours:
             return WokenUp(f"run {part.run_id} was woken while suspending")
     return LeaseLost(f"this executor no longer owns run {part.run_id}")
-
-
-def step_model(run_id: uuid.UUID, row: StepRow) -> Step:
-    """The model of a step row as the checkpoint store writes it (`Step.as_row`'s inverse)."""
-    return Step(
-        id=row.id,
-        run_id=run_id,
-        position=row.position,
-        name=row.name,
-        kind=row.kind,
-        status=row.status,
-        attempt=row.attempt,
-        input=row.input,
-        result=row.result,
-        error=row.error,
-        created_at=row.created_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        wake_at=row.wake_at,
-        callback_token=row.callback_token,
-    )

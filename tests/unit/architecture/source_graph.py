@@ -150,3 +150,27 @@ def function_lengths(path: Path) -> list[tuple[str, int]]:
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     ]
+
+
+def unit_of(module: str) -> str | None:
+    """The runtime unit a module belongs to: its subpackage of `runtime`, or itself for a
+    top-level module; None outside `runtime` and for the package's `__init__`."""
+    parts = module.split(".")
+    if parts[0] != "runtime" or len(parts) < 2:
+        return None
+    return ".".join(parts[:2])
+
+
+def unit_edges(module_edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph between runtime's units (self-imports left out)."""
+    edges: dict[str, set[str]] = {}
+    for importer, imported in module_edges.items():
+        source = unit_of(importer)
+        if source is None:
+            continue
+        targets = edges.setdefault(source, set())
+        for name in imported:
+            target = unit_of(name)
+            if target is not None and target != source:
+                targets.add(target)
+    return edges

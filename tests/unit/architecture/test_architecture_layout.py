@@ -7,7 +7,17 @@ so those count too; the few that must stay are listed here with their reason.
 
 from __future__ import annotations
 
-from source_graph import ROOT, cycles, function_lengths, imports, modules, sql_literals
+import ast
+
+from source_graph import (
+    ROOT,
+    cycles,
+    function_lengths,
+    imports,
+    modules,
+    sql_literals,
+    unit_edges,
+)
 
 # (module, imported module): why the import cannot move to the module's top.
 FUNCTION_IMPORTS_ALLOWED = {
@@ -16,6 +26,10 @@ FUNCTION_IMPORTS_ALLOWED = {
     ("runtime.apps", "runtime.dispatch"): "AppConfig.ready: wires the dispatcher",
     ("runtime.apps", "runtime.embedded"): "AppConfig.ready: the embedded worker hook",
 }
+# Pairs of runtime's units (a subpackage, or a top-level module) that may import each other:
+# why the two cannot be one unit or be layered. Longer cycles are never allowed.
+UNIT_CYCLES_ALLOWED: dict[frozenset[str], str] = {}
+MAX_TOP_LEVEL_MODULES = 20
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
@@ -38,6 +52,31 @@ def _graph() -> tuple[dict[str, set[str]], list[str]]:
 def test_architecture_import_graph_has_no_cycle() -> None:
     edges, _ = _graph()
     assert cycles(edges) == []
+
+
+def test_architecture_units_import_each_other_at_most_in_listed_pairs() -> None:
+    edges, _ = _graph()
+    found = cycles(unit_edges(edges))
+    assert [c for c in found if len(c) > 2] == []
+    assert [c for c in found if frozenset(c) not in UNIT_CYCLES_ALLOWED] == []
+
+
+def test_architecture_runtime_keeps_few_top_level_modules() -> None:
+    top = sorted(path.name for path in (ROOT / "runtime").glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
+def test_architecture_only_the_body_runner_makes_a_step_current() -> None:
+    # `running(StepInfo)` brackets every call of a step body: only the body runner may use it.
+    users = sorted(
+        name
+        for name, path in modules().items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        and node.module == "runtime.durable.stepinfo"
+        and any(alias.name == "running" for alias in node.names)
+    )
+    assert users == ["runtime.durable.body"]
 
 
 def test_architecture_function_level_imports_are_only_the_listed_ones() -> None:
