@@ -66,6 +66,12 @@ class NonDeterminismError(FanfoldError):
         return (self.__class__, (self.message, self.position, self.differs))
 
 
+class NotAwaited(FanfoldError):
+    """An async workflow ended without awaiting a context call it made."""
+
+    code = "not_awaited"
+
+
 class PayloadError(FanfoldError):
     """A value that must be recorded is not JSON, or is larger than the configured limit."""
 

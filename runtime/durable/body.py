@@ -6,17 +6,29 @@ the runtime: the body runs with its `StepInfo` current, is timed, and its result
 a JSON value within the payload limit. A failure of user code comes back as the outcome's
 `error` for the caller to record; control flow (`Suspend`) and interpreter exits pass through.
 The caller records the outcome and sets `.outcome` (the attempt's label) before the block ends.
+
+Bodies may be `async def`. Called from sync code (`run()`: a sync workflow, a branch task) an
+async body runs to completion on an event loop of its own (asgiref's `async_to_sync`, so the
+Django ORM calls it makes through `sync_to_async` run in the calling thread, on its
+connection). Awaited from an async workflow (`arun()`) an async body runs on the workflow's
+loop, and a sync body in the run's own thread (`sync_to_async`), never on the loop. A body
+that returns an awaitable instead of a value is refused: an awaitable is never recorded.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 from types import TracebackType
 from typing import Any
 
+from asgiref.sync import async_to_sync, sync_to_async
+
 from runtime.core.control import Suspend
+from runtime.core.errors import FatalError
 from runtime.core.jsonvalues import checked
 from runtime.durable.stepinfo import StepInfo, running
 from runtime.observe.attempts import StepAttempt
@@ -83,15 +95,56 @@ class StepBody:
 
     def run(self, max_bytes: int) -> BodyOutcome:
         """Call the body once and check its result; every failure of user code is returned."""
-        call = self.call
         started = perf_counter()
         try:
-            with running(call.info):
-                raw = call.fn(*call.args, **call.kwargs)
-            seconds = perf_counter() - started
-            result, size = checked(raw, f"{call.what or call.info.name} result", max_bytes)
+            raw = self._call_here()
+            return self._checked(raw, started, max_bytes)
         except (Suspend, KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # every failure of user code is the caller's to record
             return BodyOutcome(error=exc, seconds=perf_counter() - started)
+
+    async def arun(self, max_bytes: int) -> BodyOutcome:
+        """`run()` for async callers: an async body is awaited here, a sync one runs in the
+        run's own thread. Cancellation reaches the body and is not an outcome: it propagates."""
+        call = self.call
+        started = perf_counter()
+        try:
+            if is_async_callable(call.fn):
+                with running(call.info):
+                    raw = await call.fn(*call.args, **call.kwargs)
+            else:
+                raw = await sync_to_async(self._call_here, thread_sensitive=True)()
+            return self._checked(raw, started, max_bytes)
+        except (Suspend, KeyboardInterrupt, SystemExit, asyncio.CancelledError):
+            raise
+        except BaseException as exc:  # every failure of user code is the caller's to record
+            return BodyOutcome(error=exc, seconds=perf_counter() - started)
+
+    def _call_here(self) -> Any:
+        call = self.call
+        with running(call.info):
+            if is_async_callable(call.fn):
+                return async_to_sync(call.fn)(*call.args, **call.kwargs)
+            return call.fn(*call.args, **call.kwargs)
+
+    def _checked(self, raw: Any, started: float, max_bytes: int) -> BodyOutcome:
+        seconds = perf_counter() - started
+        what = self.call.what or repr(self.call.info.name)
+        if inspect.isawaitable(raw):
+            if inspect.iscoroutine(raw):
+                raw.close()  # never awaited: closed so that it warns of nothing
+            raise FatalError(
+                f"{what} returned an awaitable instead of a value: make the step an "
+                "`async def` function so that it is awaited"
+            )
+        result, size = checked(raw, f"{what} result", max_bytes)
         return BodyOutcome(result, size, None, seconds)
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """Whether calling `fn` makes a coroutine: an `async def` function, a partial of one, or
+    an object whose `__call__` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004  (the bound method, not callable())
+    )

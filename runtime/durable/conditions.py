@@ -52,16 +52,21 @@ class _Poll:
 
 
 def wait_for_condition(
-    cursor: ReplayCursor, check: Callable[..., Any], args: tuple[Any, ...], terms: PollTerms
+    cursor: ReplayCursor,
+    check: Callable[..., Any],
+    args: tuple[Any, ...],
+    terms: PollTerms,
+    position: int | None = None,
 ) -> Any:
-    """Poll `check(*args)` until it returns something other than None/False (see module)."""
+    """Poll `check(*args)` until it returns something other than None/False (see module).
+    `position` is the one an async workflow took at the call (else the cursor's next)."""
     if not callable(check):
         raise TypeError("ctx.wait_for_condition takes a callable as its first argument")
     registered = check if isinstance(check, StepFunction) else None
     name = check_name(
         registered.name if registered else getattr(check, "__name__", "check"), "step"
     )
-    position = cursor.next_position()
+    position = cursor.next_position() if position is None else position
     recorded = cursor.recorded(position)
     now = cursor.clock.now()
     action = cursor.identity_checked(

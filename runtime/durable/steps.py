@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, NoReturn
 
 from runtime.core import history
 from runtime.core.control import Suspend
@@ -20,7 +20,7 @@ from runtime.core.errors import StepFailed, StepInterrupted, describe_exception
 from runtime.core.identity import check_name, step_id
 from runtime.core.retry import GiveUp, RetryPolicy, decide
 from runtime.core.writes import EventDraft, StepRow, step_created
-from runtime.durable.body import BodyCall, StepBody
+from runtime.durable.body import BodyCall, BodyOutcome, StepBody
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.stepinfo import StepInfo
 from runtime.flow.ratelimit import turn_wait
@@ -66,8 +66,27 @@ def resolve_step(
     )
 
 
+@dataclass(frozen=True)
+class Answered:
+    """The history's answer to a step call: its recorded result."""
+
+    result: Any
+
+
 def run_step(cursor: ReplayCursor, call: StepCall, rand: Callable[[], float]) -> Any:
     """Answer `call` from the history, or run its next attempt; returns the step's result."""
+    prepared = prepare_step(cursor, call, rand)
+    if isinstance(prepared, Answered):
+        return prepared.result
+    with StepBody(prepared.start()) as body:
+        return prepared.finish(body, body.run(cursor.payload_limit))
+
+
+def prepare_step(
+    cursor: ReplayCursor, call: StepCall, rand: Callable[[], float]
+) -> Answered | StepAttemptRun:
+    """What the history says of `call`: its answer (a recorded failure, a wait or an
+    interrupted attempt raises here), or the attempt to run now."""
     recorded = cursor.recorded(call.position)
     action = cursor.identity_checked(
         lambda: history.next_step_action(
@@ -79,38 +98,44 @@ def run_step(cursor: ReplayCursor, call: StepCall, rand: Callable[[], float]) ->
         )
     )
     if isinstance(action, history.ReturnRecorded):
-        return action.result
+        return Answered(action.result)
     if isinstance(action, history.RaiseRecorded):
         raise StepFailed.from_record(call.name, call.position, action.error)
     if isinstance(action, history.WaitUntil):
         raise Suspend(action.wake_at)
-    step_input = cursor.checked({"args": list(call.args), "kwargs": call.kwargs},
-                                f"step {call.name!r} input")  # fmt: skip
-    attempt = _Attempt(cursor, call, step_input[0], rand)
+    step_input, input_bytes = cursor.checked(
+        {"args": list(call.args), "kwargs": call.kwargs}, f"step {call.name!r} input"
+    )
+    if not isinstance(action, history.RunAttempt | history.Interrupted):
+        raise TypeError(f"unexpected replay action {action!r} for a step")
+    attempt = StepAttemptRun(cursor, call, step_input, rand, action.attempt, input_bytes)
     if isinstance(action, history.Interrupted):
         kind = "at-most-once " if call.at_most_once else ""
         interrupted = StepInterrupted(
             f"attempt {action.attempt} of {kind}step {call.name!r} was interrupted; "
             "it is not run again"
         )
-        return attempt.failed(action.attempt, interrupted)
-    if not isinstance(action, history.RunAttempt):
-        raise TypeError(f"unexpected replay action {action!r} for a step")
+        attempt.failed(interrupted)
     turn = call.registered and turn_wait(call.registered, cursor.run_id, call.position,
                                          action.attempt)  # fmt: skip
     if turn:
         raise Suspend(turn)  # no worker waits for the turn; the attempt keeps it
-    return attempt.run(action, step_input[1])
+    attempt.fresh = action.fresh
+    return attempt
 
 
-@dataclass(frozen=True)
-class _Attempt:
-    """One attempt of one inline step: its start, its body, and what its outcome records."""
+@dataclass
+class StepAttemptRun:
+    """One attempt of one inline step: its start, then what its body's outcome records."""
 
     cursor: ReplayCursor
     call: StepCall
     step_input: Any
     rand: Callable[[], float]
+    attempt: int
+    input_bytes: int
+    fresh: bool = False
+    started_at: datetime | None = None
 
     def row(self, status: str, attempt: int, at: Any, **fields: Any) -> StepRow:
         call = self.call
@@ -118,43 +143,51 @@ class _Attempt:
         return StepRow(sid, call.position, call.name, "step", status, attempt, at,
                        input=self.step_input, **fields)  # fmt: skip
 
-    def run(self, action: history.RunAttempt, input_bytes: int) -> Any:
-        cursor, call = self.cursor, self.call
+    def start(self) -> BodyCall:
+        """Record the attempt's start; returns the body to run."""
+        cursor, call, attempt = self.cursor, self.call, self.attempt
         sid = step_id(cursor.run_id, call.position)
         started = cursor.clock.now()
         events: list[EventDraft] = []
-        if action.fresh:
+        if self.fresh:
             events.append(
                 step_created(sid, call.position, call.name, "step", self.step_input, started)
             )
-        events.append(EventDraft("step_started", started, sid, {"attempt": action.attempt}))
-        running = self.row(history.RUNNING, action.attempt, started, started_at=started)
+        events.append(EventDraft("step_started", started, sid, {"attempt": attempt}))
+        running = self.row(history.RUNNING, attempt, started, started_at=started)
         # An at-most-once start must be durable before the body runs; an at-least-once start
         # is queued and usually commits together with the completion.
-        cursor.write(events, running, sync=call.at_most_once, payload_bytes=input_bytes)
-        info = StepInfo(cursor.run_id, call.position, call.name, action.attempt)
-        body_call = BodyCall(info, call.body, call.args, call.kwargs, f"step {call.name!r}")
-        with StepBody(body_call) as body:
-            outcome = body.run(cursor.payload_limit)
-            if outcome.error is not None:
-                try:
-                    return self.failed(action.attempt, outcome.error)
-                except Suspend:
-                    body.outcome = "retrying"  # a failed attempt suspends until its retry
-                    raise
-            finished = cursor.clock.now()
-            done = self.row(history.COMPLETED, action.attempt, started, result=outcome.result,
-                            started_at=started, finished_at=finished)  # fmt: skip
-            payload = {"attempt": action.attempt, "result": outcome.result}
-            completed = EventDraft("step_completed", finished, sid, payload)
-            cursor.write([completed], done, sync=True, payload_bytes=input_bytes + outcome.size)
-            body.outcome = "completed"
-            return outcome.result
+        cursor.write(events, running, sync=call.at_most_once, payload_bytes=self.input_bytes)
+        self.started_at = started
+        info = StepInfo(cursor.run_id, call.position, call.name, attempt)
+        return BodyCall(info, call.body, call.args, call.kwargs, f"step {call.name!r}")
 
-    def failed(self, attempt: int, exc: BaseException) -> Any:
+    def finish(self, body: StepBody, outcome: BodyOutcome) -> Any:
+        """Record how the body ended: the step's result (returned), its final failure (raises
+        StepFailed) or its retry (raises Suspend); labels the attempt for metrics and spans."""
+        if outcome.error is not None:
+            try:
+                self.failed(outcome.error)
+            except Suspend:
+                body.outcome = "retrying"  # a failed attempt suspends until its retry
+                raise
+        cursor, call, attempt = self.cursor, self.call, self.attempt
+        sid = step_id(cursor.run_id, call.position)
+        started = self.started_at
+        finished = cursor.clock.now()
+        done = self.row(history.COMPLETED, attempt, started, result=outcome.result,
+                        started_at=started, finished_at=finished)  # fmt: skip
+        payload = {"attempt": attempt, "result": outcome.result}
+        completed = EventDraft("step_completed", finished, sid, payload)
+        size = self.input_bytes + outcome.size
+        cursor.write([completed], done, sync=True, payload_bytes=size)
+        body.outcome = "completed"
+        return outcome.result
+
+    def failed(self, exc: BaseException) -> NoReturn:
         """Record a failed attempt: the step fails for good (raises StepFailed), or its retry
         is recorded and the run suspends until then (raises Suspend)."""
-        cursor, call = self.cursor, self.call
+        cursor, call, attempt = self.cursor, self.call, self.attempt
         sid = step_id(cursor.run_id, call.position)
         now = cursor.clock.now()
         error = describe_exception(exc)
@@ -177,9 +210,10 @@ class _Attempt:
         raise Suspend(wake_at)
 
 
-def sleep(cursor: ReplayCursor, seconds: float) -> None:
-    """`ctx.sleep`: record a durable timer and suspend until it fires (returns once it has)."""
-    position = cursor.next_position()
+def sleep(cursor: ReplayCursor, seconds: float, position: int | None = None) -> None:
+    """`ctx.sleep`: record a durable timer and suspend until it fires (returns once it has).
+    `position` is the one an async workflow took at the call (else the cursor's next)."""
+    position = cursor.next_position() if position is None else position
     now = cursor.clock.now()
     recorded = cursor.recorded(position)
     action = cursor.identity_checked(lambda: history.next_sleep_action(recorded, "sleep", now))

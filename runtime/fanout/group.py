@@ -58,6 +58,7 @@ def run_all(
     return_exceptions: bool = False,
     min_successful: int | None = None,
     tolerated_failures: int | None = None,
+    positions: list[int] | None = None,
 ) -> list[Any]:
     """Run `signatures` as parallel branches and return their results in signature order.
 
@@ -65,6 +66,7 @@ def run_all(
     `min_successful` became unreachable) raises `StepFailed` for the first failed branch in
     the event log. Failed or cancelled branches of a successful fan-out appear in place as
     `StepFailed` objects. `min_successful` succeeds early and cancels the unfinished rest.
+    `positions` are the branches' own when an async workflow took them at the call.
     """
     _check_signatures(signatures)
     rule = FanInRule.resolve(
@@ -76,7 +78,8 @@ def run_all(
     window = initial_release(len(signatures), max_concurrency)
     if not signatures:
         return []
-    positions = [cursor.next_position() for _ in range(len(signatures))]
+    if positions is None:
+        positions = [cursor.next_position() for _ in range(len(signatures))]
     recorded = [cursor.recorded(p) for p in positions]
     if all(r is None for r in recorded):
         _start(cursor, signatures, positions, rule, window)
