@@ -70,15 +70,20 @@ def fork_run(
 def retry_run(run_id: uuid.UUID | str) -> Run:
     """Fork `run_id` from its first failed or cancelled step; NothingToRetry if it has none."""
     source = get_run_row(run_id)
-    first = (
-        Step.objects.filter(run=source, status__in=[StepStatus.FAILED, StepStatus.CANCELLED])
+    first = first_failed_position(source)
+    if first is None:
+        raise NothingToRetry(f"run {source.id} has no failed or cancelled step to retry from")
+    return fork_run(source.id, first, reason="retry")
+
+
+def first_failed_position(run: Run) -> int | None:
+    """The position of `run`'s first failed or cancelled step (where a retry forks), or None."""
+    return (
+        Step.objects.filter(run=run, status__in=[StepStatus.FAILED, StepStatus.CANCELLED])
         .order_by("position")
         .values_list("position", flat=True)
         .first()
     )
-    if first is None:
-        raise NothingToRetry(f"run {source.id} has no failed or cancelled step to retry from")
-    return fork_run(source.id, first, reason="retry")
 
 
 def plan_fork(source: Run, from_position: object) -> ForkPlan:

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from runtime.admin_workflow import percentile
+from runtime.admin.workflows import percentile
 from tests.integration.admin.admin_pages import change_url
 from tests.support.fanout_rows import fanout_run
 from tests.support.run_rows import finished_run, make_run, waiting_run
@@ -73,6 +73,12 @@ def test_admin_workflow_page_counts_runs_and_step_percentiles(staff_client: Clie
 def test_admin_workflow_page_needs_staff(client: Client) -> None:
     url = reverse("admin:runtime_run_workflow", args=["examples.sequential_sum"])
     assert client.get(url).status_code == 302  # to the login page
+
+
+def test_admin_workflow_page_answers_not_found_for_a_name_with_nul(staff_client: Client) -> None:
+    # PostgreSQL text cannot hold NUL: the page used to fail its query and answer 500.
+    response = staff_client.get("/admin/runtime/run/workflow/a%00b/")
+    assert response.status_code == 404
 
 
 def test_admin_workflow_percentile_is_nearest_rank() -> None:

@@ -1,4 +1,4 @@
-"""What the run admin shows: values formatted for its pages (JSON, durations, times)."""
+"""What the run admin shows: values formatted for its pages (JSON, durations, times, links)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 # A payload is at most FANFOLD_MAX_PAYLOAD_BYTES; past this many characters the page shows a
 # prefix rather than a megabyte of JSON.
@@ -23,7 +26,16 @@ def pretty_json(value: Any, limit: int = PRETTY_JSON_LIMIT) -> str:
     return text
 
 
+def compact_json(payload: Any) -> str:
+    """`payload` as one line of JSON, cut to `EVENT_PAYLOAD_LIMIT` characters and an ellipsis."""
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    if len(text) > EVENT_PAYLOAD_LIMIT:
+        return text[:EVENT_PAYLOAD_LIMIT] + "…"
+    return text
+
+
 def seconds_between(start: datetime | None, end: datetime | None) -> str:
+    """The time from `start` to `end` in seconds, e.g. "0.012 s"; a dash if either is None."""
     if start is None or end is None:
         return "—"
     return f"{(end - start).total_seconds():.3f} s"
@@ -34,23 +46,26 @@ def relative_time(origin: datetime, moment: datetime) -> str:
     return f"{(moment - origin).total_seconds():+.3f} s"
 
 
-def _timestamp(moment: datetime | None) -> str:
+def timestamp(moment: datetime | None) -> str:
     """Compact and to the second, in the current time zone: a list of runs is read for order."""
     return "—" if moment is None else timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _as_uuid(text: str) -> uuid.UUID | None:
+def as_uuid(text: str) -> uuid.UUID | None:
+    """`text` as a UUID if it parses as one, else None."""
     try:
         return uuid.UUID(text)
     except ValueError:
         return None
 
 
-def _runs(n: int) -> str:
+def runs_phrase(n: int) -> str:
+    """The phrase "1 run" or "`n` runs", for the actions' messages."""
     return f"{n} run" if n == 1 else f"{n} runs"
 
 
-def _error_summary(error: Any) -> str:
+def error_summary(error: Any) -> str:
+    """A recorded error in one line, "Type: message"; an empty string for no error."""
     if not error:
         return ""
     if isinstance(error, dict):
@@ -58,8 +73,7 @@ def _error_summary(error: Any) -> str:
     return str(error)
 
 
-def _compact(payload: Any) -> str:
-    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
-    if len(text) > EVENT_PAYLOAD_LIMIT:
-        return text[:EVENT_PAYLOAD_LIMIT] + "…"
-    return text
+def run_link(run_id: Any) -> SafeString:
+    """A link to the run's admin page, its text the run's id."""
+    url = reverse("admin:runtime_run_change", args=[run_id])
+    return format_html("<a href='{}'>{}</a>", url, run_id)

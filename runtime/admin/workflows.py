@@ -10,9 +10,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Count
-
-from runtime.models import Run, RunStatus, Step
+from runtime.models import Run, RunStatus, Step, StepStatus
 
 RECENT_RUNS = 200
 MAX_STEP_ROWS = 50_000
@@ -37,13 +35,7 @@ def _summary(durations: list[float]) -> dict[str, Any]:
 
 def workflow_stats(workflow: str, recent: int = RECENT_RUNS) -> dict[str, Any]:
     """Counts by status over all runs; run and step durations over the `recent` newest."""
-    counts = dict(
-        Run.objects.filter(workflow=workflow)
-        .order_by()
-        .values_list("status")
-        .annotate(n=Count("pk"))
-        .values_list("status", "n")
-    )
+    counts = Run.objects.filter(workflow=workflow).counts_by_status()
     runs = list(
         Run.objects.filter(workflow=workflow)
         .order_by("-created_at", "-id")
@@ -62,9 +54,9 @@ def workflow_stats(workflow: str, recent: int = RECENT_RUNS) -> dict[str, Any]:
         .values_list("name", "status", "started_at", "finished_at")[:MAX_STEP_ROWS]
     )
     for name, status, started, finished in rows:
-        if status == "failed":
+        if status == StepStatus.FAILED:
             failed[name] += 1
-        elif status == "completed" and started and finished:
+        elif status == StepStatus.COMPLETED and started and finished:
             steps[name].append((finished - started).total_seconds())
     return {
         "workflow": workflow,

@@ -1,40 +1,19 @@
-"""Admin pages of flow control: schedules (pause, resume) and concurrency slots in use.
-
-Imported by runtime.admin, which Django's admin autodiscovery loads.
-"""
+"""Admin pages of flow control: schedules (pause, resume) and concurrency slots in use."""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import OuterRef, QuerySet
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 
+from runtime.admin.base import ReadOnlyAdmin, count_subquery
 from runtime.models import ACTIVE_RUN_STATES, ConcurrencySlot, Run, RunStatus, Schedule
 from runtime.schedules import pause_schedule, resume_schedule
 
 
-class _ReadOnly(admin.ModelAdmin):
-    """Staff may look (and pause or resume), as on the runs pages; nobody edits rows."""
-
-    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return bool(request.user.is_active and request.user.is_staff)
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-
 @admin.register(Schedule)
-class ScheduleAdmin(_ReadOnly):
+class ScheduleAdmin(ReadOnlyAdmin[Schedule]):
     list_display = ["workflow", "kind", "expression", "timezone", "catchup", "paused",
                     "last_tick", "next_tick"]  # fmt: skip
     list_filter = ["paused", "kind"]
@@ -58,12 +37,11 @@ def _runs_of_slot(**filters: object) -> Coalesce:
     runs = Run.objects.filter(
         workflow=OuterRef("workflow"), concurrency_key=OuterRef("key"), **filters
     )
-    counted = runs.order_by().values("workflow").annotate(n=Count("id")).values("n")
-    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+    return count_subquery(runs, "workflow")
 
 
 @admin.register(ConcurrencySlot)
-class ConcurrencySlotAdmin(_ReadOnly):
+class ConcurrencySlotAdmin(ReadOnlyAdmin[ConcurrencySlot]):
     list_display = ["workflow", "key", "capacity", "in_use", "waiting", "updated_at"]
     search_fields = ["workflow", "key"]
 

@@ -1,0 +1,108 @@
+"""What a run's admin page shows beyond its fields: counts, paged tables, timeline, fork buttons.
+
+A run may have tens of thousands of steps and events, so its page never renders them all: both
+tables are paginated (`?steps_page=N`, `?events_page=N`) and headed by counts per status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.http import HttpRequest
+
+from runtime.admin.display import compact_json, error_summary, relative_time, seconds_between
+from runtime.admin.forks import fork_buttons
+from runtime.admin.timeline import timeline_context
+from runtime.models import Event, Run, Step, StepStatus
+
+STEPS_PER_PAGE = 100
+EVENTS_PER_PAGE = 100
+
+_STEP_LIST_FIELDS = (
+    "position",
+    "name",
+    "kind",
+    "status",
+    "attempt",
+    "error",
+    "started_at",
+    "finished_at",
+    "run_id",
+)
+
+
+def run_page_context(request: HttpRequest, run: Run) -> dict[str, Any]:
+    """Everything the run page's template adds to Django's change form, for one run."""
+    return {
+        **_steps_context(request, run),
+        **_events_context(request, run),
+        **fork_buttons(run),
+        **timeline_context(run),
+    }
+
+
+def _page(request: HttpRequest, param: str, items: Any, per_page: int) -> Page[Any]:
+    return Paginator(items, per_page).get_page(request.GET.get(param))
+
+
+def _pager(request: HttpRequest, param: str, page: Page[Any], anchor: str) -> dict[str, Any]:
+    """What the pager under a table shows: the range on view and links to other pages."""
+
+    def link(number: int) -> str:
+        query = request.GET.copy()
+        query[param] = str(number)
+        return f"?{query.urlencode()}#{anchor}"
+
+    last = page.paginator.num_pages
+    return {
+        "page": page,
+        "first": link(1) if page.number > 1 else None,
+        "previous": link(page.number - 1) if page.has_previous() else None,
+        "next": link(page.number + 1) if page.has_next() else None,
+        "last": link(last) if page.number < last else None,
+    }
+
+
+def _steps_context(request: HttpRequest, run: Run) -> dict[str, Any]:
+    """The run page's step counts and its page of the step table."""
+    by_status = Step.objects.filter(run=run).counts_by_status()
+    rows = Step.objects.filter(run=run).order_by("position").only(*_STEP_LIST_FIELDS)
+    steps = _page(request, "steps_page", rows, STEPS_PER_PAGE)
+    return {
+        "step_status_counts": [
+            (label, by_status[value]) for value, label in StepStatus.choices if value in by_status
+        ],
+        "step_total": sum(by_status.values()),
+        "steps_pager": _pager(request, "steps_page", steps, "steps"),
+        "step_rows": [
+            {
+                "step": step,
+                "duration": seconds_between(step.started_at, step.finished_at),
+                "error": error_summary(step.error),
+            }
+            for step in steps
+        ],
+    }
+
+
+def _events_context(request: HttpRequest, run: Run) -> dict[str, Any]:
+    """The run page's page of the event log."""
+    rows = (
+        Event.objects.filter(run=run)
+        .order_by("seq")
+        .select_related("step")
+        .only("seq", "type", "payload", "created_at", "run_id", "step__name", "step__position")
+    )
+    events = _page(request, "events_page", rows, EVENTS_PER_PAGE)
+    return {
+        "events_pager": _pager(request, "events_page", events, "timeline"),
+        "event_rows": [
+            {
+                "event": event,
+                "offset": relative_time(run.created_at, event.created_at),
+                "payload": compact_json(event.payload),
+            }
+            for event in events
+        ],
+    }

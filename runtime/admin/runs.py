@@ -1,0 +1,228 @@
+"""The Django admin for inspecting runs: read-only, with cancel, re-run, retry and fork.
+
+Beyond Django's list and change form, the run admin serves two pages of its own (added in
+`get_urls`): a workflow's page of counts and durations, and the target of the fork form.
+The changelist counts steps with one correlated subquery per column, evaluated only for the
+rows of the page shown, rather than a join that would aggregate every run's steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.db.models import OuterRef, Q, QuerySet
+from django.db.models.functions import Coalesce
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseNotAllowed,
+)
+from django.shortcuts import render
+from django.urls import URLPattern, path
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from runtime.admin.actions import cancel_runs, rerun_runs, retry_runs
+from runtime.admin.base import ReadOnlyAdmin, count_subquery
+from runtime.admin.display import as_uuid, error_summary, pretty_json, seconds_between, timestamp
+from runtime.admin.forks import fork_from_form, source_and_fork_links
+from runtime.admin.run_pages import run_page_context
+from runtime.admin.workflows import workflow_stats
+from runtime.models import Run, RunStatus, Step, StepStatus
+
+# PostgreSQL text cannot hold NUL: a query with one fails instead of finding nothing.
+NUL = "\x00"
+
+
+def _step_count(status: str | None = None) -> Coalesce:
+    steps = Step.objects.filter(run=OuterRef("pk"))
+    if status is not None:
+        steps = steps.filter(status=status)
+    return count_subquery(steps, "run")
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyAdmin[Run]):
+    change_form_template = "admin/runtime/run/change_form.html"
+    list_display = ["short_id", "workflow", "status", "created", "duration", "step_counts"]
+    list_filter = ["status", "workflow"]
+    # Searching is done by get_search_results; this only turns the search box on.
+    search_fields = ["=idempotency_key"]
+    search_help_text = "An exact run id or idempotency key."
+    show_full_result_count = False
+    list_per_page = 50
+    actions = [cancel_runs, rerun_runs, retry_runs]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "id",
+                    "workflow",
+                    "status",
+                    "idempotency_key",
+                    ("created_at", "started_at", "finished_at"),
+                    "duration",
+                    "fork_links",
+                ]
+            },
+        ),
+        ("Input and outcome", {"fields": ["input_json", "outcome"]}),
+    ]
+    readonly_fields = [
+        "id",
+        "workflow",
+        "status",
+        "idempotency_key",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "duration",
+        "input_json",
+        "outcome",
+        "fork_links",
+    ]
+
+    # --- pages of its own --------------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        own = [
+            path(
+                "workflow/<path:name>/",
+                self.admin_site.admin_view(self.workflow_view),
+                name="runtime_run_workflow",
+            ),
+            path(
+                "<path:object_id>/fork/",
+                self.admin_site.admin_view(self.fork_view),
+                name="runtime_run_fork",
+            ),
+        ]
+        return own + super().get_urls()
+
+    def workflow_view(self, request: HttpRequest, name: str) -> HttpResponse:
+        """Counts by status and p50/p95 durations of the workflow's recent runs and steps."""
+        if not self.has_view_permission(request):
+            return HttpResponse(status=403)
+        if NUL in name:
+            raise Http404("No workflow name contains NUL (U+0000).")
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Workflow {name}",
+            "opts": Run._meta,
+            "stats": workflow_stats(name),
+        }
+        return render(request, "admin/runtime/run/workflow.html", context)
+
+    def fork_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST `position`: fork the run from it, then show the new run (or say what failed)."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return fork_from_form(self, request, object_id)
+
+    # --- the changelist ----------------------------------------------------------------------
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        if any(NUL in value for _, values in request.GET.lists() for value in values):
+            return HttpResponseBadRequest("Filter and search values cannot contain NUL (U+0000).")
+        return super().changelist_view(request, extra_context)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
+        queryset = super().get_queryset(request)
+        # Only the list shows these counts; the run page counts its steps by status itself.
+        if request.resolver_match and request.resolver_match.url_name == "runtime_run_changelist":
+            queryset = queryset.annotate(
+                steps_total=_step_count(),
+                steps_completed=_step_count(StepStatus.COMPLETED),
+                steps_failed=_step_count(StepStatus.FAILED),
+            )
+        return queryset
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Run], search_term: str
+    ) -> tuple[QuerySet[Run], bool]:
+        """Exact matches only: a run id (when the term parses as a UUID) or idempotency key.
+
+        The term is parsed here rather than handed to the database, so a UUID column on
+        Postgres never sees a string it cannot cast.
+        """
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        condition = Q(idempotency_key=term)
+        run_id = as_uuid(term)
+        if run_id is not None:
+            condition |= Q(id=run_id)
+        return queryset.filter(condition), False
+
+    @admin.display(description="Run", ordering="id")
+    def short_id(self, run: Run) -> SafeString:
+        return format_html("<code title='{}'>{}…</code>", run.id, str(run.id)[:8])
+
+    @admin.display(description="Created", ordering="created_at")
+    def created(self, run: Run) -> str:
+        return timestamp(run.created_at)
+
+    @admin.display(description="Duration")
+    def duration(self, run: Run) -> str:
+        return seconds_between(run.started_at or run.created_at, run.finished_at)
+
+    @admin.display(description="Steps")
+    def step_counts(self, run: Run) -> str:
+        total = getattr(run, "steps_total", None)
+        if total is None:
+            return "—"
+        parts = [str(total)]
+        if run.steps_completed:  # type: ignore[attr-defined]
+            parts.append(f"{run.steps_completed} completed")  # type: ignore[attr-defined]
+        if run.steps_failed:  # type: ignore[attr-defined]
+            parts.append(f"{run.steps_failed} failed")  # type: ignore[attr-defined]
+        return " · ".join(parts)
+
+    # --- the run's page ----------------------------------------------------------------------
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        run = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if run is not None and self.has_view_permission(request, run):
+            context.update(run_page_context(request, run))
+        return super().change_view(request, object_id, form_url, context)
+
+    @admin.display(description="Input")
+    def input_json(self, run: Run) -> SafeString:
+        return format_html("<pre class='fanfold-json'>{}</pre>", pretty_json(run.input))
+
+    @admin.display(description="Result or error")
+    def outcome(self, run: Run) -> SafeString:
+        if run.error is not None:
+            error = dict(run.error) if isinstance(run.error, dict) else {"message": run.error}
+            summary = error_summary(error)
+            traceback = error.pop("traceback", "")
+            return format_html(
+                "<p class='fanfold-error'><strong>{}</strong></p>"
+                "<pre class='fanfold-json'>{}</pre><pre class='fanfold-traceback'>{}</pre>",
+                summary,
+                pretty_json(error),
+                traceback or "(no traceback recorded)",
+            )
+        if run.status == RunStatus.COMPLETED:
+            return format_html("<pre class='fanfold-json'>{}</pre>", pretty_json(run.result))
+        return format_html("<em>{}</em>", f"none yet: the run is {run.status}")
+
+    @admin.display(description="Fork links")
+    def fork_links(self, run: Run) -> SafeString:
+        return source_and_fork_links(run)
