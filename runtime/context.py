@@ -9,6 +9,7 @@ through the same cursor.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random as _random
 import uuid
@@ -23,6 +24,15 @@ from runtime.core.conditions import PollTerms
 from runtime.core.identity import deterministic_uuid
 from runtime.core.retry import RetryPolicy
 from runtime.durable import steps
+from runtime.durable.awaited import (
+    AsyncCallback,
+    AwaitedCalls,
+    Pending,
+    in_run_thread,
+    in_run_thread_now,
+    run_async_workflow,
+)
+from runtime.durable.body import StepBody, is_async_callable
 from runtime.durable.callbacks import Callback, create_callback
 from runtime.durable.conditions import wait_for_condition
 from runtime.durable.cursor import ReplayCursor
@@ -109,15 +119,21 @@ class DurableContext:
     ) -> Any:
         """Run `fn(*args, **kwargs)` durably and return its result (memoized on replay)."""
         call = steps.resolve_step(self.cursor, fn, args, kwargs, name, retry)
+        return self._run_step(call)
+
+    def _run_step(self, call: steps.StepCall) -> Any:
         return steps.run_step(self.cursor, call, self._rand)
 
     # -- timers -----------------------------------------------------------------------------
 
-    def sleep(self, duration: float | timedelta) -> None:
+    def sleep(self, duration: float | timedelta) -> Any:
         """A durable timer: the run suspends, holding no worker, and resumes after `duration`."""
         seconds = duration.total_seconds() if isinstance(duration, timedelta) else duration
         if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
             raise ValueError("ctx.sleep takes a non-negative number of seconds or a timedelta")
+        return self._sleep(float(seconds))
+
+    def _sleep(self, seconds: float) -> Any:
         steps.sleep(self.cursor, seconds)
 
     def wait_for_condition(
@@ -136,6 +152,9 @@ class DurableContext:
         `check` fails the wait at once (StepFailed, no retry). All polls are one step record.
         """
         terms = PollTerms.of(interval, backoff, max_interval, timeout)
+        return self._poll(check, args, terms)
+
+    def _poll(self, check: Callable[..., Any], args: tuple[Any, ...], terms: PollTerms) -> Any:
         return wait_for_condition(self.cursor, check, args, terms)
 
     # -- callbacks and fan-outs ---------------------------------------------------------------
@@ -168,8 +187,7 @@ class DurableContext:
         in the event log. With `return_exceptions=True` failed branches appear in place as
         `StepFailed` objects. `min_successful` succeeds early and cancels the unfinished rest.
         """
-        return run_all(
-            self.cursor,
+        return self._fan_out(
             list(signatures),
             max_concurrency=max_concurrency,
             return_exceptions=return_exceptions,
@@ -191,11 +209,100 @@ class DurableContext:
         workflow (then each item runs as a child workflow)."""
         if not isinstance(fn, StepFunction | WorkflowFunction):
             raise TypeError("ctx.map takes a registered @step or @workflow function")
-        return run_all(
-            self.cursor,
+        return self._fan_out(
             SignatureMap(fn.name, fn.signature_kind, list(items)),
             max_concurrency=max_concurrency,
             return_exceptions=return_exceptions,
             min_successful=min_successful,
             tolerated_failures=tolerated_failures,
         )
+
+    def _fan_out(self, signatures: list[Signature] | SignatureMap, **options: Any) -> Any:
+        return run_all(self.cursor, signatures, **options)
+
+
+def workflow_context(
+    fn: Callable[..., Any],
+    session: ExecutionSession,
+    recorded: dict[int, history.RecordedStep],
+    clock: Clock,
+    *,
+    cursor: ReplayCursor | None = None,
+) -> DurableContext:
+    """The context workflow `fn` gets: awaited calls for an `async def` workflow."""
+    kind = AsyncDurableContext if is_async_callable(fn) else DurableContext
+    return kind(session, recorded, clock, cursor=cursor)
+
+
+def call_workflow(
+    fn: Callable[..., Any], ctx: DurableContext, args: list[Any], kwargs: dict[str, Any]
+) -> Any:
+    """Run workflow code `fn(ctx, *args, **kwargs)` to its end (or its suspension) from the
+    run's thread, on a loop of its own if it is async."""
+    if isinstance(ctx, AsyncDurableContext):
+        return run_async_workflow(fn, ctx, ctx.calls, args, kwargs)
+    return fn(ctx, *args, **kwargs)
+
+
+class AsyncDurableContext(DurableContext):
+    """The `ctx` of an `async def` workflow: every call that waits is awaited.
+
+    `ctx.step`, `ctx.sleep`, `ctx.wait_for_condition`, `ctx.all`, `ctx.map` and a callback's
+    `wait()` take their positions when called and return an awaitable that is already under
+    way, so `asyncio.gather` of them replays in call order. The other calls stay plain.
+    """
+
+    def __init__(
+        self,
+        session: ExecutionSession,
+        recorded: dict[int, history.RecordedStep],
+        clock: Clock,
+        rand: Callable[[], float] = _random.random,
+        *,
+        cursor: ReplayCursor | None = None,
+    ) -> None:
+        super().__init__(session, recorded, clock, rand, cursor=cursor)
+        self.calls = AwaitedCalls()
+
+    def _run_step(self, call: steps.StepCall) -> Pending[Any]:
+        return self.calls.start(f"ctx.step({call.name!r})", self._step(call))
+
+    async def _step(self, call: steps.StepCall) -> Any:
+        cursor = self.cursor
+        prepared = await in_run_thread(steps.prepare_step, cursor, call, self._rand)
+        if isinstance(prepared, steps.Answered):
+            return prepared.result
+        with StepBody(await in_run_thread(prepared.start)) as body:
+            outcome = await body.arun(cursor.payload_limit)
+            return await in_run_thread(prepared.finish, body, outcome)
+
+    def _sleep(self, seconds: float) -> Pending[None]:
+        position = self.cursor.next_position()
+        work = in_run_thread(steps.sleep, self.cursor, seconds, position)
+        return self.calls.start(f"ctx.sleep({seconds})", work)
+
+    def _poll(
+        self, check: Callable[..., Any], args: tuple[Any, ...], terms: PollTerms
+    ) -> Pending[Any]:
+        position = self.cursor.next_position()
+        work = in_run_thread(wait_for_condition, self.cursor, check, args, terms, position)
+        return self.calls.start("ctx.wait_for_condition(...)", work)
+
+    def _fan_out(self, signatures: list[Signature] | SignatureMap, **options: Any) -> Pending[Any]:
+        positions = [self.cursor.next_position() for _ in range(len(signatures))]
+        fan_out = functools.partial(run_all, positions=positions, **options)
+        return self.calls.start("ctx.all(...)", in_run_thread(fan_out, self.cursor, signatures))
+
+    def create_callback(
+        self,
+        name: str,
+        *,
+        timeout: float | timedelta | None = None,
+        heartbeat_timeout: float | timedelta | None = None,
+    ) -> AsyncCallback:
+        """A callback with an unguessable `.token`; `await callback.wait()` for its payload.
+        Created (and committed) before it returns, like the sync form."""
+        create = functools.partial(
+            create_callback, name=name, timeout=timeout, heartbeat_timeout=heartbeat_timeout
+        )
+        return AsyncCallback(in_run_thread_now(create, self.cursor), self.calls)

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from runtime import conf
 from runtime.checkpoint.errors import CheckpointFailed
-from runtime.context import DurableContext
+from runtime.context import DurableContext, call_workflow, workflow_context
 from runtime.core.clock import Clock, SystemClock
 from runtime.core.control import Abort, Suspend
 from runtime.core.errors import LeaseLost, WokenUp, describe_exception
@@ -112,7 +112,9 @@ def _observed_pass(session: ExecutionSession, claimed: RunClaim, clock: Clock) -
 
 
 def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) -> Execution:
-    ctx = DurableContext(session, load_history(session.run_id), clock)
+    known = registry.workflows.get(claimed.workflow)  # an unknown one fails in _invoke
+    fn = known.fn if known is not None else _unknown
+    ctx = workflow_context(fn, session, load_history(session.run_id), clock)
     now = clock.now()
     try:
         _announce_start(session, claimed, now)
@@ -165,13 +167,17 @@ def _earliest(*moments: datetime | None) -> datetime | None:
     return min((m for m in moments if m is not None), default=None)
 
 
+def _unknown(ctx: DurableContext) -> None:
+    """Stands for a workflow this worker does not know until _invoke reports it."""
+
+
 def _invoke(ctx: DurableContext, claimed: RunClaim) -> Any:
     wf = registry.workflow(claimed.workflow)
     args = list(claimed.input.get("args", []))
     kwargs = dict(claimed.input.get("kwargs", {}))
     cursor = ctx.cursor
     with workflow_scope(WorkflowScope(cursor.run_id, lambda: cursor.position)):
-        return wf.fn(ctx, *args, **kwargs)
+        return call_workflow(wf.fn, ctx, args, kwargs)
 
 
 def _announce_start(session: ExecutionSession, claimed: RunClaim, now: datetime) -> None:

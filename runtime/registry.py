@@ -181,6 +181,15 @@ class Registry:
 registry = Registry()
 
 
+def _refuse_generators(fn: Callable[..., Any], what: str) -> None:
+    # A generator's values cannot be recorded one by one: refused when decorated, not when run.
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(
+            f"@{what} cannot decorate a generator function ({_default_name(fn)}): return a "
+            "list, or write to a stream (runtime.stream) for values made along the way"
+        )
+
+
 @overload
 def step(fn: Callable[P, R], /) -> StepFunction[P, R]: ...
 
@@ -217,6 +226,7 @@ def step(
     def register(f: Callable[P, R]) -> StepFunction[P, R]:
         if not callable(f):
             raise TypeError("@step decorates a function")
+        _refuse_generators(f, "step")
         st: StepFunction[P, R] = StepFunction(
             f, check_name(name or _default_name(f), "step"), retry, at_most_once, rate
         )
@@ -260,6 +270,7 @@ def workflow(
     def register(f: Callable[..., R]) -> WorkflowFunction[R]:
         if not callable(f):
             raise TypeError("@workflow decorates a function")
+        _refuse_generators(f, "workflow")
         wf = WorkflowFunction(f, check_name(name or _default_name(f), "workflow"), flow)
         if flow.schedule is not None:  # a tick starts it with no arguments
             try:

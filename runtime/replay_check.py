@@ -20,7 +20,7 @@ from typing import Any, NoReturn, cast
 
 from runtime import conf
 from runtime.checkpoint.writer import CheckpointWriter
-from runtime.context import DurableContext
+from runtime.context import call_workflow, workflow_context
 from runtime.core.clock import SystemClock
 from runtime.core.control import Suspend
 from runtime.core.errors import NonDeterminismError, WorkflowNotFound
@@ -164,10 +164,10 @@ def check_history(
     except WorkflowNotFound as exc:
         return ReplayReport(run_id, workflow, status, 0, Mismatch(None, UNKNOWN_WORKFLOW, str(exc)))
     cursor = CheckingCursor(run_id, recorded, strict=status == RunStatus.COMPLETED)
-    ctx = DurableContext(cursor.session, recorded, cursor.clock, cursor=cursor)
+    ctx = workflow_context(wf.fn, cursor.session, recorded, cursor.clock, cursor=cursor)
     raised: BaseException | None = None
     try:
-        wf.fn(ctx, *run_input.get("args", []), **run_input.get("kwargs", {}))
+        call_workflow(wf.fn, ctx, run_input.get("args", []), run_input.get("kwargs", {}))
     except (KeyboardInterrupt, SystemExit):
         raise
     except (_HistoryEnd, Suspend):

@@ -24,6 +24,7 @@ from asgiref.sync import AsyncToSync, async_to_sync, sync_to_async
 
 from runtime.core.control import Suspend
 from runtime.core.errors import FanfoldError, NotAwaited
+from runtime.durable.callbacks import Callback
 
 T = TypeVar("T")
 
@@ -81,6 +82,18 @@ class AwaitedCalls:
 
     def never_awaited(self) -> list[str]:
         return [p.what for p in self._calls if not p.awaited]
+
+
+class AsyncCallback(Callback):
+    """A callback created by an async workflow: hand out `.token`, then `await .wait()`."""
+
+    def __init__(self, callback: Callback, calls: AwaitedCalls) -> None:
+        self.__dict__.update(callback.__dict__)
+        self._calls = calls
+
+    def wait(self) -> Pending[object]:
+        """Await the posted result; raises CallbackFailed or CallbackTimedOut."""
+        return self._calls.start(f"callback {self.name!r}.wait()", in_run_thread(super().wait))
 
 
 def earliest_wake(suspends: list[Suspend]) -> datetime | None:
