@@ -113,6 +113,24 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # Hashed, compressed copies: far-future cache headers are safe on them.
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    # Payloads over FANFOLD_OFFLOAD_BYTES, and runs archived before their deletion
+    # (docs/data-lifecycle.md). Private files: no URL serves them, only their owner reads them.
+    "fanfold_payloads": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {
+            "location": VAR_DIR / "payloads",
+            "file_permissions_mode": 0o600,
+            "directory_permissions_mode": 0o700,
+        },
+    },
+    "fanfold_archive": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {
+            "location": VAR_DIR / "archive",
+            "file_permissions_mode": 0o600,
+            "directory_permissions_mode": 0o700,
+        },
+    },
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -7,6 +7,8 @@ pytest-django imports this before any conftest runs, so the defaults must be set
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/fanfold")
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/14")
@@ -22,5 +24,11 @@ STORAGES = {
     **STORAGES,  # noqa: F405
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
-WHITENOISE_USE_FINDERS = True
-WHITENOISE_AUTOREFRESH = True
+# Offloaded payloads and archives of test runs go to the temporary folder, not to var/: one
+# folder that the test process and its worker processes share (files are named by run id).
+_TEST_FILES = Path(tempfile.gettempdir()) / "fanfold-tests"
+for _alias in ("fanfold_payloads", "fanfold_archive"):
+    STORAGES[_alias] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": _TEST_FILES / _alias.removeprefix("fanfold_")},
+    }

@@ -8,6 +8,9 @@ from django.conf import settings
 from django.core.checks import Error, register
 
 from runtime import conf
+from runtime.payloads.offload import STORAGE_ALIAS as PAYLOAD_STORAGE
+
+ARCHIVE_STORAGE = "fanfold_archive"
 
 
 @register()
@@ -45,3 +48,37 @@ def check_secret_key_for_deploy(app_configs: Any = None, **kwargs: Any) -> list[
             id="fanfold.E003",
         )
     ]
+
+
+@register()
+def check_data_lifecycle_storages(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """The storages that offloaded payloads and archives go to, when they are in use.
+
+    Without them a large payload would fail its step at the write, and an archive its purge.
+    """
+    try:
+        fanfold = conf.parse(getattr(settings, "FANFOLD", {}))
+    except conf.SettingsError:
+        return []  # fanfold.E001 reports it
+    storages = getattr(settings, "STORAGES", {})
+    errors: list[Error] = []
+    if fanfold.OFFLOAD_BYTES and PAYLOAD_STORAGE not in storages:
+        errors.append(
+            Error(
+                f'STORAGES has no "{PAYLOAD_STORAGE}" storage for payloads over '
+                f"FANFOLD_OFFLOAD_BYTES ({fanfold.OFFLOAD_BYTES} bytes)",
+                hint=f'Add STORAGES["{PAYLOAD_STORAGE}"] (e.g. a FileSystemStorage outside '
+                "MEDIA_ROOT), or set FANFOLD_OFFLOAD_BYTES=0 to keep every payload in the "
+                "database.",
+                id="fanfold.E004",
+            )
+        )
+    if fanfold.ARCHIVE and ARCHIVE_STORAGE not in storages:
+        errors.append(
+            Error(
+                f'FANFOLD_ARCHIVE is on and STORAGES has no "{ARCHIVE_STORAGE}" storage',
+                hint=f'Add STORAGES["{ARCHIVE_STORAGE}"], or turn FANFOLD_ARCHIVE off.',
+                id="fanfold.E005",
+            )
+        )
+    return errors

@@ -6,13 +6,18 @@ by config/settings.py). Bad values are reported by the system check in runtime.c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
+
+from runtime.core.durations import InvalidDuration, parse_duration
+from runtime.payloads.errors import PayloadKeyInvalid
+from runtime.payloads.keys import fernets
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,15 @@ class FanfoldSettings:
     # Workers freeze the objects they hold at start-up out of the cyclic collector
     # (runtime.worker.gc_freeze).
     GC_FREEZE: bool = True
+    # Data lifecycle (docs/data-lifecycle.md). Payload keys are Fernet keys: the first
+    # encrypts, all decrypt; kept out of the repr, which reaches logs.
+    PAYLOAD_KEYS: tuple[str, ...] = field(default=(), repr=False)
+    # Stored payloads larger than this go to STORAGES["fanfold_payloads"]; 0: none do.
+    OFFLOAD_BYTES: int = 256 * 1024
+    # How long finished runs are kept; None keeps them all.
+    RETENTION: timedelta | None = timedelta(days=30)
+    # Whether runs are written to STORAGES["fanfold_archive"] before they are deleted.
+    ARCHIVE: bool = False
 
 
 class SettingsError(ValueError):
@@ -55,7 +69,34 @@ class SettingsError(ValueError):
 
 
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
-_MAY_BE_ZERO = {"CHECKPOINT_ASYNC_WINDOW", "METRICS_PORT"}
+_MAY_BE_ZERO = {"CHECKPOINT_ASYNC_WINDOW", "METRICS_PORT", "OFFLOAD_BYTES"}
+_KEEP_EVERYTHING = {"none", "never", "off"}
+
+
+def _payload_keys(raw: Any) -> tuple[str, ...]:
+    if isinstance(raw, str):
+        keys = tuple(part.strip() for part in raw.split(",") if part.strip())
+    elif isinstance(raw, list | tuple) and all(isinstance(key, str) for key in raw):
+        keys = tuple(key.strip() for key in raw)
+    else:
+        raise SettingsError("FANFOLD_PAYLOAD_KEYS must be a list of Fernet keys")
+    try:
+        fernets(keys)
+    except PayloadKeyInvalid as exc:
+        raise SettingsError(str(exc)) from None
+    return keys
+
+
+def _retention(raw: Any) -> timedelta | None:
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in _KEEP_EVERYTHING):
+        return None
+    try:
+        return parse_duration(raw)
+    except InvalidDuration as exc:
+        raise SettingsError(f"FANFOLD_RETENTION: {exc} (or None to keep every run)") from None
+
+
+_SPECIAL = {"PAYLOAD_KEYS": _payload_keys, "RETENTION": _retention}
 
 
 def _coerce_text(name: str, kind: str, raw: Any) -> Any:
@@ -72,6 +113,8 @@ def _coerce_text(name: str, kind: str, raw: Any) -> Any:
 
 
 def _coerce(name: str, kind: Any, raw: Any) -> Any:
+    if name in _SPECIAL:
+        return _SPECIAL[name](raw)
     if kind in ("str", "bool"):
         return _coerce_text(name, kind, raw)
     if kind == "tuple[str, ...]":

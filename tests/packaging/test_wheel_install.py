@@ -48,6 +48,14 @@ DATABASES["default"]["OPTIONS"] = {
     "transaction_mode": "IMMEDIATE",
     "timeout": 30,
 }
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "fanfold_payloads": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": BASE_DIR / "payloads"},
+    },
+}
 """
 
 WORKFLOWS = """\

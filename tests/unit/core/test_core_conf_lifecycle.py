@@ -1,0 +1,145 @@
+"""The data lifecycle's settings (runtime.conf) and their system checks (runtime.checks)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.core.checks import run_checks
+
+from runtime import conf
+from runtime.checks import check_data_lifecycle_storages
+from runtime.payloads.keys import generate_key
+
+
+@pytest.fixture(autouse=True)
+def _fresh_conf() -> Iterator[None]:
+    conf.reset()
+    yield
+    conf.reset()
+
+
+def test_conf_lifecycle_defaults_match_the_contract() -> None:
+    parsed = conf.parse({})
+    defaults = (parsed.PAYLOAD_KEYS, parsed.OFFLOAD_BYTES, parsed.RETENTION, parsed.ARCHIVE)
+    assert defaults == ((), 256 * 1024, timedelta(days=30), False)
+
+
+def test_conf_payload_keys_come_from_a_comma_separated_environment_string() -> None:
+    first, second = generate_key(), generate_key()
+
+    def keys(raw: Any) -> tuple[str, ...]:
+        return conf.parse({"PAYLOAD_KEYS": raw}).PAYLOAD_KEYS
+
+    assert keys(f" {first}, {second} ,") == (first, second)
+    assert keys([first]) == (first,)
+    assert keys("") == ()
+
+
+def test_conf_payload_keys_stay_out_of_the_settings_repr() -> None:
+    key = generate_key()
+    assert key not in repr(conf.parse({"PAYLOAD_KEYS": key}))
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        ("not-a-key", "key 1 of 1 is not a Fernet key"),
+        ([generate_key(), "x" * 44], "key 2 of 2 is not a Fernet key"),
+        (42, "FANFOLD_PAYLOAD_KEYS must be a list of Fernet keys"),
+    ],
+)
+def test_conf_payload_keys_refuse_malformed_keys_without_quoting_them(
+    raw: Any, fragment: str
+) -> None:
+    with pytest.raises(conf.SettingsError) as raised:
+        conf.parse({"PAYLOAD_KEYS": raw})
+    assert fragment in str(raised.value)
+    assert "x" * 44 not in str(raised.value) and "not-a-key" not in str(raised.value)
+
+
+def test_conf_malformed_payload_key_fails_manage_check(settings: Any) -> None:
+    settings.FANFOLD = {"PAYLOAD_KEYS": "short"}
+    errors = [e for e in run_checks() if e.id == "fanfold.E001"]
+    assert len(errors) == 1 and errors[0].is_serious()
+    assert "FANFOLD_PAYLOAD_KEYS: key 1 of 1 is not a Fernet key" in errors[0].msg
+    assert "short" not in errors[0].msg
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("12h", timedelta(hours=12)),
+        ("7d", timedelta(days=7)),
+        (3600, timedelta(hours=1)),
+        (timedelta(days=90), timedelta(days=90)),
+        (None, None),
+        ("none", None),
+        ("Never", None),
+        ("off", None),
+    ],
+)
+def test_conf_retention_reads_durations_and_none(raw: Any, expected: timedelta | None) -> None:
+    retention = conf.parse({"RETENTION": raw}).RETENTION
+    assert retention == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        ("forever", "FANFOLD_RETENTION: 'forever' is not a duration"),
+        ("0d", "FANFOLD_RETENTION: duration '0d' is zero"),
+        ("-1d", "is negative"),
+        ("", "FANFOLD_RETENTION: '' is not a duration"),
+    ],
+)
+def test_conf_retention_refuses_what_is_no_duration(raw: Any, fragment: str) -> None:
+    with pytest.raises(conf.SettingsError) as raised:
+        conf.parse({"RETENTION": raw})
+    assert fragment in str(raised.value)
+
+
+def test_conf_offload_bytes_may_be_zero_but_not_negative() -> None:
+    assert conf.parse({"OFFLOAD_BYTES": "0"}).OFFLOAD_BYTES == 0
+    assert conf.parse({"OFFLOAD_BYTES": "1024"}).OFFLOAD_BYTES == 1024
+    with pytest.raises(conf.SettingsError, match="must not be negative"):
+        conf.parse({"OFFLOAD_BYTES": "-1"})
+
+
+def test_conf_archive_is_on_or_off() -> None:
+    assert conf.parse({"ARCHIVE": "true"}).ARCHIVE is True
+    with pytest.raises(conf.SettingsError, match="FANFOLD_ARCHIVE must be on or off"):
+        conf.parse({"ARCHIVE": "sometimes"})
+
+
+def _without(settings: Any, *aliases: str) -> None:
+    settings.STORAGES = {k: v for k, v in settings.STORAGES.items() if k not in aliases}
+
+
+def test_checks_pass_with_the_demo_storages(settings: Any) -> None:
+    settings.FANFOLD = {"ARCHIVE": True}
+    assert check_data_lifecycle_storages() == []
+
+
+def test_checks_report_a_missing_payload_storage_while_offload_is_on(settings: Any) -> None:
+    _without(settings, "fanfold_payloads")
+    errors = [e for e in run_checks() if e.id == "fanfold.E004"]
+    assert len(errors) == 1 and errors[0].is_serious()
+    assert 'no "fanfold_payloads" storage' in errors[0].msg
+    settings.FANFOLD = {"OFFLOAD_BYTES": 0}
+    assert check_data_lifecycle_storages() == []
+
+
+def test_checks_report_a_missing_archive_storage_only_when_archiving(settings: Any) -> None:
+    _without(settings, "fanfold_archive")
+    assert check_data_lifecycle_storages() == []
+    settings.FANFOLD = {"ARCHIVE": "on"}
+    assert [e.id for e in check_data_lifecycle_storages()] == ["fanfold.E005"]
+
+
+def test_checks_leave_bad_settings_to_the_settings_check(settings: Any) -> None:
+    _without(settings, "fanfold_payloads", "fanfold_archive")
+    settings.FANFOLD = {"ARCHIVE": "sometimes"}
+    assert check_data_lifecycle_storages() == []
