@@ -16,8 +16,8 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from runtime.core.durations import InvalidDuration, parse_duration
-from runtime.payloads.errors import PayloadKeyInvalid
-from runtime.payloads.keys import fernets
+from runtime.core.payload_errors import PayloadKeyInvalid
+from runtime.core.payload_keys import fernets
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from runtime.payloads.errors import PayloadFormatUnknown, PayloadKeysMissing, PayloadKeyUnknown
-from runtime.payloads.keys import fernets
+from runtime.core.payload_errors import PayloadFormatUnknown, PayloadKeysMissing, PayloadKeyUnknown
+from runtime.core.payload_keys import fernets
 
 RESERVED_PREFIX = "$ff:"
 ENCRYPTED = "$ff:enc"

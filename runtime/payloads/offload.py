@@ -15,7 +15,7 @@ from contextlib import suppress
 from django.core.files.base import ContentFile
 from django.core.files.storage import InvalidStorageError, Storage, storages
 
-from runtime.payloads.errors import (
+from runtime.core.payload_errors import (
     OffloadedPayloadDamaged,
     OffloadedPayloadMissing,
     OffloadStorageMissing,

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 
 from runtime import conf
 from runtime.core.jsonvalues import encoded_size
+from runtime.core.payload_errors import PayloadFormatUnknown
 from runtime.payloads.codec import OFFLOADED, PayloadCodec, json_text, reserved_form
-from runtime.payloads.errors import PayloadFormatUnknown
 from runtime.payloads.offload import read_offloaded, write_offloaded
 
 
@@ -66,7 +66,7 @@ def offload(codec: PayloadCodec, value: Any, stored: Any, run_id: uuid.UUID) -> 
 def unpack(stored: Any) -> Any:
     """The value a column's stored JSON stands for, whatever `pack` made of it.
 
-    Raises a PayloadUnreadable error (runtime.payloads.errors), each with a stable code, when
+    Raises a PayloadUnreadable error (runtime.core.payload_errors), each with a stable code, when
     the value cannot be had: encrypted with no keys or an unknown one, an offloaded file
     missing or damaged, a reserved form this version does not know.
     """

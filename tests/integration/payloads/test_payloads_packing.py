@@ -13,15 +13,15 @@ from hypothesis import HealthCheck, event, given
 from hypothesis import settings as hypothesis_settings
 
 from runtime.core.jsonvalues import encoded_size
-from runtime.payloads.codec import ENCRYPTED, ESCAPED, OFFLOADED, PayloadCodec, reserved_form
-from runtime.payloads.errors import (
+from runtime.core.payload_errors import (
     OffloadedPayloadDamaged,
     OffloadedPayloadMissing,
     OffloadStorageMissing,
     PayloadFormatUnknown,
     PayloadKeysMissing,
 )
-from runtime.payloads.keys import generate_key
+from runtime.core.payload_keys import generate_key
+from runtime.payloads.codec import ENCRYPTED, ESCAPED, OFFLOADED, PayloadCodec, reserved_form
 from runtime.payloads.offload import delete_run_payloads
 from runtime.payloads.packing import pack, unpack
 from tests.support.json_values import json_values

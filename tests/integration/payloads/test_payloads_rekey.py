@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from runtime.core.payload_errors import PayloadKeysMissing, PayloadKeyUnknown
+from runtime.core.payload_keys import generate_key
 from runtime.payloads.codec import ENCRYPTED, OFFLOADED, PayloadCodec, reserved_form
-from runtime.payloads.errors import PayloadKeysMissing, PayloadKeyUnknown
-from runtime.payloads.keys import generate_key
 from runtime.payloads.offload import delete_offloaded
 from runtime.payloads.packing import pack, rekey, unpack
 

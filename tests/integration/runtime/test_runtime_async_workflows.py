@@ -134,7 +134,9 @@ def test_async_workflow_gathers_in_call_order_and_replays_without_bodies(
     ]
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(st.sampled_from([0.0, 0.01, 0.03, 0.05]), min_size=2, max_size=5))
 def test_async_workflow_gather_positions_follow_calls_whatever_finishes_first(
     run_now: Callable[..., Execution], clock: FakeClock, delays: list[float]

@@ -11,7 +11,7 @@ from django.core.checks import run_checks
 
 from runtime import conf
 from runtime.checks import check_data_lifecycle_storages
-from runtime.payloads.keys import generate_key
+from runtime.core.payload_keys import generate_key
 
 
 @pytest.fixture(autouse=True)

@@ -10,15 +10,7 @@ import pytest
 from cryptography.fernet import Fernet
 from hypothesis import given
 
-from runtime.payloads.codec import (
-    ENCRYPTED,
-    ESCAPED,
-    OFFLOADED,
-    PayloadCodec,
-    json_text,
-    reserved_form,
-)
-from runtime.payloads.errors import (
+from runtime.core.payload_errors import (
     OffloadedPayloadDamaged,
     OffloadedPayloadMissing,
     OffloadStorageMissing,
@@ -28,7 +20,15 @@ from runtime.payloads.errors import (
     PayloadKeyUnknown,
     PayloadUnreadable,
 )
-from runtime.payloads.keys import generate_key
+from runtime.core.payload_keys import generate_key
+from runtime.payloads.codec import (
+    ENCRYPTED,
+    ESCAPED,
+    OFFLOADED,
+    PayloadCodec,
+    json_text,
+    reserved_form,
+)
 from tests.support.json_values import json_values
 
 OLD, NEW, OTHER = generate_key(), generate_key(), generate_key()

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from cryptography.fernet import Fernet, MultiFernet
 
-from runtime.payloads.errors import PayloadKeyInvalid
+from runtime.core.payload_errors import PayloadKeyInvalid
 
 
 def fernets(keys: Sequence[str]) -> list[Fernet]:
