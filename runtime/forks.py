@@ -34,6 +34,7 @@ from runtime.dispatch import enqueue_run
 from runtime.models import Event, EventType, FanoutGroup, Run, Step, StepStatus
 from runtime.registry import registry
 from runtime.services import get_run_row
+from runtime.store.payload_forms import StoredForms
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,10 @@ def _create(plan: ForkPlan, run_input: dict[str, Any], reason: str) -> Run:
             forked_from_position=plan.position,
             priority=source.priority,  # a fork goes on with its source's work
         )
+        forms = StoredForms()
+        run.input = forms.form(run_input, run.id)
         run.save(force_insert=True)
+        run.input = run_input
         payload = {
             "workflow": source.workflow,
             "input": run_input,
@@ -160,17 +164,24 @@ def _create(plan: ForkPlan, run_input: dict[str, Any], reason: str) -> Run:
             "reason": reason,
         }
         Event.objects.create(
-            run=run, seq=1, type=EventType.RUN_CREATED, payload=payload, created_at=now
+            run=run,
+            seq=1,
+            type=EventType.RUN_CREATED,
+            payload=forms.form(payload, run.id),
+            created_at=now,
         )
-        Step.objects.bulk_create([_copied_step(s, run.id) for s in plan.steps])
-        Event.objects.bulk_create(_copied_events(plan, events, run.id))
+        Step.objects.bulk_create([_copied_step(s, run.id, forms) for s in plan.steps])
+        Event.objects.bulk_create(_copied_events(plan, events, run.id, forms))
         FanoutGroup.objects.bulk_create([g.copied_to(run.id) for g in plan.groups])
         transaction.on_commit(lambda: enqueue_run(run.id, priority=run.priority))
     return run
 
 
-def _copied_events(plan: ForkPlan, events: list[Event], run_id: uuid.UUID) -> list[Event]:
-    """The source's step events, renumbered after the fork's run_created, on the copied steps."""
+def _copied_events(
+    plan: ForkPlan, events: list[Event], run_id: uuid.UUID, forms: StoredForms
+) -> list[Event]:
+    """The source's step events, renumbered after the fork's run_created, on the copied steps
+    (payloads packed again for the fork: an offloaded file belongs to its run)."""
     ids = {s.id: step_id(run_id, s.position) for s in plan.steps}
     return [
         Event(
@@ -178,16 +189,16 @@ def _copied_events(plan: ForkPlan, events: list[Event], run_id: uuid.UUID) -> li
             seq=seq,
             type=event.type,
             step_id=ids.get(event.step_id) if event.step_id else None,
-            payload=event.payload,
+            payload=forms.form(event.payload, run_id),
             created_at=event.created_at,
         )
         for seq, event in enumerate(events, start=2)
     ]
 
 
-def _copied_step(step: Step, run_id: uuid.UUID) -> Step:
+def _copied_step(step: Step, run_id: uuid.UUID, forms: StoredForms) -> Step:
     token = new_token() if step.callback_token else None
     row = replace(
         step.as_row(), id=step_id(run_id, step.position), wake_at=None, callback_token=token
     )
-    return Step.from_row(run_id, row)
+    return Step.from_row(run_id, forms.step_row(row, run_id, None))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, ParamSpec, TypeVar, overload
 
+from runtime.core.durations import parse_duration
 from runtime.core.errors import InvalidArguments, RegistrationError, WorkflowNotFound
 from runtime.core.identity import check_name
 from runtime.core.rates import Rate, parse_rate
@@ -109,6 +110,8 @@ class WorkflowFunction(Generic[R]):
     """A function registered as a workflow; its first parameter is the durable context."""
 
     signature_kind: ClassVar[str] = "child"  # fanned out, it runs as a child workflow
+    # How long its finished runs are kept (runtime.lifecycle); None: FANFOLD_RETENTION.
+    retention: timedelta | None = None
 
     def __init__(self, fn: Callable[..., R], name: str, flow: FlowOptions | None = None) -> None:
         self.fn = fn
@@ -247,6 +250,7 @@ def workflow(
     schedule: Schedule | timedelta | None = None,
     catchup: CatchUp = "skip",
     concurrency: int | None = None,
+    retention: timedelta | str | None = None,
 ) -> Callable[[Callable[..., R]], WorkflowFunction[R]]: ...
 
 
@@ -258,20 +262,24 @@ def workflow(
     schedule: Schedule | timedelta | None = None,
     catchup: CatchUp = "skip",
     concurrency: int | None = None,
+    retention: timedelta | str | None = None,
 ) -> WorkflowFunction[R] | Callable[[Callable[..., R]], WorkflowFunction[R]]:
     """Register a workflow: ordinary Python whose first argument is the durable context.
 
     `schedule=Cron(...)` or a timedelta starts a run per tick (`catchup` says what happens to
     ticks missed while no worker ran); `concurrency=N` lets at most N runs execute at once
-    (per `concurrency_key` given at start).
+    (per `concurrency_key` given at start). `retention=` (a timedelta or text such as "7d")
+    is how long its finished runs are kept; None keeps them for FANFOLD_RETENTION.
     """
     flow = FlowOptions.checked(schedule, catchup, concurrency)
+    keep = None if retention is None else parse_duration(retention)
 
     def register(f: Callable[..., R]) -> WorkflowFunction[R]:
         if not callable(f):
             raise TypeError("@workflow decorates a function")
         _refuse_generators(f, "workflow")
         wf = WorkflowFunction(f, check_name(name or _default_name(f), "workflow"), flow)
+        wf.retention = keep
         if flow.schedule is not None:  # a tick starts it with no arguments
             try:
                 wf.check_arguments([], {})

@@ -42,6 +42,7 @@ from runtime.models import FINISHED_RUN_STATES, Event, EventType, Run, RunStatus
 from runtime.observe import metrics
 from runtime.registry import WorkflowFunction, registry
 from runtime.store import write_now
+from runtime.store.payload_forms import StoredForms
 from runtime.streaming.wakeups import announce
 
 
@@ -66,7 +67,7 @@ def start_run(
     kwargs = kwargs or {}
     if idempotency_key is not None:
         check_idempotency_key(idempotency_key)
-    run_input, _ = checked(
+    run_input, size = checked(
         {"args": list(args), "kwargs": kwargs},
         f"workflow {wf.name!r} input",
         conf.get().MAX_PAYLOAD_BYTES,
@@ -77,7 +78,7 @@ def start_run(
         if existing is not None:
             return existing, False
     try:
-        run = _create_run(wf.name, run_input, idempotency_key, key, priority)
+        run = _create_run(wf.name, run_input, idempotency_key, key, priority, size)
     except IntegrityError:
         if idempotency_key:
             existing = Run.objects.filter(idempotency_key=idempotency_key).first()
@@ -93,8 +94,13 @@ def _create_run(
     idempotency_key: str | None,
     concurrency_key: str | None = None,
     priority: int = 0,
+    size: int | None = None,
 ) -> Run:
-    """Insert the run and its run_created event; enqueue it (or admit it) after commit."""
+    """Insert the run and its run_created event; enqueue it (or admit it) after commit.
+
+    The input and the event's payload are written in their stored forms (encrypted, or in the
+    payload storage when large: runtime.store.payload_forms); `size` is the input's JSON bytes.
+    """
     now = timezone.now()
     gated = concurrency_key is not None  # waits for a slot: not due until admitted
     run = Run(
@@ -112,10 +118,18 @@ def _create_run(
     payload = {"workflow": workflow, "input": run_input, "idempotency_key": idempotency_key}
     if gated or priority:
         payload.update(concurrency_key=concurrency_key, priority=priority)
+    forms = StoredForms()
+    bound = None if size is None else size + 1024
     with transaction.atomic():
+        run.input = forms.form(run_input, run.id, bound)
         run.save(force_insert=True)
+        run.input = run_input
         Event.objects.create(
-            run=run, seq=1, type=EventType.RUN_CREATED, payload=payload, created_at=now
+            run=run,
+            seq=1,
+            type=EventType.RUN_CREATED,
+            payload=forms.form(payload, run.id, bound),
+            created_at=now,
         )
         if gated:
             transaction.on_commit(lambda: admit(workflow, concurrency_key or ""))

@@ -175,6 +175,9 @@ class BranchReport:
     # Set by the sweep when it declares an attempt interrupted: record the report only if the
     # step's lease had still expired by then (its worker may have renewed it meanwhile).
     lease_expired_by: datetime | None = None
+    # The JSON bytes of `result` as measured (None: not measured), which bounds what the store
+    # must measure again before it decides whether the value goes to the payload storage.
+    result_bytes: int | None = None
     receipt: BranchReceipt = field(default_factory=BranchReceipt, compare=False)
 
 

@@ -72,6 +72,9 @@ def report(
 ) -> BranchReport:
     """Commit one attempt's outcome (`size`: its result's JSON bytes, if already measured),
     with the checkpoint `then` in the same batch if one is given (the next branch's claim)."""
+    if size is None:
+        result = values.get("result")
+        size = encoded_size(result) if result is not None else 0
     written = BranchReport(
         run_id=branch.run_id,
         step_id=branch.step_id,
@@ -81,10 +84,9 @@ def report(
         outcome=outcome,
         started_at=claimed.started_at,
         finished_at=timezone.now(),
+        result_bytes=size,
         **values,
     )
-    if size is None:
-        size = encoded_size(written.result) if written.result is not None else 0
     session = f"branch/{written.step_id}/{branch.attempt}"
     cp = Checkpoint(session=session, payload=written, size=256 + size, sync=True)
     write_all_now([cp] if then is None else [cp, then])

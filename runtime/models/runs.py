@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from django.db import models, router, transaction
@@ -17,6 +18,7 @@ from django.db.models import Count, Q
 from runtime.core.identity import MAX_NAME_LENGTH
 from runtime.core.writes import StepRow
 from runtime.models.flow import admission_indexes
+from runtime.models.payloads import PayloadField
 
 
 class RunStatus(models.TextChoices):
@@ -77,6 +79,16 @@ def _locked_pks(runs: models.QuerySet[Any]) -> list[Any]:
     return list(runs.select_for_update(of=("self",)).order_by("pk").values_list("pk", flat=True))
 
 
+def _delete_pks(runs: models.QuerySet[Any], pks: list[Any]) -> dict[str, int]:
+    """Delete the locked runs `pks` with their rows (the base manager's plain delete)."""
+    plain = runs.model._base_manager.using(runs.db)
+    deleted: Counter[str] = Counter()
+    for start in range(0, len(pks), _DELETE_CHUNK):
+        _, counts = plain.filter(pk__in=pks[start : start + _DELETE_CHUNK]).delete()
+        deleted.update(counts)
+    return dict(deleted)
+
+
 def _counts_by_status(rows: models.QuerySet[Any]) -> dict[str, int]:
     grouped = rows.order_by().values_list("status").annotate(n=Count("pk"))
     return dict(grouped.values_list("status", "n"))
@@ -115,22 +127,35 @@ class RunQuerySet(models.QuerySet["Run"]):
         db = self._db or router.db_for_write(self.model)  # type: ignore[attr-defined]
         with transaction.atomic(using=db):
             # Deleted exactly as locked (the base manager's plain delete, in chunks).
-            pks = _locked_pks(self.using(db))
-            plain = self.model._base_manager.using(db)
-            deleted: Counter[str] = Counter()
-            for start in range(0, len(pks), _DELETE_CHUNK):
-                _, counts = plain.filter(pk__in=pks[start : start + _DELETE_CHUNK]).delete()
-                deleted.update(counts)
-            return sum(deleted.values()), dict(deleted)
+            deleted = _delete_pks(self.using(db), _locked_pks(self.using(db)))
+            return sum(deleted.values()), deleted
+
+    def delete_unlocked(
+        self, limit: int, before: Callable[[list[Any]], object] | None = None
+    ) -> tuple[list[Any], dict[str, int]]:
+        """Delete up to `limit` of these runs, oldest finished first, in one short transaction.
+
+        The deletion of `delete`, but runs another transaction holds are skipped (SKIP LOCKED)
+        rather than waited for, so a purge never holds up a checkpoint; `before(pks)` runs
+        under the locks before anything is deleted (an archive). Returns the deleted keys and
+        the counts by model.
+        """
+        db = self._db or router.db_for_write(self.model)  # type: ignore[attr-defined]
+        with transaction.atomic(using=db):
+            runs = self.using(db).select_for_update(skip_locked=True, of=("self",))
+            pks = list(runs.order_by("finished_at", "pk").values_list("pk", flat=True)[:limit])
+            if pks and before is not None:
+                before(pks)
+            return pks, _delete_pks(self.using(db), pks)
 
 
 class Run(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workflow = models.CharField(max_length=MAX_NAME_LENGTH, db_index=True)
-    input = models.JSONField(default=dict)
+    input = PayloadField(default=dict)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
-    result = models.JSONField(null=True, blank=True)
-    error = models.JSONField(null=True, blank=True)
+    result = PayloadField(null=True, blank=True)
+    error = PayloadField(null=True, blank=True)
     idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
@@ -188,6 +213,12 @@ class Run(models.Model):
             ),
             models.Index(
                 fields=["forked_from"], name="run_forks_idx", condition=Q(forked_from__isnull=False)
+            ),
+            # Retention (runtime.lifecycle): finished runs, oldest first.
+            models.Index(
+                fields=["finished_at"],
+                name="run_finished_idx",
+                condition=Q(status__in=[s.value for s in FINISHED_RUN_STATES]),
             ),
             *ADMISSION_INDEXES,
         ]
@@ -247,9 +278,9 @@ class Step(models.Model):
     kind = models.CharField(max_length=16, choices=StepKind.choices, default=StepKind.STEP)
     status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.PENDING)
     attempt = models.PositiveIntegerField(default=0)
-    input = models.JSONField(null=True, blank=True)
-    result = models.JSONField(null=True, blank=True)
-    error = models.JSONField(null=True, blank=True)
+    input = PayloadField(null=True, blank=True)
+    result = PayloadField(null=True, blank=True)
+    error = PayloadField(null=True, blank=True)
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -335,7 +366,7 @@ class Event(models.Model):
         db_constraint=False,
         db_index=False,
     )
-    payload = models.JSONField(default=dict)
+    payload = PayloadField(default=dict)
     created_at = models.DateTimeField()
 
     class Meta:

@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import Q
 
 from runtime.core.identity import MAX_NAME_LENGTH
+from runtime.models.payloads import PayloadField
 
 # A workflow's write is keyed by where it happened in the workflow, so that replaying the
 # workflow does not write it again: "<position>:<n>" (see runtime.streaming.writer).
@@ -30,7 +31,7 @@ class StreamChunk(models.Model):
     stream = models.CharField(max_length=MAX_NAME_LENGTH)
     # Dense per (run, stream), from 1: a reader resumes after the last seq it saw.
     seq = models.PositiveIntegerField()
-    value = models.JSONField(null=True)
+    value = PayloadField(null=True)
     writer_key = models.CharField(max_length=MAX_WRITER_KEY_LENGTH, null=True, blank=True)
     created_at = models.DateTimeField()
 

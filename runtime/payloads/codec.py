@@ -29,6 +29,9 @@ from runtime.core.payload_errors import PayloadFormatUnknown, PayloadKeysMissing
 from runtime.core.payload_keys import fernets
 
 RESERVED_PREFIX = "$ff:"
+# In a JSON text, every stored form other than a plain value has this: a text without it
+# holds plain values only.
+STORED_FORM_MARK = '"$ff:'
 ENCRYPTED = "$ff:enc"
 ESCAPED = "$ff:esc"
 OFFLOADED = "$ff:ref"

@@ -31,6 +31,7 @@ from runtime import conf
 from runtime.core.fanin import ClaimReceipt
 from runtime.core.writes import BranchClaim
 from runtime.models import ACTIVE_RUN_STATES, Run, Step, StepStatus
+from runtime.payloads.packing import unpack
 from runtime.store.dialect import (
     Statement,
     as_uuid,
@@ -73,7 +74,7 @@ class ClaimBatch:
         won: dict[_Key, ClaimReceipt] = {}
         for continuing, rows in zip(self._kinds, results, strict=True):
             for sid, attempt, name, kind, raw, started in rows:
-                data = json.loads(raw) if isinstance(raw, str) else raw
+                data = unpack(json.loads(raw) if isinstance(raw, str) else raw)
                 started_at = _started_at(started, self.now) if continuing else self.now
                 key = ((as_uuid(sid), int(attempt)), continuing)
                 won[key] = ClaimReceipt(True, name, kind, data or {}, started_at)

@@ -24,6 +24,7 @@ from runtime.store.dialect import (
     uuid_param,
     values_cte,
 )
+from runtime.store.payload_forms import StoredForms, report_event, report_value
 
 OUTCOME_STATUS = {
     "completed": StepStatus.COMPLETED,
@@ -62,14 +63,16 @@ STEP_COLUMNS = [
 
 
 def step_rows(reports: list[BranchReport]) -> list[tuple[Any, ...]]:
-    """The `v` rows (STEP_COLUMNS) of `step_update`, in one lock order for every writer."""
+    """The `v` rows (STEP_COLUMNS) of `step_update`, in one lock order for every writer;
+    results and errors in their stored forms (runtime.store.payload_forms)."""
+    forms = StoredForms()
     return [
         (
             uuid_param(r.step_id),
             r.attempt,
             OUTCOME_STATUS[r.outcome].value,
-            json_param(r.result if r.outcome == "completed" else None),
-            json_param(r.error),
+            json_param(report_value(r.result if r.outcome == "completed" else None, r, forms)),
+            json_param(report_value(r.error, r, forms)),
             time_param(r.finished_at if r.outcome != "retrying" else None),
             time_param(r.wake_at if r.outcome == "retrying" else None),
             time_param(r.lease_expired_by),
@@ -136,7 +139,7 @@ def cancel_statement(
         f"WHERE run_id = {cast('%s', 'uuid')} AND ({' OR '.join(conditions)})",
         [
             StepStatus.CANCELLED.value,
-            json_param(CANCELLED_ERROR),
+            json_param(StoredForms().form(CANCELLED_ERROR, run_id, 256)),
             time_param(now),
             uuid_param(run_id),
             *params,
@@ -167,14 +170,15 @@ EVENT_COLUMNS = ["e_run", "e_back", "e_type", "e_step", "e_payload", "e_at"]
 
 
 def report_events(report: BranchReport) -> list[EventDraft]:
-    """The two events of a recorded report: its attempt's start and its outcome."""
+    """The two events of a recorded report: its attempt's start and its outcome (its payload
+    in stored form)."""
+    outcome = EventDraft(
+        OUTCOME_EVENT[report.outcome], report.finished_at, report.step_id, event_payload(report)
+    )
     return [
         EventDraft("step_started", report.started_at, report.step_id, {"attempt": report.attempt}),
-        EventDraft(
-            OUTCOME_EVENT[report.outcome], report.finished_at, report.step_id,
-            event_payload(report),
-        ),
-    ]  # fmt: skip
+        report_event(outcome, report, StoredForms()),
+    ]
 
 
 def event_rows(run_id: uuid.UUID, drafts: list[EventDraft]) -> list[tuple[Any, ...]]:

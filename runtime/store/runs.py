@@ -17,6 +17,8 @@ from runtime import conf
 from runtime.core.history import RecordedStep
 from runtime.core.writes import Guard, LeaseGuard, RunPatch, SuspendGuard, UnfinishedGuard
 from runtime.models import ACTIVE_RUN_STATES, Run, Step
+from runtime.payloads.codec import STORED_FORM_MARK
+from runtime.payloads.packing import unpack
 from runtime.store.columns import JSON_COLUMNS
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import in_list, postgres, uuid_param
@@ -93,7 +95,7 @@ def claim_run(
         row = cursor.fetchone()
     if row is None:
         return None
-    raw_input = json.loads(row[3]) if isinstance(row[3], str) else row[3]
+    raw_input = unpack(json.loads(row[3]) if isinstance(row[3], str) else row[3])
     return RunClaim(
         status=row[0], wakeups=int(row[1]), workflow=row[2], input=raw_input, priority=row[4]
     )
@@ -157,7 +159,10 @@ def _json_values(texts: list[str | None]) -> list[Any]:
     """JSON texts (None: SQL NULL) decoded, all in one `json.loads`."""
     if all(text is None for text in texts):
         return texts
-    values: list[Any] = json.loads(f"[{','.join('null' if t is None else t for t in texts)}]")
+    joined = f"[{','.join('null' if t is None else t for t in texts)}]"
+    values: list[Any] = json.loads(joined)
+    if STORED_FORM_MARK in joined:  # only then may a value be in a stored form of its own
+        return [unpack(value) for value in values]
     return values
 
 

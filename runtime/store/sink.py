@@ -29,7 +29,6 @@ from runtime.checkpoint.errors import OutcomeUnknown
 from runtime.core.writes import (
     BranchClaim,
     BranchReport,
-    HistoryWrite,
     LeaseGuard,
     SuspendGuard,
     UnfinishedGuard,
@@ -40,6 +39,7 @@ from runtime.store.connection import SinkConnection
 from runtime.store.dialect import PipelinedTransaction, execute, postgres
 from runtime.store.orm import write_parts_txn
 from runtime.store.parts import STEP_UPDATE_FIELDS, RunPart, run_parts
+from runtime.store.payload_forms import packed_writes
 
 _IDLE_CHECK = 10.0  # seconds without a batch after which the connection is tested first
 
@@ -63,9 +63,7 @@ class DatabaseSink:
         self._connection.close()
 
     def _write_checkpoints(self, checkpoints: Sequence[Checkpoint]) -> None:
-        writes = [
-            (cp.session, cp.payload) for cp in checkpoints if isinstance(cp.payload, HistoryWrite)
-        ]
+        writes = packed_writes(checkpoints)  # payloads in stored form, for either path
         branch_writes = [cp.payload for cp in checkpoints if isinstance(cp.payload, BranchWrite)]
         if not writes and not branch_writes:
             return

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from runtime.models import StreamChunk
 from runtime.store.dialect import execute, json_param
+from runtime.store.payload_forms import StoredForms
 
 CHANNEL = "fanfold_runs"
 _ATTEMPTS = 20  # seq collisions are rare (SQLite, or a lock-free race); each retry is cheap
@@ -32,7 +33,10 @@ def _postgres() -> bool:
 def append_chunk(
     run_id: uuid.UUID, stream: str, value: Any, writer_key: str | None = None
 ) -> int | None:
-    """Append `value` to the run's stream; returns its seq (None: `writer_key` was written)."""
+    """Append `value` to the run's stream; returns its seq (None: `writer_key` was written).
+
+    The value is written in its stored form (runtime.store.payload_forms)."""
+    value = StoredForms().form(value, run_id)
     for _ in range(_ATTEMPTS):
         try:
             with transaction.atomic():

@@ -2,7 +2,8 @@
 
 One BackgroundLoop per worker process, no separate beat. Each pass takes due schedule ticks;
 every SWEEP_INTERVAL it also admits runs still waiting for a free slot (the backstop for an
-admission lost with a dead process) and forgets rate-limit turns long past.
+admission lost with a dead process) and forgets rate-limit turns long past; every minute it
+deletes finished runs past their retention, for a few seconds at most (runtime.lifecycle).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 
 from runtime import conf, schedules
 from runtime.flow import admission, ratelimit
+from runtime.lifecycle.retention import retention_pass
 from runtime.process.background import BackgroundLoop
 
 
@@ -21,6 +23,7 @@ class _Housekeeping:
     def __init__(self) -> None:
         self.synced_pid: int | None = None
         self.next_sweep = 0.0
+        self.next_retention = 0.0
 
     def flow_pass(self) -> None:
         if self.synced_pid != os.getpid():
@@ -32,6 +35,13 @@ class _Housekeeping:
             self.next_sweep = now + conf.get().SWEEP_INTERVAL
             admission.admit_waiting()
             ratelimit.forget_old_turns()
+        if now >= self.next_retention:
+            self.next_retention = now + RETENTION_INTERVAL
+            retention_pass()
+
+
+# How often each worker deletes the finished runs past their retention (a bounded pass).
+RETENTION_INTERVAL = 60.0
 
 
 def _interval() -> float:

@@ -1,0 +1,150 @@
+"""Retention: finished runs older than their workflow's retention are deleted, in batches.
+
+Each batch is one short transaction (RunQuerySet.delete_unlocked): it locks at most
+`BATCH` finished runs with SKIP LOCKED, archives them first when asked, and deletes them
+with their steps, events, stream chunks and fan-out groups. Running workflows never wait for
+it: it touches only finished runs' rows, and skips any run row another transaction holds.
+A run's offloaded payloads are deleted once its rows are committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.files.storage import InvalidStorageError, storages
+from django.db.models import Q
+from django.utils import timezone
+
+from runtime import conf
+from runtime.lifecycle.archive import write_archives
+from runtime.models import Run
+from runtime.payloads.offload import STORAGE_ALIAS as PAYLOAD_STORAGE
+from runtime.payloads.offload import delete_run_payloads
+from runtime.registry import registry
+
+log = logging.getLogger("fanfold.retention")
+
+BATCH = 500  # runs per transaction
+
+
+@dataclass
+class PurgeReport:
+    """What a purge did (or, dry, would do)."""
+
+    runs: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+    archived: int = 0
+    files: int = 0
+    batches: int = 0
+
+    def add(self, pks: list[Any], counts: dict[str, int], archived: int, files: int) -> None:
+        self.runs += len(pks)
+        self.archived += archived
+        self.files += files
+        self.batches += 1
+        for label, n in counts.items():
+            self.rows[label] = self.rows.get(label, 0) + n
+
+
+def expired(now: datetime) -> Q | None:
+    """Which finished runs are past their retention now (None: no run is ever deleted).
+
+    A workflow's `retention=` overrides FANFOLD_RETENTION for its runs.
+    """
+    default = conf.get().RETENTION
+    workflows = registry.workflows.values()
+    overrides = {wf.name: wf.retention for wf in workflows if wf.retention is not None}
+    rules: list[Q] = [
+        Q(workflow=name, finished_at__lt=now - keep) for name, keep in overrides.items()
+    ]
+    if default is not None:
+        rules.append(Q(finished_at__lt=now - default) & ~Q(workflow__in=list(overrides)))
+    if not rules:
+        return None
+    combined = rules[0]
+    for rule in rules[1:]:
+        combined |= rule
+    return combined
+
+
+def older_than(age: timedelta, now: datetime | None = None) -> Q:
+    """Finished runs that finished more than `age` ago, whatever their workflow."""
+    return Q(finished_at__lt=(now or timezone.now()) - age)
+
+
+def candidates(rule: Q) -> Any:
+    """The finished runs a rule selects (a RunQuerySet)."""
+    return Run.objects.finished().filter(rule)
+
+
+def purge(
+    rule: Q,
+    *,
+    archive: bool = False,
+    max_batches: int | None = None,
+    deadline: float | None = None,
+    progress: Callable[[PurgeReport], object] | None = None,
+) -> PurgeReport:
+    """Delete the finished runs `rule` selects, BATCH at a time, until none is left (or
+    `max_batches` batches, or the monotonic `deadline`); archive each first with `archive`."""
+    report = PurgeReport()
+    offloads = _has_payload_storage()
+    for pks, counts, archived in _batches(rule, archive):
+        files = sum(delete_run_payloads(pk) for pk in pks) if offloads else 0
+        report.add(pks, counts, archived, files)
+        if progress is not None:
+            progress(report)
+        if max_batches is not None and report.batches >= max_batches:
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+    return report
+
+
+class _Archiver:
+    """Writes a batch's archives under its locks and remembers how many."""
+
+    def __init__(self) -> None:
+        self.written = 0
+
+    def __call__(self, pks: list[uuid.UUID]) -> None:
+        self.written = write_archives(pks)
+
+
+def _batches(rule: Q, archive: bool) -> Iterator[tuple[list[Any], dict[str, int], int]]:
+    while True:
+        archiver = _Archiver()
+        pks, counts = candidates(rule).delete_unlocked(BATCH, before=archiver if archive else None)
+        if not pks:
+            return
+        yield pks, counts, archiver.written
+
+
+def _has_payload_storage() -> bool:
+    try:
+        storages[PAYLOAD_STORAGE]
+    except InvalidStorageError:
+        return False
+    return True
+
+
+# The workers' pass: at most this long, then the loop's other work goes on.
+PASS_SECONDS = 5.0
+
+
+def retention_pass() -> PurgeReport | None:
+    """One bounded pass of retention, as the workers' background loop runs it."""
+    settings = conf.get()
+    rule = expired(timezone.now())
+    if rule is None:
+        return None
+    report = purge(rule, archive=settings.ARCHIVE, deadline=time.monotonic() + PASS_SECONDS)
+    if report.runs:
+        log.info("retention: deleted %d finished runs (%d archived)", report.runs, report.archived)
+    return report

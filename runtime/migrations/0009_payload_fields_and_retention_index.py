@@ -1,0 +1,62 @@
+"""Payload columns read back their stored forms (PayloadField); an index for retention."""
+
+from django.db import migrations, models
+
+import runtime.models.payloads
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("runtime", "0008_lease_owners"),
+    ]
+
+    operations = [
+        migrations.AlterField(
+            model_name="event",
+            name="payload",
+            field=runtime.models.payloads.PayloadField(default=dict),
+        ),
+        migrations.AlterField(
+            model_name="run",
+            name="error",
+            field=runtime.models.payloads.PayloadField(blank=True, null=True),
+        ),
+        migrations.AlterField(
+            model_name="run",
+            name="input",
+            field=runtime.models.payloads.PayloadField(default=dict),
+        ),
+        migrations.AlterField(
+            model_name="run",
+            name="result",
+            field=runtime.models.payloads.PayloadField(blank=True, null=True),
+        ),
+        migrations.AlterField(
+            model_name="step",
+            name="error",
+            field=runtime.models.payloads.PayloadField(blank=True, null=True),
+        ),
+        migrations.AlterField(
+            model_name="step",
+            name="input",
+            field=runtime.models.payloads.PayloadField(blank=True, null=True),
+        ),
+        migrations.AlterField(
+            model_name="step",
+            name="result",
+            field=runtime.models.payloads.PayloadField(blank=True, null=True),
+        ),
+        migrations.AlterField(
+            model_name="streamchunk",
+            name="value",
+            field=runtime.models.payloads.PayloadField(null=True),
+        ),
+        migrations.AddIndex(
+            model_name="run",
+            index=models.Index(
+                condition=models.Q(("status__in", ["completed", "failed", "cancelled"])),
+                fields=["finished_at"],
+                name="run_finished_idx",
+            ),
+        ),
+    ]
