@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import CheckMessage, Error, Warning, register
 
 from runtime import conf
 from runtime.payloads.offload import STORAGE_ALIAS as PAYLOAD_STORAGE
@@ -51,26 +51,27 @@ def check_secret_key_for_deploy(app_configs: Any = None, **kwargs: Any) -> list[
 
 
 @register()
-def check_data_lifecycle_storages(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+def check_data_lifecycle_storages(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """The storages that offloaded payloads and archives go to, when they are in use.
 
-    Without them a large payload would fail its step at the write, and an archive its purge.
+    Without the payload storage large payloads stay in the database (a warning: a project
+    that upgrades keeps working); without the archive storage an archiving purge would fail.
     """
     try:
         fanfold = conf.parse(getattr(settings, "FANFOLD", {}))
     except conf.SettingsError:
         return []  # fanfold.E001 reports it
     storages = getattr(settings, "STORAGES", {})
-    errors: list[Error] = []
+    errors: list[CheckMessage] = []
     if fanfold.OFFLOAD_BYTES and PAYLOAD_STORAGE not in storages:
         errors.append(
-            Error(
-                f'STORAGES has no "{PAYLOAD_STORAGE}" storage for payloads over '
-                f"FANFOLD_OFFLOAD_BYTES ({fanfold.OFFLOAD_BYTES} bytes)",
+            Warning(
+                f'STORAGES has no "{PAYLOAD_STORAGE}" storage: payloads over '
+                f"FANFOLD_OFFLOAD_BYTES ({fanfold.OFFLOAD_BYTES} bytes) stay in the database",
                 hint=f'Add STORAGES["{PAYLOAD_STORAGE}"] (e.g. a FileSystemStorage outside '
                 "MEDIA_ROOT), or set FANFOLD_OFFLOAD_BYTES=0 to keep every payload in the "
                 "database.",
-                id="fanfold.E004",
+                id="fanfold.W004",
             )
         )
     if fanfold.ARCHIVE and ARCHIVE_STORAGE not in storages:

@@ -17,15 +17,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.core.files.storage import InvalidStorageError, storages
 from django.db.models import Q
 from django.utils import timezone
 
 from runtime import conf
 from runtime.lifecycle.archive import write_archives
 from runtime.models import Run
-from runtime.payloads.offload import STORAGE_ALIAS as PAYLOAD_STORAGE
-from runtime.payloads.offload import delete_run_payloads
+from runtime.payloads.offload import delete_run_payloads, has_payload_storage
 from runtime.registry import registry
 
 log = logging.getLogger("fanfold.retention")
@@ -94,7 +92,7 @@ def purge(
     """Delete the finished runs `rule` selects, BATCH at a time, until none is left (or
     `max_batches` batches, or the monotonic `deadline`); archive each first with `archive`."""
     report = PurgeReport()
-    offloads = _has_payload_storage()
+    offloads = has_payload_storage()
     for pks, counts, archived in _batches(rule, archive):
         files = sum(delete_run_payloads(pk) for pk in pks) if offloads else 0
         report.add(pks, counts, archived, files)
@@ -124,14 +122,6 @@ def _batches(rule: Q, archive: bool) -> Iterator[tuple[list[Any], dict[str, int]
         if not pks:
             return
         yield pks, counts, archiver.written
-
-
-def _has_payload_storage() -> bool:
-    try:
-        storages[PAYLOAD_STORAGE]
-    except InvalidStorageError:
-        return False
-    return True
 
 
 # The workers' pass: at most this long, then the loop's other work goes on.

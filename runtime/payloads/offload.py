@@ -41,6 +41,15 @@ def payload_storage() -> Storage:
         ) from None
 
 
+def has_payload_storage() -> bool:
+    """Whether STORAGES["fanfold_payloads"] is configured (without it payloads stay inline)."""
+    try:
+        storages[STORAGE_ALIAS]
+    except InvalidStorageError:
+        return False
+    return True
+
+
 def write_offloaded(run_id: uuid.UUID, digest: str, content: bytes) -> str:
     """Store `content` as the run's file named by `digest`, once; returns the file's name.
 

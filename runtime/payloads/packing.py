@@ -20,7 +20,7 @@ from runtime import conf
 from runtime.core.jsonvalues import encoded_size
 from runtime.core.payload_errors import PayloadFormatUnknown
 from runtime.payloads.codec import OFFLOADED, PayloadCodec, json_text, reserved_form
-from runtime.payloads.offload import read_offloaded, write_offloaded
+from runtime.payloads.offload import has_payload_storage, read_offloaded, write_offloaded
 
 
 @lru_cache(maxsize=4)
@@ -40,7 +40,8 @@ def pack(value: Any, run_id: uuid.UUID, size: int | None = None) -> Any:
     `value` is already normalized (runtime.core.jsonvalues.checked); `size`, its encoded size
     when the caller measured it, spares measuring it again when the value is stored plain.
     Encrypted when keys are configured; kept in the payload storage when its stored form is
-    over FANFOLD_OFFLOAD_BYTES (a file written once per value and run). `None` stays `None`.
+    over FANFOLD_OFFLOAD_BYTES (a file written once per value and run) if the payload storage
+    is configured, else inline as it is. `None` stays `None`.
     """
     if value is None:
         return None
@@ -51,8 +52,8 @@ def pack(value: Any, run_id: uuid.UUID, size: int | None = None) -> Any:
     if not limit:
         return stored
     stored_size = size if size is not None and stored is value else encoded_size(stored)
-    if stored_size <= limit:
-        return stored
+    if stored_size <= limit or not has_payload_storage():
+        return stored  # without the storage (check fanfold.W004) a large value stays inline
     return offload(codec, value, stored, run_id)
 
 

@@ -7,6 +7,9 @@
     fanfold retry RUN                                       fork from the first failed step
     fanfold replay [--workflow W] [--status S] [--limit N] [--run RUN]
                                                             the replay check; exit 1 on a mismatch
+    fanfold purge --older-than D [--dry-run] [--archive]    delete finished runs (data lifecycle)
+    fanfold restore RUN                                     bring an archived run back
+    fanfold rekey                                           re-encrypt payloads with the first key
 
 Every subcommand prints tables for people and, with `--json`, JSON for scripts (errors too:
 `{"error": {"code", "message"}}`, exit status 1).
@@ -24,6 +27,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runtime.core.errors import FanfoldError
 from runtime.forks import fork_run, retry_run
+from runtime.management import lifecycle
 from runtime.management.console import ProgressBar, table
 from runtime.models import Run, RunStatus, Step
 from runtime.replay_check import ReplayReport, replay_runs
@@ -79,7 +83,8 @@ class Command(BaseCommand):
         check.add_argument("--status", choices=RunStatus.values, action="append", help="repeatable")
         check.add_argument("--limit", type=int, help="the newest N runs only")
         check.add_argument("--run", action="append", help="this run (repeatable)")
-        for each in (runs, check, fork, *[sub.choices[n] for n in ("show", "cancel", "retry")]):
+        shown = [sub.choices[n] for n in ("show", "cancel", "retry")]
+        for each in (runs, check, fork, *shown, *lifecycle.add_parsers(sub)):
             each.add_argument("--json", action="store_true", help="JSON output")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -92,6 +97,7 @@ class Command(BaseCommand):
             ),
             "retry": lambda o: self._one(retry_run(o["run"]), o),
             "replay": self._replay,
+            **lifecycle.actions(self.stdout),
         }
         try:
             actions[options["subcommand"]](options)
