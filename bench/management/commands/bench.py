@@ -14,6 +14,7 @@ from bench.collector import run_collector_probe
 from bench.environment import DEFAULT_CONCURRENCY, Pool, other_workers
 from bench.fanout import run_fanout
 from bench.flow import run_flow
+from bench.history import run_history
 from bench.observe import observe_fanout, observe_sequential
 from bench.replaycheck import run_replay_check
 from bench.sequential import run_concurrent, run_sequential
@@ -25,7 +26,7 @@ COUNTS = (
     "concurrency",
 )  # fmt: skip
 # Scenarios that start worker processes of their own on the configured broker.
-WITH_WORKERS = frozenset({"seq", "concurrent", "fanout", "flow", "stream"})
+WITH_WORKERS = frozenset({"seq", "concurrent", "fanout", "flow", "stream", "history"})
 
 
 def _refuse_other_workers() -> None:
@@ -111,6 +112,12 @@ class Command(BaseCommand):
         streams.add_argument(
             "--pause-ms", type=float, default=2.0, help="the step's pause between writes"
         )
+        history = sub.add_parser("history", help="steps on an empty and a full database, purge")
+        history.add_argument("--runs", type=int, default=50_000)
+        history.add_argument("--events", type=int, default=100)
+        history.add_argument("--steps", type=int, default=2000)
+        history.add_argument("--timeout", type=float, default=600.0)
+        history.add_argument("--json", action="store_true")
         flow = sub.add_parser("flow", help="admission and rate-limit overhead, limits off vs on")
         flow.add_argument("--runs", type=int, default=100)
         flow.add_argument("--steps", type=int, default=20)
@@ -158,6 +165,10 @@ class Command(BaseCommand):
             return run_replay_check(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
+        if scenario == "history":
+            return run_history(
+                options["runs"], options["events"], options["steps"], options["timeout"]
+            )
         if scenario == "flow":
             return run_flow(
                 options["runs"], options["steps"], options["repeat"], options["timeout"]
