@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.dateparse import parse_datetime
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import BasePagination, CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
-from api.exceptions import InvalidQuery
+from api.request_errors import InvalidQuery
 
 
 class RunCursorPagination(CursorPagination):
@@ -23,9 +24,18 @@ class RunCursorPagination(CursorPagination):
 
     def decode_cursor(self, request: Request) -> Any:
         try:
-            return super().decode_cursor(request)
+            cursor = super().decode_cursor(request)
         except NotFound:
-            raise InvalidQuery({"cursor": ["not a cursor this API handed out"]}) from None
+            cursor = None
+            forged = True
+        else:
+            # DRF checks a cursor's shape, not its position: "p=notadate" would reach the
+            # query as a created_at and fail there.
+            position = cursor.position if cursor is not None else None
+            forged = position is not None and not _is_datetime(position)
+        if forged:
+            raise InvalidQuery({"cursor": ["not a cursor this API handed out"]})
+        return cursor
 
 
 class AfterPagination(BasePagination):
@@ -103,6 +113,13 @@ class EventPagination(AfterPagination):
 
 class StepPagination(AfterPagination):
     field = "position"
+
+
+def _is_datetime(text: object) -> bool:
+    try:
+        return isinstance(text, str) and parse_datetime(text) is not None
+    except ValueError:  # well formed but out of range, e.g. month 13
+        return False
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int | None) -> int:

@@ -166,7 +166,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["api.parsers.LimitedJSONParser"],
-    "EXCEPTION_HANDLER": "api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "api.error_envelope.exception_handler",
     # The callback endpoint is the only one without a user: its token is the credential.
     "DEFAULT_THROTTLE_RATES": {"callbacks": "600/minute"},
 }

@@ -10,8 +10,8 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.exceptions import InvalidQuery
 from api.pagination import EventPagination, RunCursorPagination, StepPagination
+from api.request_errors import InvalidQuery
 from api.serializers import (
     EventSerializer,
     RunDetailSerializer,

@@ -45,7 +45,16 @@ def test_api_runs_list_filters_status_and_workflow(client: APIClient, clock: Fak
     assert [r["id"] for r in sleepers] == [other]
 
 
-@pytest.mark.parametrize("query", ["status=bogus", "cursor=nonsense", "workflow=" + "w" * 201])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "status=bogus",
+        "cursor=nonsense",
+        "cursor=cD1ub3RhZGF0ZQ==",  # p=notadate: a well-formed cursor at a forged position
+        "cursor=cD0yMDI2LTEzLTQwVDAwOjAwOjAwWg==",  # p=2026-13-40T00:00:00Z
+        "workflow=" + "w" * 201,
+    ],
+)
 def test_api_runs_list_bad_query_is_400(client: APIClient, query: str) -> None:
     response = client.get(f"/api/runs/?{query}")
     assert response.status_code == 400
