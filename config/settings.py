@@ -173,10 +173,13 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["api.parsers.LimitedJSONParser"],
     "EXCEPTION_HANDLER": "api.error_envelope.exception_handler",
-    # The callback endpoint is the only one without a user: its token is the credential.
+    # Per user, at FANFOLD_API_USER_RATE; the callback endpoint, the only one without a user
+    # (its token is the credential), has its own per-client rate.
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.ApiUserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"callbacks": "600/minute"},
 }
-# Throttling counts requests here; per process, which is enough to blunt token guessing.
+# Throttling counts requests here; per process, which is enough to blunt token guessing and
+# floods. Point it at Redis (django.core.cache.backends.redis.RedisCache) to count across them.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 SPECTACULAR_SETTINGS = {
     "TITLE": "Fanfold API",

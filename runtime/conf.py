@@ -6,6 +6,7 @@ by config/settings.py). Bad values are reported by the system check in runtime.c
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, fields
 from functools import lru_cache
@@ -90,9 +91,9 @@ def _coerce(name: str, kind: Any, raw: Any) -> Any:
         return _coerce_text(name, kind, raw)
     if kind == "tuple[str, ...]":
         if isinstance(raw, str):
-            return tuple(part.strip() for part in raw.split(",") if part.strip())
+            return _checked_list(name, tuple(p.strip() for p in raw.split(",") if p.strip()))
         if isinstance(raw, list | tuple) and all(isinstance(p, str) for p in raw):
-            return tuple(raw)
+            return _checked_list(name, tuple(raw))
         raise SettingsError(f"FANFOLD_{name} must be a comma-separated list of names")
     try:
         value = int(raw) if kind == "int" else float(raw)
@@ -109,6 +110,18 @@ def _coerce(name: str, kind: Any, raw: Any) -> Any:
     if name in ("PUBLISH_BATCH_SIZE", "BRANCH_CHUNK") and value > 100:
         raise SettingsError(f"FANFOLD_{name} must be at most 100")
     return value
+
+
+def _checked_list(name: str, parts: tuple[str, ...]) -> tuple[str, ...]:
+    if name == "TRUSTED_PROXIES":
+        for part in parts:
+            try:
+                ipaddress.ip_network(part, strict=False)
+            except ValueError:
+                raise SettingsError(
+                    f"FANFOLD_TRUSTED_PROXIES must list addresses or networks, got {part!r}"
+                ) from None
+    return parts
 
 
 def parse(raw: dict[str, Any]) -> FanfoldSettings:

@@ -102,7 +102,7 @@ def test_api_run_unknown_or_malformed_id_is_404(
 def test_api_run_steps_in_position_order(client: APIClient, clock: FakeClock) -> None:
     run_id = start(client, "tests.api.sleeper")
     execute(uuid.UUID(run_id), clock=clock)
-    body = client.get(f"/api/runs/{run_id}/steps/").json()
+    body = client.get(f"/api/runs/{run_id}/steps/?include=result").json()
     steps = body["results"]
     assert [(s["position"], s["kind"], s["status"]) for s in steps] == [
         (1, "step", "completed"),
