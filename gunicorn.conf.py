@@ -21,6 +21,9 @@ threads = int(os.environ.get("GUNICORN_THREADS") or 8)
 # A worker takes no more connections than it has threads: one whose threads are all busy
 # (streams) leaves new connections to the others instead of queueing them behind its streams.
 worker_connections = threads
+# So no connection is kept alive between requests (it would take a thread's place): the proxy
+# in front keeps clients' connections alive, and reconnecting to it on this machine is cheap.
+keepalive = 0
 # The stream window (15 s by default) stays well below this.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT") or 30)
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT") or 30)
