@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from api.serializers import ErrorSerializer
 
 _DESCRIPTIONS = {
-    400: "bad input: not JSON, wrong shape, unknown workflow, arguments that do not fit",
+    400: "bad input: not JSON, nested too deep, wrong shape, unknown workflow, bad arguments",
     401: "no or invalid credentials",
     403: "not allowed (e.g. a session request without its CSRF token)",
     404: "no such run, callback token or endpoint",
