@@ -48,6 +48,11 @@ class FanfoldSettings:
     # Workers freeze the objects they hold at start-up out of the cyclic collector
     # (runtime.worker_gc).
     GC_FREEZE: bool = True
+    # Async step bodies (runtime.eventloop): how many one worker process runs at once on its
+    # event loop, and how late (seconds) the loop may run before a warning names the body
+    # that blocked it (0: no lag monitor).
+    ASYNC_CONCURRENCY: int = 100
+    ASYNC_LAG_WARNING: float = 0.1
 
 
 class SettingsError(ValueError):
@@ -55,7 +60,7 @@ class SettingsError(ValueError):
 
 
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
-_MAY_BE_ZERO = {"CHECKPOINT_ASYNC_WINDOW", "METRICS_PORT"}
+_MAY_BE_ZERO = {"CHECKPOINT_ASYNC_WINDOW", "METRICS_PORT", "ASYNC_LAG_WARNING"}
 
 
 def _coerce_text(name: str, kind: str, raw: Any) -> Any:
@@ -92,6 +97,8 @@ def _coerce(name: str, kind: Any, raw: Any) -> Any:
         raise SettingsError("FANFOLD_METRICS_PORT must be a TCP port (0 for none)")
     if name in ("PUBLISH_BATCH_SIZE", "BRANCH_CHUNK") and value > 100:
         raise SettingsError(f"FANFOLD_{name} must be at most 100")
+    if name == "ASYNC_CONCURRENCY" and value > 10000:
+        raise SettingsError("FANFOLD_ASYNC_CONCURRENCY must be at most 10000")
     return value
 
 
