@@ -93,8 +93,9 @@ class TimedCoroutine(Coroutine[Any, Any, T]):
 
 
 class LagMonitor:
-    """Ticks on `loop` every quarter of `threshold` seconds and logs a warning when a tick ran
-    more than `threshold` late, naming the body step that held the loop (if one did)."""
+    """Ticks on `loop` every quarter of `threshold` seconds; a tick more than `threshold` late
+    logs a warning naming the body step that held the loop, or, when no body step did, a
+    line at INFO level (the process was busy elsewhere: no body to blame)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, threshold: float) -> None:
         self.clock = StepClock()
@@ -131,10 +132,10 @@ class LagMonitor:
                 "awaiting; blocking calls belong in asyncio.to_thread or an async library",
                 lateness, tag.label, tag.key, held,
             )  # fmt: skip
-        else:
-            log.warning(
-                "event loop blocked for %.3f s outside any step body (another thread holding "
-                "the GIL, or a loop callback)",
+        else:  # nothing to act on in one body: the process was busy (GIL, a collection)
+            log.info(
+                "event loop ran %.3f s late outside any step body (another thread holding "
+                "the GIL, a garbage collection, or a loop callback)",
                 lateness,
             )
 
