@@ -25,4 +25,3 @@ def new_loop() -> Iterator[LoopFactory]:
     yield make
     for loop in made:
         loop.close()
-
