@@ -35,6 +35,30 @@ class Body:
     future: concurrent.futures.Future[Any]
     context: contextvars.Context
     task: asyncio.Task[None] | None = field(default=None)
+    settled: bool = field(default=False)
+
+    # A cancelled concurrent future counts as done for `concurrent.futures.wait` only once its
+    # owner calls `set_running_or_notify_cancel()`, as an executor would; the two methods
+    # below make that call once per body, on the loop thread.
+
+    def settle(self, result: Any = None, error: BaseException | None = None) -> None:
+        """Hand the body's outcome to its future, unless the future was cancelled."""
+        if self._claim():
+            if error is None:
+                self.future.set_result(result)
+            else:
+                self.future.set_exception(error)
+
+    def settle_cancelled(self) -> None:
+        """Report the body cancelled, unless its future already has an outcome."""
+        self.future.cancel()
+        self._claim()
+
+    def _claim(self) -> bool:
+        if self.settled:
+            return False
+        self.settled = True
+        return self.future.set_running_or_notify_cancel()
 
 
 async def bounded(awaitable: Awaitable[T], seconds: float | None, label: str) -> T:

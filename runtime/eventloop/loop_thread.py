@@ -55,8 +55,14 @@ class LoopThread:
             self.loop.call_soon_threadsafe(self._admit, body)
 
     def cancel(self, key: Hashable) -> concurrent.futures.Future[int]:
-        """Cancel the queued and running bodies of `key`; the future says how many."""
-        return self.call(self._cancel_key, key)
+        """Cancel the queued and running bodies of `key`; the future says how many (none once
+        `stop()` has begun: the drain cancels them all)."""
+        try:
+            return self.call(self._cancel_key, key)
+        except WorkerLoopClosed:
+            nothing: concurrent.futures.Future[int] = concurrent.futures.Future()
+            nothing.set_result(0)
+            return nothing
 
     def call(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
         """Run `fn(*args)` on the loop thread; its outcome arrives in the returned future."""
@@ -103,6 +109,7 @@ class LoopThread:
 
     def _admit(self, body: Body) -> None:
         if body.future.cancelled():
+            body.settle_cancelled()
             return
         if self._running_count < self._concurrency:
             self._start(body)
@@ -116,22 +123,19 @@ class LoopThread:
         body.task.add_done_callback(partial(self._ended, body))
 
     async def _drive(self, body: Body) -> None:
-        future = body.future
         try:
             result = await bounded(body.factory(), body.timeout, body.tag.label)
         except (asyncio.CancelledError, GeneratorExit):
             raise
         except BaseException as exc:  # even SystemExit: it belongs to the submitting thread
-            if future.set_running_or_notify_cancel():
-                future.set_exception(exc)
+            body.settle(error=exc)
         else:
-            if future.set_running_or_notify_cancel():
-                future.set_result(result)
+            body.settle(result)
 
     def _ended(self, body: Body, task: asyncio.Task[None]) -> None:
         # A task cancelled before its first step never enters `_drive`, so the cancellation
         # is reported here; a settled future ignores it.
-        body.future.cancel()
+        body.settle_cancelled()
         self._finish(body)
 
     def _finish(self, body: Body) -> None:
@@ -143,7 +147,9 @@ class LoopThread:
         self._running_count -= 1
         while self._queued and self._running_count < self._concurrency:
             waiting = self._queued.popleft()
-            if not waiting.future.cancelled():
+            if waiting.future.cancelled():
+                waiting.settle_cancelled()
+            else:
                 self._start(waiting)
 
     def _cancel_key(self, key: Hashable) -> int:
@@ -151,7 +157,8 @@ class LoopThread:
         cancelled = 0
         for body in self._queued:
             if body.tag.key == key:
-                cancelled += body.future.cancel()
+                cancelled += not body.future.done()
+                body.settle_cancelled()
             else:
                 kept.append(body)
         self._queued = kept
@@ -177,7 +184,7 @@ class LoopThread:
 
     async def _drain(self, timeout: float) -> None:
         for body in self._queued:
-            body.future.cancel()
+            body.settle_cancelled()
         self._queued.clear()
         tasks = [b.task for bs in self._running.values() for b in bs if b.task is not None]
         for task in tasks:
@@ -186,7 +193,7 @@ class LoopThread:
             _, stubborn = await asyncio.wait(tasks, timeout=timeout)
             for bs in self._running.values():  # bodies that ignored the cancellation
                 for body in bs:
-                    body.future.cancel()
+                    body.settle_cancelled()
             if stubborn:
                 log.warning("%d async bodies ignored cancellation at shutdown", len(stubborn))
         if self._monitor is not None:
