@@ -88,6 +88,8 @@ class LoopThread:
             if self._closing:
                 return
             self._closing = True
+            if self.loop.is_closed():  # the thread died (see `crashed`): nothing to drain
+                return
             self.loop.call_soon_threadsafe(self._begin_drain, timeout)
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout + 1.0)
@@ -98,12 +100,19 @@ class LoopThread:
     def alive(self) -> bool:
         return self._thread.is_alive() and not self._closing
 
+    @property
+    def crashed(self) -> bool:
+        """The thread ended without `stop()`: a SystemExit raised by a loop callback, say."""
+        return not self._thread.is_alive() and not self._closing
+
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
         if self._monitor is not None:
             self._monitor.install()
         try:
             self.loop.run_forever()
+        except BaseException:  # ends this thread only: the next submit starts another
+            log.exception("event loop thread %s ended", self._thread.name)
         finally:
             self.loop.close()
 
@@ -178,6 +187,8 @@ class LoopThread:
     def _cancel_task(self, body: Body) -> None:
         if body.task is not None:
             body.task.cancel()
+        else:  # still queued: its waiters hear now, and its turn is skipped
+            body.settle_cancelled()
 
     def _begin_drain(self, timeout: float) -> None:
         self.loop.create_task(self._drain(timeout))

@@ -123,7 +123,7 @@ class WorkerLoop:
         with state.lock:
             if state.closed:
                 raise WorkerLoopClosed("the worker's event loop is closed")
-            if state.thread is None:
+            if state.thread is None or state.thread.crashed:
                 concurrency, lag_warning = self._limits()
                 state.thread = LoopThread(self.name, concurrency, lag_warning)
                 _live.add(state.thread)

@@ -155,3 +155,29 @@ def test_worker_loop_timeout_counts_from_the_start_not_the_queue(new_loop: LoopF
     assert second.result(timeout=10) == "ran"
     first.result(timeout=10)
     wait_for(lambda: first.done())
+
+
+def test_worker_loop_a_queued_future_cancelled_by_its_caller_is_done_at_once(
+    new_loop: LoopFactory,
+) -> None:
+    loop = new_loop(concurrency=1)
+    started = threading.Event()
+    ran: list[str] = []
+
+    async def blocker() -> None:
+        started.set()
+        await asyncio.sleep(30)
+
+    async def never() -> None:
+        ran.append("never")
+
+    first = loop.submit(blocker, key="run", label="blocker")
+    assert started.wait(10)
+    queued = loop.submit(never, key="run", label="queued")
+    assert queued.cancel()
+
+    _, pending = concurrent.futures.wait([queued], timeout=10)
+    assert not pending  # its waiters hear now, not when a slot frees
+    assert first.cancel()
+    _, pending = concurrent.futures.wait([first], timeout=10)
+    assert not pending and ran == []

@@ -219,3 +219,27 @@ def test_worker_loop_process_loop_starts_on_first_submit() -> None:
 
     assert loop.submit(answer, key="run", label="answer").result(timeout=10) == 42
     assert loop.running
+
+
+def _exit_the_loop() -> None:
+    raise SystemExit("a loop callback (not a body) exits")
+
+
+def test_worker_loop_starts_a_new_thread_after_its_thread_died(
+    new_loop: LoopFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    loop = new_loop()
+
+    async def sabotage() -> str:
+        asyncio.get_running_loop().call_soon(_exit_the_loop)
+        return "scheduled"
+
+    assert loop.submit(sabotage, key="run", label="sabotage").result(timeout=10) == "scheduled"
+    wait_for(lambda: not loop.running)
+
+    async def answer() -> int:
+        return 42
+
+    assert loop.submit(answer, key="run", label="answer").result(timeout=10) == 42
+    assert loop.running
+    assert any("ended" in r.getMessage() for r in caplog.records if r.name == "fanfold.eventloop")
