@@ -74,6 +74,11 @@ class FanfoldSettings:
     RETENTION: timedelta | None = timedelta(days=30)
     # Whether runs are written to STORAGES["fanfold_archive"] before they are deleted.
     ARCHIVE: bool = False
+    # Async step bodies (runtime.eventloop): how many one worker process runs at once on its
+    # event loop, and how late (seconds) the loop may run before a warning names the body
+    # that blocked it (0: no lag monitor).
+    ASYNC_CONCURRENCY: int = 100
+    ASYNC_LAG_WARNING: float = 0.1
 
 
 class SettingsError(ValueError):
@@ -81,7 +86,7 @@ class SettingsError(ValueError):
 
 
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
-_MAY_BE_ZERO = {"CHECKPOINT_ASYNC_WINDOW", "METRICS_PORT", "OFFLOAD_BYTES"}
+_MAY_BE_ZERO = {"CHECKPOINT_ASYNC_WINDOW", "METRICS_PORT", "OFFLOAD_BYTES", "ASYNC_LAG_WARNING"}
 _RATE = re.compile(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)")
 _KEEP_EVERYTHING = {"none", "never", "off"}
 
@@ -152,6 +157,8 @@ def _coerce(name: str, kind: Any, raw: Any) -> Any:
         raise SettingsError("FANFOLD_MAX_STREAMS_PER_USER must be at most 1000")
     if name in ("PUBLISH_BATCH_SIZE", "BRANCH_CHUNK") and value > 100:
         raise SettingsError(f"FANFOLD_{name} must be at most 100")
+    if name == "ASYNC_CONCURRENCY" and value > 10000:
+        raise SettingsError("FANFOLD_ASYNC_CONCURRENCY must be at most 10000")
     return value
 
 
