@@ -22,6 +22,7 @@ from runtime.core.errors import (
     RunFailed,
     RunNotFound,
     StepFailed,
+    StepTimedOut,
 )
 from runtime.core.retry import RetryPolicy
 from runtime.core.schedule import Cron
@@ -70,6 +71,7 @@ __all__ = [
     "Signature",
     "StepFailed",
     "StepInfo",
+    "StepTimedOut",
     "Stream",
     "current_step",
     "fork",

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from runtime.eventloop.body import BodyTag, bounded
 from runtime.eventloop.completion import run_to_completion
-from runtime.eventloop.errors import BodyTimedOut, InsideEventLoop, WorkerLoopClosed
+from runtime.eventloop.errors import InsideEventLoop, WorkerLoopClosed
 from runtime.eventloop.worker_loop import WorkerLoop, worker_loop
 
 __all__ = [
     "BodyTag",
-    "BodyTimedOut",
     "InsideEventLoop",
     "WorkerLoop",
     "WorkerLoopClosed",

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from runtime.eventloop.errors import BodyTimedOut
+from runtime.core.errors import StepTimedOut
 
 T = TypeVar("T")
 
@@ -64,7 +64,7 @@ class Body:
 async def bounded(awaitable: Awaitable[T], seconds: float | None, label: str) -> T:
     """Await `awaitable`, cancelling it after `seconds` (None: no bound).
 
-    A body cut by the bound raises `BodyTimedOut` naming `label`; a `TimeoutError` the body
+    A body cut by the bound raises `StepTimedOut` naming `label`; a `TimeoutError` the body
     raises on its own (an HTTP client's, say) goes through unchanged.
     """
     if seconds is None:
@@ -75,5 +75,5 @@ async def bounded(awaitable: Awaitable[T], seconds: float | None, label: str) ->
             return await awaitable
     except TimeoutError as exc:
         if scope.expired():
-            raise BodyTimedOut(label=label, seconds=seconds) from exc
+            raise StepTimedOut(label=label, seconds=seconds) from exc
         raise

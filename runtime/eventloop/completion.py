@@ -34,7 +34,7 @@ def run_to_completion(
     coro: Coroutine[Any, Any, T], *, timeout: float | None = None, label: str = "coroutine"
 ) -> T:
     """Run `coro` to its end on a private event loop in this thread and return its result
-    (or raise its exception). `timeout` bounds it as `WorkerLoop.submit` does (BodyTimedOut
+    (or raise its exception). `timeout` bounds it as `WorkerLoop.submit` does (StepTimedOut
     naming `label`). Refused with InsideEventLoop in a thread that runs an event loop (a
     coroutine there must be awaited); `coro` is then closed, never run."""
     try:

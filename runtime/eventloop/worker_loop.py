@@ -72,7 +72,7 @@ class WorkerLoop:
         (in submission order) and sees the caller's context variables, copied now (the
         current step info among them). `key` groups it for `cancel(key)`; `label` (the step
         name) names it in loop-lag warnings; `timeout` bounds it from its start, after which
-        it is cancelled and its future raises BodyTimedOut. Cancelling the future cancels the
+        it is cancelled and its future raises StepTimedOut. Cancelling the future cancels the
         body. Raises WorkerLoopClosed after `close()`.
         """
         future: concurrent.futures.Future[T] = concurrent.futures.Future()

@@ -11,8 +11,7 @@ import pytest
 from conftest import LoopFactory
 from eventloop_support import wait_for
 
-from runtime.core.errors import FanfoldError
-from runtime.eventloop import BodyTimedOut
+from runtime.core.errors import FanfoldError, StepTimedOut
 
 
 def test_worker_loop_cancel_ends_only_that_keys_bodies(new_loop: LoopFactory) -> None:
@@ -86,7 +85,7 @@ def test_worker_loop_cancel_of_an_unknown_key_cancels_nothing(new_loop: LoopFact
     assert loop.cancel("nobody").result(timeout=10) == 0
 
 
-def test_worker_loop_timeout_cancels_the_body_and_fails_with_body_timed_out(
+def test_worker_loop_timeout_cancels_the_body_and_fails_with_step_timed_out(
     new_loop: LoopFactory,
 ) -> None:
     loop = new_loop()
@@ -100,12 +99,12 @@ def test_worker_loop_timeout_cancels_the_body_and_fails_with_body_timed_out(
             raise
 
     future = loop.submit(slow, key="run", label="fetch_page", timeout=0.05)
-    with pytest.raises(BodyTimedOut) as info:
+    with pytest.raises(StepTimedOut) as info:
         future.result(timeout=10)
 
     assert seen == ["cancelled"]
     assert (info.value.label, info.value.seconds, info.value.code) == (
-        "fetch_page", 0.05, "body_timed_out"
+        "fetch_page", 0.05, "step_timed_out"
     )  # fmt: skip
     assert "fetch_page" in str(info.value)
     assert isinstance(info.value, FanfoldError)
@@ -134,10 +133,10 @@ def test_worker_loop_timeout_passes_the_bodys_own_timeout_error_through(
         loop.submit(own, key="run", label="own", timeout=30).result(timeout=10)
 
 
-def test_body_timed_out_pickles_with_its_fields() -> None:
-    error = BodyTimedOut(label="fetch_page", seconds=2.5)
+def test_step_timed_out_pickles_with_its_fields() -> None:
+    error = StepTimedOut(label="fetch_page", seconds=2.5)
     copy = pickle.loads(pickle.dumps(error))
-    assert type(copy) is BodyTimedOut
+    assert type(copy) is StepTimedOut
     assert (copy.label, copy.seconds, str(copy)) == ("fetch_page", 2.5, str(error))
 
 

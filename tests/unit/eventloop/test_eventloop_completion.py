@@ -12,7 +12,8 @@ import pytest
 from conftest import LoopFactory
 from runtime.stepinfo import StepInfo, current_step, running
 
-from runtime.eventloop import BodyTimedOut, InsideEventLoop, run_to_completion
+from runtime.core.errors import StepTimedOut
+from runtime.eventloop import InsideEventLoop, run_to_completion
 
 marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
 
@@ -90,6 +91,6 @@ def test_run_to_completion_bounds_the_coroutine_with_a_timeout() -> None:
             cancelled.set()
             raise
 
-    with pytest.raises(BodyTimedOut, match="fetch_page"):
+    with pytest.raises(StepTimedOut, match="fetch_page"):
         run_to_completion(slow(), timeout=0.05, label="fetch_page")
     assert cancelled.is_set()
