@@ -31,10 +31,13 @@ from runtime.registry import Signature, step, workflow
 
 _LAZY = {
     "start": "runtime.handles",
+    "astart": "runtime.handles",
     "get_run": "runtime.handles",
+    "aget_run": "runtime.handles",
     "fork": "runtime.handles",
     "RunHandle": "runtime.handles",
     "DurableContext": "runtime.context",
+    "AsyncDurableContext": "runtime.context",
     "stream": "runtime.streaming.writer",
     "Stream": "runtime.streaming.writer",
 }
@@ -52,6 +55,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AsyncDurableContext",
     "CallbackFailed",
     "CallbackTimedOut",
     "ConditionTimedOut",
@@ -73,6 +77,8 @@ __all__ = [
     "StepInfo",
     "StepTimedOut",
     "Stream",
+    "aget_run",
+    "astart",
     "current_step",
     "fork",
     "get_run",

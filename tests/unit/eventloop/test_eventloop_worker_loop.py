@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from conftest import LoopFactory
 from eventloop_support import Gauge, wait_for
-from runtime.stepinfo import StepInfo, current_step, running
 
 from runtime import conf
+from runtime.durable.stepinfo import StepInfo, current_step, running
 from runtime.eventloop import WorkerLoop, WorkerLoopClosed, worker_loop
 
 
