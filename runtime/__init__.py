@@ -22,6 +22,7 @@ from runtime.core.errors import (
     RunFailed,
     RunNotFound,
     StepFailed,
+    StepTimedOut,
 )
 from runtime.core.retry import RetryPolicy
 from runtime.core.schedule import Cron
@@ -30,10 +31,13 @@ from runtime.registry import Signature, step, workflow
 
 _LAZY = {
     "start": "runtime.handles",
+    "astart": "runtime.handles",
     "get_run": "runtime.handles",
+    "aget_run": "runtime.handles",
     "fork": "runtime.handles",
     "RunHandle": "runtime.handles",
     "DurableContext": "runtime.context",
+    "AsyncDurableContext": "runtime.context",
     "stream": "runtime.streaming.writer",
     "Stream": "runtime.streaming.writer",
 }
@@ -51,6 +55,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AsyncDurableContext",
     "CallbackFailed",
     "CallbackTimedOut",
     "ConditionTimedOut",
@@ -70,7 +75,10 @@ __all__ = [
     "Signature",
     "StepFailed",
     "StepInfo",
+    "StepTimedOut",
     "Stream",
+    "aget_run",
+    "astart",
     "current_step",
     "fork",
     "get_run",

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.db import connections
 
 from runtime.core.errors import RunCancelled, RunFailed
 from runtime.forks import fork_run, retry_run
@@ -15,6 +19,8 @@ from runtime.services import cancel_run, get_run_row, start_run
 from runtime.streaming import reader
 from runtime.streaming.wakeups import fallback_seconds, signals
 from runtime.streaming.writer import DEFAULT_STREAM
+
+T = TypeVar("T")
 
 
 class RunHandle:
@@ -64,6 +70,15 @@ class RunHandle:
         finally:
             hub.unwatch(self.id)
 
+    async def aresult(self, timeout: float | None = None) -> Any:
+        """`wait()` for async callers (a Django async view): the run's result, or the errors
+        `wait` raises. The wait happens in a thread of its own, so the event loop goes on."""
+        return await sync_to_async(_closing(self.wait), thread_sensitive=False)(timeout)
+
+    async def acancel(self) -> None:
+        """`cancel()` for async callers."""
+        await sync_to_async(cancel_run)(self.id)
+
     def read_stream(
         self, name: str = DEFAULT_STREAM, after: int = 0, timeout: float | None = None
     ) -> Iterator[Any]:
@@ -85,6 +100,20 @@ class RunHandle:
 
     def events(self, after: int = 0) -> list[Event]:
         return list(Event.objects.filter(run_id=self.id, seq__gt=after).order_by("seq"))
+
+
+def _closing(fn: Callable[..., T]) -> Callable[..., T]:
+    """`fn`, closing the database connections of the thread it ran in (a thread of
+    asgiref's pool, which Django never closes on its own)."""
+
+    @functools.wraps(fn)
+    def closing(*args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    return closing
 
 
 def _outcome(run: Run) -> Any:
@@ -138,3 +167,30 @@ def fork(
 def get_run(run_id: uuid.UUID | str) -> RunHandle:
     """A handle to an existing run; raises RunNotFound."""
     return RunHandle(get_run_row(run_id).id, created=False)
+
+
+async def astart(
+    workflow: str | WorkflowFunction[Any],
+    *args: Any,
+    idempotency_key: str | None = None,
+    concurrency_key: str | None = None,
+    priority: int = 0,
+    **kwargs: Any,
+) -> RunHandle:
+    """`start` for async callers: the run is started (and committed) in Django's
+    thread-sensitive thread, as the async ORM does its work."""
+    begin = functools.partial(
+        start,
+        workflow,
+        *args,
+        idempotency_key=idempotency_key,
+        concurrency_key=concurrency_key,
+        priority=priority,
+        **kwargs,
+    )
+    return await sync_to_async(begin)()
+
+
+async def aget_run(run_id: uuid.UUID | str) -> RunHandle:
+    """`get_run` for async callers; raises RunNotFound."""
+    return await sync_to_async(get_run)(run_id)
