@@ -4,8 +4,10 @@ Workers may run meanwhile: rows are read in key order, BATCH at a time, and each
 value is written back only if its row still holds what was read (runtime.store.payload_rows),
 each batch in its own short transaction. A payload already on the first key is left alone,
 so a second `rekey` writes nothing. Offloaded payloads are written again under their new
-name; the files they replace stay until their run is deleted, since another row of the run
-may name the same file.
+name. A file one is replaced from is deleted once the batch has committed and no row of its
+run names it any more: a step's result and its event name the same file, so the file goes
+with the last of them to be rewritten. Names are computed from the first key, so no process
+that has the current keys writes a replaced file's name again.
 """
 
 from __future__ import annotations
@@ -18,8 +20,15 @@ from typing import Any
 
 from django.db import transaction
 
+from runtime.payloads.offload import delete_offloaded
 from runtime.payloads.packing import rekey
-from runtime.store.payload_rows import PAYLOAD_TABLES, PayloadTable, read_rows, write_back
+from runtime.store.payload_rows import (
+    PAYLOAD_TABLES,
+    PayloadTable,
+    names_file,
+    read_rows,
+    write_back,
+)
 
 BATCH = 500
 
@@ -31,6 +40,8 @@ class RekeyReport:
     read: int = 0
     rewritten: dict[str, int] = field(default_factory=dict)
     skipped: int = 0  # changed by a worker between the read and the write: left as written
+    files_deleted: int = 0  # offloaded files replaced, that no row of their run names any more
+    replaced: set[tuple[uuid.UUID, str]] = field(default_factory=set)  # of the current batch
 
 
 def rekey_all(progress: Callable[[RekeyReport], object] | None = None) -> RekeyReport:
@@ -43,6 +54,7 @@ def rekey_all(progress: Callable[[RekeyReport], object] | None = None) -> RekeyR
                 rows = read_rows(table, after, BATCH)
                 for row in rows:
                     _rekey_row(table, row, report)
+            _delete_replaced(report)  # once the batch is committed
             if not rows:
                 break
             after = rows[-1][0]
@@ -65,5 +77,16 @@ def _rekey_row(table: PayloadTable, row: tuple[Any, ...], report: RekeyReport) -
         read_as = text if isinstance(text, str) else json.dumps(text)
         if write_back(table, key, column, read_as, done.stored):
             report.rewritten[table.name] = report.rewritten.get(table.name, 0) + 1
+            if done.replaced is not None:
+                report.replaced.add((run_id, done.replaced))
         else:
             report.skipped += 1
+
+
+def _delete_replaced(report: RekeyReport) -> None:
+    """Delete the files the last batch replaced that no row of their run names any more."""
+    for run_id, name in sorted(report.replaced):
+        if not names_file(run_id, name):
+            delete_offloaded(name)
+            report.files_deleted += 1
+    report.replaced.clear()

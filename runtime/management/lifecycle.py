@@ -54,7 +54,12 @@ def actions(stdout: OutputWrapper) -> dict[str, Callable[[dict[str, Any]], None]
             return
         archive = options["archive"] or conf.get().ARCHIVE
         report = purge(rule, archive=archive)
-        record = {"runs": report.runs, "archived": report.archived, "rows": report.rows}
+        record = {
+            "runs": report.runs,
+            "archived": report.archived,
+            "rows": report.rows,
+            "batches": report.batches,
+        }
         out(options, record, f"deleted {report.runs} runs ({report.archived} archived)")
 
     def do_restore(options: dict[str, Any]) -> None:
@@ -67,7 +72,12 @@ def actions(stdout: OutputWrapper) -> dict[str, Callable[[dict[str, Any]], None]
 
     def do_rekey(options: dict[str, Any]) -> None:
         report = rekey_all()
-        record = {"read": report.read, "rewritten": report.rewritten, "skipped": report.skipped}
+        record = {
+            "read": report.read,
+            "rewritten": report.rewritten,
+            "skipped": report.skipped,
+            "files_deleted": report.files_deleted,
+        }
         total = sum(report.rewritten.values())
         out(options, record, f"re-encrypted {total} payloads ({report.read} rows read)")
 

@@ -7,6 +7,8 @@ is left as the worker wrote it (the next `rekey` takes it).
 
 from __future__ import annotations
 
+import json
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +60,22 @@ def write_back(table: PayloadTable, key: Any, column: str, read_as: str, stored:
     with connection.cursor() as cursor:
         cursor.execute(sql, [json_param(stored), _key(key), read_as])
         return bool(cursor.rowcount)
+
+
+def names_file(run_id: uuid.UUID, name: str) -> bool:
+    """Whether a payload column of a row of run `run_id` still names the offloaded file `name`
+    (its reference holds the name as a JSON string)."""
+    escaped = json.dumps(name).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    with connection.cursor() as cursor:
+        for table in PAYLOAD_TABLES:
+            like = " OR ".join(f"{_text(c)} LIKE %s ESCAPE '\\'" for c in table.columns)
+            cursor.execute(
+                f"SELECT 1 FROM {table.name} WHERE {table.run_column} = %s AND ({like}) LIMIT 1",
+                [uuid_param(run_id), *[f"%{escaped}%"] * len(table.columns)],
+            )
+            if cursor.fetchone() is not None:
+                return True
+    return False
 
 
 def _key(key: Any) -> Any:

@@ -135,12 +135,17 @@ def test_pack_keeps_every_value_in_the_row_with_offload_off(
     assert unpack(stored) == big_value()
 
 
-def test_pack_without_the_payload_storage_is_a_clear_error(
-    fanfold_settings: Override, settings: Any
+def test_pack_without_the_payload_storage_keeps_a_large_value_inline(
+    fanfold_settings: Override, settings: Any, payload_folder: Path
 ) -> None:
+    # fanfold.W004 warns of it; a project upgraded without the storage keeps working.
+    reference = pack(big_value(), uuid.uuid4())
     settings.STORAGES = {k: v for k, v in settings.STORAGES.items() if k != "fanfold_payloads"}
+    stored = pack(big_value(), uuid.uuid4())
+    assert reserved_form(stored) != OFFLOADED and unpack(stored) == big_value()
+    # A reference written while the storage was there cannot be read without it: a clear error.
     with pytest.raises(OffloadStorageMissing, match='STORAGES\\["fanfold_payloads"\\]'):
-        pack(big_value(), uuid.uuid4())
+        unpack(reference)
 
 
 def test_pack_stores_null_as_null(fanfold_settings: Override) -> None:
