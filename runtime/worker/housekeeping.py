@@ -4,11 +4,14 @@ One BackgroundLoop per worker process, no separate beat. Each pass takes due sch
 every SWEEP_INTERVAL it also admits runs still waiting for a free slot (the backstop for an
 admission lost with a dead process) and forgets rate-limit turns long past; every minute it
 deletes finished runs past their retention, for a few seconds at most (runtime.lifecycle).
+A process's first retention pass comes a random part of that minute after its start, so that
+workers started together (a deployment) do not all purge at once while they take up work.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import time
 
 from runtime import conf, schedules
@@ -26,11 +29,12 @@ class _Housekeeping:
         self.next_retention = 0.0
 
     def flow_pass(self) -> None:
+        now = time.monotonic()
         if self.synced_pid != os.getpid():
             schedules.sync_schedules()
             self.synced_pid = os.getpid()
+            self.next_retention = now + random.uniform(0.0, RETENTION_INTERVAL)
         schedules.tick_once()
-        now = time.monotonic()
         if now >= self.next_sweep:
             self.next_sweep = now + conf.get().SWEEP_INTERVAL
             admission.admit_waiting()
