@@ -1,4 +1,5 @@
-"""Payload columns read back their stored forms (PayloadField); an index for retention."""
+"""Payload columns read back their stored forms (PayloadField); indexes for retention and for
+the liveness sweep's running steps on a long history."""
 
 from django.db import migrations, models
 
@@ -57,6 +58,14 @@ class Migration(migrations.Migration):
                 condition=models.Q(("status__in", ["completed", "failed", "cancelled"])),
                 fields=["finished_at"],
                 name="run_finished_idx",
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="step",
+            index=models.Index(
+                condition=models.Q(("lease_owner__isnull", False), ("status", "running")),
+                fields=["lease_owner"],
+                name="step_running_owner_idx",
             ),
         ),
     ]

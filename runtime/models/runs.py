@@ -301,6 +301,15 @@ class Step(models.Model):
 
     class Meta:
         ordering = ["run", "position"]
+        indexes = [
+            # The liveness sweep's running branches (runtime.store.liveness): a few rows, however
+            # many finished steps the history holds.
+            models.Index(
+                fields=["lease_owner"],
+                name="step_running_owner_idx",
+                condition=Q(status="running", lease_owner__isnull=False),
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["run", "position"], name="step_unique_position"),
             models.UniqueConstraint(

@@ -52,9 +52,12 @@ def orphaned_branches(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
     held = _HELD.format(owner="s.lease_owner")
     sql = (
         f"SELECT s.id, s.lease_owner FROM {Step._meta.db_table} s "
-        f"WHERE s.status = %s AND s.lease_owner IS NOT NULL AND NOT EXISTS ({held}) LIMIT %s"
+        # The status is written out, not bound, so that the partial index on running steps
+        # (step_running_owner_idx) matches a prepared statement's plan too.
+        f"WHERE s.status = '{StepStatus.RUNNING.value}' AND s.lease_owner IS NOT NULL "
+        f"AND NOT EXISTS ({held}) LIMIT %s"
     )
-    return _rows(sql, [StepStatus.RUNNING.value, limit])
+    return _rows(sql, [limit])
 
 
 def expire_run_leases(orphans: list[tuple[uuid.UUID, int]], now: datetime) -> list[uuid.UUID]:
