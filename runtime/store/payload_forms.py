@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from runtime import conf
@@ -29,11 +29,12 @@ class StoredForms:
         settings = conf.get()
         self.codec: PayloadCodec = codec_for(settings.PAYLOAD_KEYS)
         self.limit = settings.OFFLOAD_BYTES
+        self.encrypts = self.codec.encrypts
 
     def plain(self, bound: int | None) -> bool:
         """Whether values of at most `bound` JSON bytes (None: unknown) are stored as they are,
         escaped where needed."""
-        if self.codec.encrypts:
+        if self.encrypts:
             return False
         return not self.limit or (bound is not None and bound <= self.limit)
 
@@ -76,21 +77,23 @@ class StoredForms:
         return value if value is UNSET else self.form(value, run_id, bound)
 
 
-def _values(write: HistoryWrite) -> Iterable[Any]:
-    for event in write.events:
-        yield event.payload
-    for row in write.steps:
-        yield row.input
-        yield row.result
-        yield row.error
-    patch: RunPatch | None = write.run
-    if patch is not None:
-        yield patch.result
-        yield patch.error
-
-
 def _needs_escape(write: HistoryWrite) -> bool:
-    return any(reserved_form(value) is not None for value in _values(write))
+    """Whether a value of the write is a one-key object with a `$ff:` key (to be escaped).
+
+    The hot path of every checkpoint without keys: plain loops and a type check first, since
+    almost no value is a dict of one key."""
+    for event in write.events:
+        if _reserved(event.payload):
+            return True
+    for row in write.steps:
+        if _reserved(row.input) or _reserved(row.result) or _reserved(row.error):
+            return True
+    patch: RunPatch | None = write.run
+    return patch is not None and (_reserved(patch.result) or _reserved(patch.error))
+
+
+def _reserved(value: Any) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and reserved_form(value) is not None
 
 
 def packed_writes(checkpoints: Sequence[Checkpoint]) -> list[tuple[str, HistoryWrite]]:
