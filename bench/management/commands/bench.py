@@ -14,6 +14,7 @@ from bench.collector import run_collector_probe
 from bench.environment import DEFAULT_CONCURRENCY, Pool, other_workers
 from bench.fanout import run_fanout
 from bench.flow import run_flow
+from bench.io_fanout import run_io_fanout
 from bench.observe import observe_fanout, observe_sequential
 from bench.replaycheck import run_replay_check
 from bench.sequential import run_concurrent, run_sequential
@@ -72,6 +73,20 @@ class Command(BaseCommand):
         fan.add_argument("--branches", type=int, default=1000)
         fan.add_argument(
             "--repeat", type=int, default=1, help="pairs of runs to take the medians of"
+        )
+        fan.add_argument(
+            "--io-ms",
+            type=float,
+            default=None,
+            metavar="MS",
+            help="branches wait MS milliseconds on I/O; compared with a no-op fan-out and "
+            "Celery's group of the same waits on a gevent -c 500 worker",
+        )
+        fan.add_argument(
+            "--async",
+            dest="use_async",
+            action="store_true",
+            help="with --io-ms: the branches are `async def` steps awaiting the wait",
         )
         check = sub.add_parser("replay", help="the replay check over many recorded runs")
         check.add_argument("--runs", type=int, default=10_000)
@@ -167,6 +182,15 @@ class Command(BaseCommand):
                 options["chunks"], options["clients"], options["pause_ms"], options["timeout"]
             )
         pool = _pool(options, threads_default=DEFAULT_CONCURRENCY["threads"])
+        if options["io_ms"] is not None:
+            if options["io_ms"] < 0 or observe:
+                raise CommandError("--io-ms takes a non-negative wait and no --observe")
+            return run_io_fanout(
+                options["branches"], options["io_ms"], options["use_async"], options["timeout"],
+                options["repeat"], pool,
+            )  # fmt: skip
+        if options["use_async"]:
+            raise CommandError("--async goes with --io-ms")
         if observe:
             return observe_fanout(
                 options["branches"], options["timeout"], options["repeat"], options["pairs"], pool
