@@ -252,17 +252,10 @@ class AsyncDurableContext(DurableContext):
     way, so `asyncio.gather` of them replays in call order. The other calls stay plain.
     """
 
-    def __init__(
-        self,
-        session: ExecutionSession,
-        recorded: dict[int, history.RecordedStep],
-        clock: Clock,
-        rand: Callable[[], float] = _random.random,
-        *,
-        cursor: ReplayCursor | None = None,
-    ) -> None:
-        super().__init__(session, recorded, clock, rand, cursor=cursor)
-        self.calls = AwaitedCalls()
+    @functools.cached_property
+    def calls(self) -> AwaitedCalls:
+        """The awaited calls this pass made (runtime.durable.awaited drives them)."""
+        return AwaitedCalls()
 
     def _run_step(self, call: steps.StepCall) -> Pending[Any]:
         return self.calls.start(f"ctx.step({call.name!r})", self._step(call))
