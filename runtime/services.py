@@ -203,14 +203,17 @@ def cancel_run(
         raise
     metrics.run_finished(run.workflow, RunStatus.CANCELLED)
     announce(run.id)
-    _cancel_children(run.id)
+    _cancel_children(run.id, run.owner_id)
     run_finished(run.id, run.workflow)  # its slot, if it held one, is free
     run.refresh_from_db()
     return run
 
 
-def _cancel_children(run_id: uuid.UUID) -> None:
-    children = Run.objects.active().filter(idempotency_key__startswith=child_run_key_prefix(run_id))
+def _cancel_children(run_id: uuid.UUID, owner_id: int | None) -> None:
+    # Children have their parent's owner: a run of anyone else never counts as a child.
+    children = Run.objects.active().filter(
+        owner_id=owner_id, idempotency_key__startswith=child_run_key_prefix(run_id)
+    )
     for child_id in children.values_list("id", flat=True):
         with suppress(RunAlreadyFinished):  # a child that finished meanwhile needs no stop
             cancel_run(child_id, reason=f"parent run {run_id} was cancelled")

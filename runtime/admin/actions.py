@@ -30,7 +30,9 @@ def cancel_runs(
     """Cancel each selected run that has not finished; name the ones that had."""
     cancelled, finished = 0, []
     by = actor_of(request.user)
-    for run in _changeable(model_admin, request, queryset.only("id", "owner_id")):
+    for run in _changeable(
+        model_admin, request, queryset.select_related(None).only("id", "owner_id")
+    ):
         try:
             cancel_run(run.id, reason="cancelled from the admin", by=by)
         except (RunAlreadyFinished, RunNotFound):
@@ -56,7 +58,7 @@ def rerun_runs(
 ) -> None:
     """Start a new run of each selected run's workflow with the same input."""
     started: list[tuple[Run, Run]] = []
-    for run in queryset.only("id", "workflow", "input"):
+    for run in queryset.select_related(None).only("id", "workflow", "input"):
         try:
             check_start(request.user, run.workflow)
             new, _ = start_run(run.workflow, run.args, run.kwargs, owner=request.user)
@@ -88,7 +90,9 @@ def retry_runs(
     started: list[tuple[Run, Run]] = []
     nothing: list[str] = []
     by = actor_of(request.user)
-    for run in _changeable(model_admin, request, queryset.only("id", "owner_id")):
+    for run in _changeable(
+        model_admin, request, queryset.select_related(None).only("id", "owner_id")
+    ):
         try:
             started.append((run, retry_run(run.id, by=by)))
         except NothingToRetry:
