@@ -80,6 +80,12 @@ class StepCountsSerializer(serializers.Serializer[Any]):
 
 
 class RunSerializer(serializers.ModelSerializer[Run]):
+    owner = serializers.IntegerField(
+        source="owner_id",
+        read_only=True,
+        allow_null=True,
+        help_text="the id of the user who owns the run (null: started by a schedule or code)",
+    )
     args = serializers.ListField(child=serializers.JSONField(), read_only=True)
     kwargs = serializers.DictField(child=serializers.JSONField(), read_only=True)
     result = serializers.JSONField(read_only=True, allow_null=True)
@@ -91,6 +97,7 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "id",
             "workflow",
             "status",
+            "owner",
             "args",
             "kwargs",
             "idempotency_key",

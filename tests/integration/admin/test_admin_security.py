@@ -42,7 +42,7 @@ def test_admin_security_plain_staff_sees_no_other_users_runs(
     page = plain_staff.get(change_url(run))
     assert page.status_code == 302  # Django's "no such object" redirect
     followed = plain_staff.get(change_url(run), follow=True).content.decode()
-    assert "doesn’t exist" in followed  # the same answer as for a run that does not exist
+    assert "doesn\u2019t exist" in followed  # the answer for a run that does not exist
     workflow = reverse("admin:runtime_run_workflow", args=["examples.sequential_sum"])
     assert plain_staff.get(workflow).status_code == 403
 
