@@ -163,6 +163,7 @@ def _create(plan: ForkPlan, run_input: dict[str, Any], reason: str, by: Actor | 
                 "position": plan.position,
                 "requested_position": plan.requested,
                 "reason": reason,
+                **({"owner": source.owner_id} if source.owner_id is not None else {}),
             },
             by,
         )

@@ -153,6 +153,8 @@ def _create_run(
     payload = {"workflow": workflow, "input": run_input, "idempotency_key": idempotency_key}
     if gated or priority:
         payload.update(concurrency_key=concurrency_key, priority=priority)
+    if owner_id is not None:  # the log names the owner too: it is the source of truth
+        payload["owner"] = owner_id
     with transaction.atomic():
         run.save(force_insert=True)
         Event.objects.create(

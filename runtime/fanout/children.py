@@ -80,6 +80,8 @@ def stop_abandoned_child(branch: BranchAttempt) -> None:
     if status != StepStatus.CANCELLED:
         return
     key = child_run_key(branch.run_id, branch.position)
-    for child_id in Run.objects.active().filter(idempotency_key=key).values_list("id", flat=True):
+    owner = Run.objects.filter(id=branch.run_id).values_list("owner_id", flat=True).first()
+    active = Run.objects.active().filter(owner_id=owner, idempotency_key=key)
+    for child_id in active.values_list("id", flat=True):
         with suppress(RunAlreadyFinished):  # it finished meanwhile: nothing to stop
             cancel_run(child_id, reason=f"the fan-out of run {branch.run_id} was decided")

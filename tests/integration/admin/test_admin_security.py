@@ -14,8 +14,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from runtime.models import Run, RunStatus, Schedule
-from tests.support.run_rows import finished_run, waiting_run
+from runtime import conf
+from runtime.core.callbacks import derive_token, token_digest
+from runtime.models import Run, RunStatus, Schedule, Step, StepKind, StepStatus
+from tests.support.run_rows import add_steps, finished_run, waiting_run
 from tests.support.users import grant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -106,3 +108,18 @@ def test_admin_security_staff_owner_sees_and_cancels_own_runs(client: Client) ->
     assert Run.objects.get(pk=mine.pk).status == RunStatus.CANCELLED
     cancelled = mine.event_set.get(type="run_cancelled")
     assert cancelled.payload["by"]["username"] == "olga"
+
+
+def test_admin_security_callback_token_shown_to_the_owner_only(client: Client) -> None:
+    owner = User.objects.create_user("olga", is_staff=True)
+    run = waiting_run(owner=owner)
+    (callback,) = add_steps(
+        run, 1, name="approval", kind=StepKind.CALLBACK, status=StepStatus.RUNNING,
+        first_position=5,
+    )  # fmt: skip
+    token = derive_token(conf.token_secrets()[0], callback.id)
+    Step.objects.filter(id=callback.id).update(callback_token=token_digest(token))
+    client.force_login(owner)
+    assert token in client.get(change_url(run)).content.decode()
+    client.force_login(User.objects.create_user("mallory", is_staff=True))
+    assert token not in client.get(change_url(run), follow=True).content.decode()
