@@ -19,12 +19,15 @@ from runtime.core.errors import (
     CallbackAlreadyCompleted,
     CallbackNotFound,
     FanfoldError,
+    IdempotencyConflict,
     InvalidArguments,
     NothingToRetry,
+    NotPermitted,
     PayloadError,
     PayloadTooLarge,
     PositionOutOfRange,
     PositionUnfinished,
+    ReservedIdempotencyKey,
     RunAlreadyFinished,
     RunNotFound,
     ScheduleNotFound,
@@ -45,6 +48,9 @@ RUNTIME_ERROR_STATUS: tuple[tuple[type[FanfoldError], int], ...] = (
     (PositionOutOfRange, status.HTTP_400_BAD_REQUEST),
     (PositionUnfinished, status.HTTP_409_CONFLICT),
     (NothingToRetry, status.HTTP_409_CONFLICT),
+    (IdempotencyConflict, status.HTTP_409_CONFLICT),
+    (ReservedIdempotencyKey, status.HTTP_400_BAD_REQUEST),
+    (NotPermitted, status.HTTP_403_FORBIDDEN),
 )
 
 

@@ -11,7 +11,7 @@ from drf_spectacular.renderers import (
 )
 
 from api.error_envelope import endpoint_not_found
-from api.views.callbacks import CallbackView
+from api.views.callbacks import CallbackTokenView, CallbackView
 from api.views.docs import DocsView, SchemaView
 from api.views.forks import RunForkView, RunRetryView
 from api.views.runs import (
@@ -42,6 +42,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<str:run_id>/fork/", RunForkView.as_view(), name="run-fork"),
     path("runs/<str:run_id>/retry/", RunRetryView.as_view(), name="run-retry"),
     path("runs/<str:run_id>/streams/<str:name>/", RunStreamView.as_view(), name="run-stream"),
+    path("callbacks/", CallbackTokenView.as_view(), name="callback-token"),
     path("callbacks/<str:token>/", CallbackView.as_view(), name="callback"),
     path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
     path("schedules/", ScheduleListView.as_view(), name="schedule-list"),

@@ -200,3 +200,11 @@ def reset() -> None:
 def _reset_on_change(setting: str, **_: object) -> None:
     if setting == "FANFOLD":
         reset()
+
+
+def token_secrets() -> tuple[bytes, ...]:
+    """The keys callback tokens are derived with (runtime.core.callbacks.derive_token):
+    Django's SECRET_KEY first (new tokens), then SECRET_KEY_FALLBACKS (older tokens still
+    recomputed on replay). Every web process and worker must share them."""
+    keys = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
+    return tuple(k.encode() if isinstance(k, str) else bytes(k) for k in keys)

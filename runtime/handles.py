@@ -132,12 +132,16 @@ def start(
     idempotency_key: str | None = None,
     concurrency_key: str | None = None,
     priority: int = 0,
+    owner: Any = None,
     **kwargs: Any,
 ) -> RunHandle:
     """Start a run of `workflow` (a name or the decorated function) with these arguments.
 
     `concurrency_key` picks the slots of a workflow with `concurrency=N`; `priority` (0-9,
-    higher first) orders admission and pending work.
+    higher first) orders admission and pending work. `owner` (a user) owns the run: they see
+    and act on it in the API and the admin, and its idempotency key is theirs (a repeated key
+    with other arguments raises IdempotencyConflict). No permission is checked here: Python
+    callers act as the operator.
     """
     run, created = start_run(
         workflow,
@@ -146,6 +150,7 @@ def start(
         idempotency_key=idempotency_key,
         concurrency_key=concurrency_key,
         priority=priority,
+        owner=owner,
     )
     return RunHandle(run.id, created)
 
@@ -175,6 +180,7 @@ async def astart(
     idempotency_key: str | None = None,
     concurrency_key: str | None = None,
     priority: int = 0,
+    owner: Any = None,
     **kwargs: Any,
 ) -> RunHandle:
     """`start` for async callers: the run is started (and committed) in Django's
@@ -186,6 +192,7 @@ async def astart(
         idempotency_key=idempotency_key,
         concurrency_key=concurrency_key,
         priority=priority,
+        owner=owner,
         **kwargs,
     )
     return await sync_to_async(begin)()

@@ -112,10 +112,19 @@ class WorkflowFunction(Generic[R]):
 
     signature_kind: ClassVar[str] = "child"  # fanned out, it runs as a child workflow
 
-    def __init__(self, fn: Callable[..., R], name: str, flow: FlowOptions | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., R],
+        name: str,
+        flow: FlowOptions | None = None,
+        start_permission: str | None = None,
+    ) -> None:
         self.fn = fn
         self.name = name
         self.flow = flow or FlowOptions()
+        # A Django permission ("app_label.codename") needed, besides runtime.add_run, to start
+        # this workflow through the API or the admin (runtime.access).
+        self.start_permission = start_permission
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> R:
@@ -267,6 +276,7 @@ def workflow(
     schedule: Schedule | timedelta | None = None,
     catchup: CatchUp = "skip",
     concurrency: int | None = None,
+    start_permission: str | None = None,
 ) -> Callable[[Callable[..., R]], WorkflowFunction[R]]: ...
 
 
@@ -278,20 +288,29 @@ def workflow(
     schedule: Schedule | timedelta | None = None,
     catchup: CatchUp = "skip",
     concurrency: int | None = None,
+    start_permission: str | None = None,
 ) -> WorkflowFunction[R] | Callable[[Callable[..., R]], WorkflowFunction[R]]:
     """Register a workflow: ordinary Python whose first argument is the durable context.
 
     `schedule=Cron(...)` or a timedelta starts a run per tick (`catchup` says what happens to
     ticks missed while no worker ran); `concurrency=N` lets at most N runs execute at once
-    (per `concurrency_key` given at start).
+    (per `concurrency_key` given at start); `start_permission="app.codename"` is a Django
+    permission a user needs, besides `runtime.add_run`, to start it through the API or admin.
     """
     flow = FlowOptions.checked(schedule, catchup, concurrency)
+    if start_permission is not None and (
+        not isinstance(start_permission, str) or start_permission.count(".") != 1
+    ):
+        raise ValueError(
+            f'workflow(start_permission=...) must be "app_label.codename", not {start_permission!r}'
+        )
 
     def register(f: Callable[..., R]) -> WorkflowFunction[R]:
         if not callable(f):
             raise TypeError("@workflow decorates a function")
         _refuse_generators(f, "workflow")
-        wf = WorkflowFunction(f, check_name(name or _default_name(f), "workflow"), flow)
+        wf_name = check_name(name or _default_name(f), "workflow")
+        wf = WorkflowFunction(f, wf_name, flow, start_permission)
         if flow.schedule is not None:  # a tick starts it with no arguments
             try:
                 wf.check_arguments([], {})

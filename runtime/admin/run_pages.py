@@ -11,9 +11,11 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest
 
+from runtime import conf
 from runtime.admin.display import compact_json, error_summary, relative_time, seconds_between
 from runtime.admin.forks import fork_buttons
 from runtime.admin.timeline import timeline_context
+from runtime.core.callbacks import recover_token
 from runtime.models import Event, Run, Step, StepStatus
 
 STEPS_PER_PAGE = 100
@@ -29,6 +31,7 @@ _STEP_LIST_FIELDS = (
     "started_at",
     "finished_at",
     "run_id",
+    "callback_token",
 )
 
 
@@ -80,10 +83,18 @@ def _steps_context(request: HttpRequest, run: Run) -> dict[str, Any]:
                 "step": step,
                 "duration": seconds_between(step.started_at, step.finished_at),
                 "error": error_summary(step.error),
+                "token": _callback_token(step),
             }
             for step in steps
         ],
     }
+
+
+def _callback_token(step: Step) -> str | None:
+    """A callback step's token: the page is served only to users who may see the run."""
+    if not step.callback_token:
+        return None
+    return recover_token(conf.token_secrets(), step.id, step.callback_token)
 
 
 def _events_context(request: HttpRequest, run: Run) -> dict[str, Any]:

@@ -283,3 +283,21 @@ class ScheduleNotFound(FanfoldError, LookupError):
     """No workflow with a schedule has this name."""
 
     code = "schedule_not_found"
+
+
+class IdempotencyConflict(FanfoldError):
+    """A start repeats an idempotency key of the same owner and workflow with other arguments."""
+
+    code = "idempotency_conflict"
+
+
+class ReservedIdempotencyKey(FanfoldError, ValueError):
+    """A caller's idempotency key in the namespace of the keys the runtime makes itself."""
+
+    code = "reserved_idempotency_key"
+
+
+class NotPermitted(FanfoldError, PermissionError):
+    """The acting user may see the run or schedule but lacks the permission for this action."""
+
+    code = "permission_denied"

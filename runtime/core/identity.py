@@ -27,6 +27,17 @@ def check_name(name: object, what: str) -> str:
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
 
+# The namespace of the idempotency keys the runtime makes itself: child runs (`ff-child:`),
+# schedule ticks (`schedule:<workflow>:<tick>`, the contract's form) and any later `ff-` kind
+# (debounce). A caller's key may not start with one of these.
+RESERVED_KEY_PREFIXES = ("ff-", "schedule:")
+
+
+def is_reserved_key(key: str) -> bool:
+    """Whether `key` lies in the runtime's own namespace of idempotency keys."""
+    return key.startswith(RESERVED_KEY_PREFIXES)
+
+
 def check_idempotency_key(key: object) -> str:
     """An idempotency key as a run can store it; ValueError if not."""
     if not isinstance(key, str) or not key:
