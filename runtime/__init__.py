@@ -20,8 +20,10 @@ from runtime.core.errors import (
     RunAlreadyFinished,
     RunCancelled,
     RunFailed,
+    RunFinished,
     RunNotFound,
     StepFailed,
+    ValueNotFound,
 )
 from runtime.core.retry import RetryPolicy
 from runtime.core.schedule import Cron
@@ -35,6 +37,8 @@ _LAZY = {
     "RunHandle": "runtime.handles",
     "DurableContext": "runtime.context",
     "stream": "runtime.streaming.writer",
+    "send": "runtime.messaging.sending",
+    "emit_signal": "runtime.messaging.sending",
     "Stream": "runtime.streaming.writer",
 }
 
@@ -65,15 +69,19 @@ __all__ = [
     "RunAlreadyFinished",
     "RunCancelled",
     "RunFailed",
+    "RunFinished",
     "RunHandle",
     "RunNotFound",
     "Signature",
     "StepFailed",
     "StepInfo",
     "Stream",
+    "ValueNotFound",
     "current_step",
+    "emit_signal",
     "fork",
     "get_run",
+    "send",
     "start",
     "step",
     "stream",

@@ -5,10 +5,13 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
-from runtime.core.errors import RunCancelled, RunFailed
+from runtime.core.errors import InvalidArguments, RunCancelled, RunFailed
 from runtime.forks import fork_run, retry_run
+from runtime.messaging.debounce import DebounceTerms, start_debounced
+from runtime.messaging.values import get_value
 from runtime.models import Event, Run, RunStatus, Step
 from runtime.registry import WorkflowFunction
 from runtime.services import cancel_run, get_run_row, start_run
@@ -72,6 +75,15 @@ class RunHandle:
         run is still going after `timeout` seconds."""
         return reader.read_stream(self.id, name, after, timeout)
 
+    def get_value(self, key: str, wait: float | None = None) -> Any:
+        """The latest committed value of `key` set by the run (`ctx.set_value`).
+
+        Without `wait` raises ValueNotFound (a LookupError) if there is none; with `wait`
+        (seconds) waits up to that long for a first one, woken when the run sets it, then
+        raises TimeoutError.
+        """
+        return get_value(self.id, key, wait)
+
     def cancel(self) -> None:
         """Cancel the run; raises RunAlreadyFinished if it has finished."""
         cancel_run(self.id)
@@ -103,13 +115,25 @@ def start(
     idempotency_key: str | None = None,
     concurrency_key: str | None = None,
     priority: int = 0,
+    debounce: float | timedelta | None = None,
+    debounce_key: str | None = None,
+    debounce_max_wait: float | timedelta | None = None,
     **kwargs: Any,
 ) -> RunHandle:
     """Start a run of `workflow` (a name or the decorated function) with these arguments.
 
     `concurrency_key` picks the slots of a workflow with `concurrency=N`; `priority` (0-9,
-    higher first) orders admission and pending work.
+    higher first) orders admission and pending work. With `debounce` and `debounce_key`,
+    starts with one key coalesce into one run that begins `debounce` after the last of them
+    (at the latest `debounce_max_wait` after the first) with the last start's arguments;
+    every call returns that run's handle.
     """
+    if debounce is not None or debounce_key is not None or debounce_max_wait is not None:
+        if idempotency_key is not None or concurrency_key is not None:
+            raise InvalidArguments("debounce takes no idempotency_key or concurrency_key")
+        terms = DebounceTerms.of(debounce, debounce_key, debounce_max_wait)
+        run, created = start_debounced(workflow, args, kwargs, terms, priority)
+        return RunHandle(run.id, created)
     run, created = start_run(
         workflow,
         args,

@@ -76,6 +76,9 @@ def start_run(
         existing = Run.objects.filter(idempotency_key=idempotency_key).first()
         if existing is not None:
             return existing, False
+    at_limit = key is not None and wf.flow.on_limit != "queue" and _at_limit(wf, key)
+    if at_limit and wf.flow.on_limit == "cancel_running":
+        _cancel_key(wf, key or "")
     try:
         run = _create_run(wf.name, run_input, idempotency_key, key, priority)
     except IntegrityError:
@@ -84,7 +87,30 @@ def start_run(
             if existing is not None:
                 return existing, False
         raise
+    if at_limit and wf.flow.on_limit == "skip":
+        _skip_unless_admitted(run)
     return run, True
+
+
+def _at_limit(wf: WorkflowFunction[Any], key: str) -> bool:
+    in_use = Run.objects.active().filter(workflow=wf.name, concurrency_key=key, admitted=True)
+    return in_use.count() >= (wf.flow.concurrency or 0)
+
+
+def _cancel_key(wf: WorkflowFunction[Any], key: str) -> None:
+    """`on_limit="cancel_running"`: cancel the key's runs (running, and queued behind them)."""
+    active = Run.objects.active().filter(workflow=wf.name, concurrency_key=key)
+    for run_id in active.order_by("created_at").values_list("id", flat=True):
+        with suppress(RunAlreadyFinished):  # finished meanwhile: its slot is free anyway
+            cancel_run(run_id, reason="replaced: a newer start took its place")
+
+
+def _skip_unless_admitted(run: Run) -> None:
+    """`on_limit="skip"`: the start's admission (after its commit) found no free slot."""
+    if not Run.objects.filter(id=run.id, admitted=True).exists():
+        with suppress(RunAlreadyFinished):
+            cancel_run(run.id, reason="skipped")
+        run.refresh_from_db()
 
 
 def _create_run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from functools import lru_cache
 
@@ -35,7 +36,22 @@ def check_idempotency_key(key: object) -> str:
         raise ValueError(f"idempotency_key must be at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters")
     if "\x00" in key:
         raise ValueError("idempotency_key must not contain NUL (U+0000)")
+    if key.startswith(DEBOUNCE_KEY_PREFIX):
+        raise ValueError(
+            f"idempotency keys starting with {DEBOUNCE_KEY_PREFIX!r} are the runtime's"
+        )
     return key
+
+
+# The namespace of the keys debounced starts share (runtime.messaging.debounce): no caller's
+# key can reach it (check_idempotency_key refuses it).
+DEBOUNCE_KEY_PREFIX = "ff-debounce:"
+
+
+def debounce_run_key(workflow: str, key: str) -> str:
+    """The idempotency key of the pending run that debounced starts of (workflow, key) share."""
+    digest = hashlib.sha256(f"{workflow}\x00{key}".encode()).hexdigest()
+    return f"{DEBOUNCE_KEY_PREFIX}{digest}"
 
 
 def step_id(run_id: uuid.UUID, position: int) -> uuid.UUID:
