@@ -71,7 +71,6 @@ class DurableContext:
         self._clock = clock
         self._rand = rand
         self._uuid_counter = 0
-        self._emit_counter = 0
         self.logger: logging.LoggerAdapter[logging.Logger] = _ReplayAwareLogger(self)
 
     # -- deterministic helpers -----------------------------------------------------------
@@ -264,10 +263,9 @@ class DurableContext:
         """`runtime.send` from this workflow's code: sent once however often the run replays."""
         return messaging.send(self.cursor, run_id, topic, value, idempotency_key)
 
-    def emit_key(self) -> str:
-        """The idempotency key of a signal emitted here by workflow code: the same on replay."""
-        self._emit_counter += 1
-        return f"ff-wf:{self.run_id}:{self._emit_counter}"
+    def emit_durably(self, name: str, payload: Any, idempotency_key: str | None) -> int:
+        """`runtime.emit_signal` from this workflow's code: emitted once across replays."""
+        return messaging.emit_signal(self.cursor, name, payload, idempotency_key)
 
 
 def workflow_context(
@@ -368,6 +366,11 @@ class AsyncDurableContext(DurableContext):
         position = self.cursor.next_position()
         send = functools.partial(messaging.send, position=position)
         return in_run_thread_now(send, self.cursor, run_id, topic, value, idempotency_key)
+
+    def emit_durably(self, name: str, payload: Any, idempotency_key: str | None) -> int:
+        """`runtime.emit_signal` from this workflow's code (a plain call)."""
+        emit = messaging.emit_signal
+        return in_run_thread_now(emit, self.cursor, name, payload, idempotency_key)
 
     def create_callback(
         self,

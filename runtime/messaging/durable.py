@@ -23,8 +23,9 @@ from runtime.core.identity import step_id
 from runtime.core.matching import check_match
 from runtime.core.writes import EventDraft, StepRow, step_created
 from runtime.durable.cursor import ReplayCursor
+from runtime.durable.steps import record_value
 from runtime.messaging.mailbox import check_topic, send_message, take_message
-from runtime.messaging.signals import check_signal_name, close_wait_timed_out, open_wait
+from runtime.messaging.signals import check_signal_name, close_wait_timed_out, emit, open_wait
 from runtime.messaging.values import check_key, store_value
 from runtime.models import SignalWait, StepKind
 
@@ -38,7 +39,7 @@ class WorkflowSender(Protocol):
         self, run_id: uuid.UUID | str, topic: str, value: Any, idempotency_key: str | None
     ) -> int: ...
 
-    def emit_key(self) -> str: ...
+    def emit_durably(self, name: str, payload: Any, idempotency_key: str | None) -> int: ...
 
 
 _current: contextvars.ContextVar[WorkflowSender | None] = contextvars.ContextVar(
@@ -252,3 +253,10 @@ def send(
     completed = EventDraft("step_completed", now, sid, {"attempt": 1, "result": result})
     cursor.write([created, completed], row, sync=False)
     return sent.id
+
+
+def emit_signal(cursor: ReplayCursor, name: str, payload: Any, idempotency_key: str | None) -> int:
+    """`emit_signal` from workflow code: emitted once however often the run replays (keyed by
+    the run and position unless a key is given); returns how many runs took it."""
+    key = idempotency_key or f"ff-wf:{cursor.run_id}:{cursor.position + 1}"
+    return int(record_value(cursor, "emit_signal", lambda: emit(name, payload, key).delivered))

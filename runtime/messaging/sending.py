@@ -34,10 +34,10 @@ def emit_signal(name: str, payload: Any, idempotency_key: str | None = None) -> 
     returns how many runs took it (0 for a repeated `idempotency_key`). The signal is kept for
     FANFOLD_SIGNAL_RETENTION so that waits with a `lookback` can still take it.
 
-    From workflow code (outside a step) without a key, the key is derived from the run and
-    where the call happened, so a replay does not emit it again.
+    From workflow code (outside a step) the emit is recorded at a position (keyed by the run
+    and position unless a key is given): a replay returns the recorded count, emitting nothing.
     """
     sender = current_sender()
-    if sender is not None and idempotency_key is None and active_step() is None:
-        idempotency_key = sender.emit_key()
+    if sender is not None and active_step() is None:
+        return sender.emit_durably(name, payload, idempotency_key)
     return emit(name, payload, idempotency_key).delivered

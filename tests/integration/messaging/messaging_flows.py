@@ -49,7 +49,9 @@ async def progress_async(ctx: Any) -> str:
 
 
 @workflow(name="tests.msg.paid")
-def paid(ctx: Any, order_id: str, timeout: float | None = None, lookback: float | None = None) -> Any:
+def paid(
+    ctx: Any, order_id: str, timeout: float | None = None, lookback: float | None = None
+) -> Any:
     return ctx.wait_for_signal(
         "payment.settled", match={"order_id": order_id}, timeout=timeout, lookback=lookback
     )
