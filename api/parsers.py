@@ -37,6 +37,8 @@ class LimitedJSONParser(JSONParser):
             return json.loads(raw.decode(encoding), parse_constant=_reject_constant)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ParseError(f"the request body is not valid JSON: {exc}") from None
+        except RecursionError:  # nested deeper than the decoder goes: bad input, not a 500
+            raise ParseError("the request body is nested too deeply") from None
 
 
 def _reject_constant(name: str) -> Any:

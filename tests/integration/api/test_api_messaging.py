@@ -76,10 +76,8 @@ def test_api_signals_emit_and_refuse_bad_input(client: APIClient, anon: APIClien
     assert ok.status_code == 202
     assert ok.json()["delivered"] == 0
     assert client.post("/api/signals/", {"payload": {}}, format="json").status_code == 400
-    deep: Any = 1
-    for _ in range(5000):
-        deep = [deep]
-    nested = client.post("/api/signals/", {"name": "n", "payload": deep}, format="json")
+    deep = '{"name": "n", "payload": ' + "[" * 5000 + "]" * 5000 + "}"
+    nested = client.post("/api/signals/", deep, content_type="application/json")
     assert 400 <= nested.status_code < 500
     assert anon.post("/api/signals/", {"name": "n", "payload": 1}, format="json").status_code in (
         401,
