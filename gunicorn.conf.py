@@ -12,9 +12,19 @@ import os
 
 wsgi_app = "config.wsgi:application"
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
-# Sync workers: each request holds a process, and no request waits on a workflow.
+# Threaded workers: a server-sent-events stream holds a thread (for one FANFOLD_SSE_WINDOW_SECONDS
+# window at most), not a whole process, so open streams leave the other threads to normal
+# requests. Each thread may hold a database connection: workers x threads of them at most.
+worker_class = "gthread"
 workers = int(os.environ.get("GUNICORN_WORKERS") or multiprocessing.cpu_count() * 2 + 1)
-threads = int(os.environ.get("GUNICORN_THREADS") or 1)
+threads = int(os.environ.get("GUNICORN_THREADS") or 8)
+# A worker takes no more connections than it has threads: one whose threads are all busy
+# (streams) leaves new connections to the others instead of queueing them behind its streams.
+worker_connections = threads
+# So no connection is kept alive between requests (it would take a thread's place): the proxy
+# in front keeps clients' connections alive, and reconnecting to it on this machine is cheap.
+keepalive = 0
+# The stream window (15 s by default) stays well below this.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT") or 30)
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT") or 30)
 # Addresses whose X-Forwarded-* headers gunicorn believes: the proxy's, never "*" unless

@@ -1,20 +1,29 @@
-"""The JSON body parser, with the body size limit checked on the raw bytes."""
+"""The JSON body parser: size, nesting depth and number limits checked before decoding."""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
+from itertools import accumulate
 from typing import IO, Any
 
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from api.exceptions import RequestTooLarge
+from api.request_errors import RequestTooLarge
 from runtime import conf
+
+# A JSON string literal, escapes included (the unrolled form: no backtracking on long text).
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 class LimitedJSONParser(JSONParser):
-    """Strict JSON (no NaN or Infinity), refusing bodies over FANFOLD_MAX_PAYLOAD_BYTES."""
+    """Strict JSON (no NaN, Infinity or numbers that overflow to them), refusing bodies over
+    FANFOLD_MAX_PAYLOAD_BYTES and nesting deeper than FANFOLD_MAX_JSON_DEPTH."""
 
     def parse(
         self,
@@ -22,7 +31,8 @@ class LimitedJSONParser(JSONParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
-        limit = conf.get().MAX_PAYLOAD_BYTES
+        settings = conf.get()
+        limit = settings.MAX_PAYLOAD_BYTES
         request = (parser_context or {}).get("request")
         declared = _content_length(request)
         if declared is not None and declared > limit:
@@ -34,15 +44,42 @@ class LimitedJSONParser(JSONParser):
             raise RequestTooLarge(f"the request body is over the limit of {limit} bytes")
         encoding = (parser_context or {}).get("encoding") or "utf-8"
         try:
-            return json.loads(raw.decode(encoding), parse_constant=_reject_constant)
-        except (ValueError, UnicodeDecodeError) as exc:
+            text = raw.decode(encoding)
+        except (LookupError, UnicodeDecodeError) as exc:
+            raise ParseError(f"the request body is not valid {encoding}: {exc}") from None
+        depth = nesting_depth(text)
+        if depth > settings.MAX_JSON_DEPTH:
+            raise ParseError(
+                f"the request body nests {depth} levels deep, over the limit of "
+                f"{settings.MAX_JSON_DEPTH} (FANFOLD_MAX_JSON_DEPTH)"
+            )
+        try:
+            return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        except ValueError as exc:
             raise ParseError(f"the request body is not valid JSON: {exc}") from None
-        except RecursionError:  # nested deeper than the decoder goes: bad input, not a 500
-            raise ParseError("the request body is nested too deeply") from None
+
+
+def nesting_depth(text: str) -> int:
+    """How deep the arrays and objects of JSON text nest, counted without decoding it.
+
+    json.loads recurses once per level, so a body nested a thousand deep would raise
+    RecursionError inside it; this pass is flat. Brackets inside strings do not count. For
+    text that is not JSON the answer may be too high, never too low for the part json.loads
+    would read before failing.
+    """
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0)
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {literal[:40]} is too large")
+    return value
 
 
 def _content_length(request: Any) -> int | None:

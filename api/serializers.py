@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.includes import EVENT_PARTS, RUN_PARTS, STEP_PARTS, left_out
 from runtime.models import Event, Run, RunStatus, Schedule, Step, StepStatus
 from runtime.selectors import step_counts
 
@@ -164,12 +165,49 @@ class StepSerializer(serializers.ModelSerializer[Step]):
 
 class EventSerializer(serializers.ModelSerializer[Event]):
     step = serializers.UUIDField(source="step_id", read_only=True, allow_null=True)
-    payload = serializers.JSONField(read_only=True)
+    # Not read-only, so that the OpenAPI document shows it optional (?include=payload).
+    payload = serializers.JSONField(required=False)
 
     class Meta:
         model = Event
         fields = ["seq", "type", "step", "payload", "created_at"]
         read_only_fields = fields
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        fields = super().get_fields()
+        for name in left_out(EVENT_PARTS, self.context):
+            fields.pop(name)
+        return fields
+
+
+class RunSummarySerializer(RunSerializer):
+    """A run in a list: its input, result and error only with `?include=`."""
+
+    # Not read-only, so that the OpenAPI document shows them optional.
+    args = serializers.ListField(child=serializers.JSONField(), required=False)
+    kwargs = serializers.DictField(child=serializers.JSONField(), required=False)
+    result = serializers.JSONField(required=False, allow_null=True)
+    error = serializers.JSONField(required=False, allow_null=True)
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        fields = super().get_fields()
+        for name in left_out(RUN_PARTS, self.context):
+            fields.pop(name)
+        return fields
+
+
+class StepSummarySerializer(StepSerializer):
+    """A step in a list: its input, result and error only with `?include=`."""
+
+    input = serializers.JSONField(required=False, allow_null=True)
+    result = serializers.JSONField(required=False, allow_null=True)
+    error = serializers.JSONField(required=False, allow_null=True)
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        fields = super().get_fields()
+        for name in left_out(STEP_PARTS, self.context):
+            fields.pop(name)
+        return fields
 
 
 class CallbackErrorSerializer(serializers.Serializer[Any]):

@@ -10,7 +10,7 @@ from drf_spectacular.renderers import (
     OpenApiYamlRenderer2,
 )
 
-from api.errors import endpoint_not_found
+from api.error_envelope import endpoint_not_found
 from api.views.callbacks import CallbackView
 from api.views.docs import DocsView, SchemaView
 from api.views.forks import RunForkView, RunRetryView

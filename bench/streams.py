@@ -57,10 +57,14 @@ def api_server() -> Iterator[str]:
         server.server_close()
 
 
-def _token() -> str:
-    user, _ = User.objects.get_or_create(username="fanfold-bench")
-    token, _ = Token.objects.get_or_create(user=user)
-    return str(token.key)
+def _tokens(count: int) -> list[str]:
+    """A user a reader: one user may hold only FANFOLD_MAX_STREAMS_PER_USER streams."""
+    keys = []
+    for n in range(count):
+        user, _ = User.objects.get_or_create(username=f"fanfold-bench-{n}")
+        token, _ = Token.objects.get_or_create(user=user)
+        keys.append(str(token.key))
+    return keys
 
 
 def _follow(url: str, path: str, token: str, timeout: float) -> list[float]:
@@ -73,12 +77,14 @@ def _follow(url: str, path: str, token: str, timeout: float) -> list[float]:
     return latencies
 
 
-def _readers(url: str, path: str, token: str, clients: int, timeout: float, out: Any) -> None:
+def _readers(
+    url: str, path: str, tokens: list[str], clients: int, timeout: float, out: Any
+) -> None:
     """In the readers' process: `clients` threads follow the stream; latencies go to `out`."""
     results: list[list[float]] = [[] for _ in range(clients)]
 
     def read(slot: int) -> None:
-        results[slot] = _follow(url, path, token, timeout)
+        results[slot] = _follow(url, path, tokens[slot], timeout)
 
     threads = [threading.Thread(target=read, args=(i,)) for i in range(clients)]
     for t in threads:
@@ -89,7 +95,7 @@ def _readers(url: str, path: str, token: str, clients: int, timeout: float, out:
 
 
 def _one_run(
-    url: str, token: str, chunks: int, clients: int, pause: float, timeout: float
+    url: str, tokens: list[str], chunks: int, clients: int, pause: float, timeout: float
 ) -> dict[str, Any]:
     handle = start("examples.ticks", chunks, pause)
     # The readers get a process of their own, as browsers would be: the server's threads do
@@ -97,7 +103,7 @@ def _one_run(
     context = multiprocessing.get_context("fork")
     out = context.Queue()
     path = f"/api/runs/{handle.id}/streams/default/"
-    child = context.Process(target=_readers, args=(url, path, token, clients, timeout, out))
+    child = context.Process(target=_readers, args=(url, path, tokens, clients, timeout, out))
     child.start()
     results: list[list[float]] = out.get(timeout=timeout)
     child.join(timeout)
@@ -110,10 +116,10 @@ def _one_run(
 
 def run_stream(chunks: int, clients: int, pause_ms: float, timeout: float) -> dict[str, Any]:
     """Write-to-read latency of `chunks` chunks, read by `clients` SSE clients at once."""
-    token = _token()
+    tokens = _tokens(max(clients, 1))
     with environment.workers(Pool("threads", 1, 4)), api_server() as url:
-        _one_run(url, token, WARM_UP_CHUNKS, 1, 0.0, timeout)  # connections, listener, prepares
-        measured = _one_run(url, token, chunks, clients, pause_ms / 1000, timeout)
+        _one_run(url, tokens, WARM_UP_CHUNKS, 1, 0.0, timeout)  # connections, listener, prepares
+        measured = _one_run(url, tokens, chunks, clients, pause_ms / 1000, timeout)
     return {
         "scenario": "stream",
         **environment.describe(),

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from config import secret_key
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("FANFOLD_VAR_DIR", BASE_DIR / "var"))
 
@@ -20,11 +22,15 @@ def _list(name: str, default: str = "") -> list[str]:
 
 
 DEBUG = _flag("DJANGO_DEBUG")
-# The "django-insecure-" prefix marks a key as not secret: `check --deploy` fails on it
-# outside DEBUG (fanfold.E003), so production must set DJANGO_SECRET_KEY.
-SECRET_KEY = (
-    os.environ.get("DJANGO_SECRET_KEY") or "django-insecure-fanfold-development-key-change-me"
-)
+# DJANGO_SECRET_KEY wins; without it a random key is made once into var/secret_key (0600) and
+# reused, so no key ships with the code. `check --deploy` warns about a generated key
+# (fanfold.W006: it belongs to this machine) and fails on a "django-insecure-" one (E003).
+SECRET_KEY_FILE: Path | None = None
+if os.environ.get("DJANGO_SECRET_KEY"):
+    SECRET_KEY = os.environ["DJANGO_SECRET_KEY"]
+else:
+    SECRET_KEY_FILE = VAR_DIR / "secret_key"
+    SECRET_KEY = secret_key.read_or_create(SECRET_KEY_FILE)
 ALLOWED_HOSTS = _list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = _list("DJANGO_CSRF_TRUSTED_ORIGINS")
 
@@ -184,11 +190,14 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["api.parsers.LimitedJSONParser"],
-    "EXCEPTION_HANDLER": "api.errors.exception_handler",
-    # The callback endpoint is the only one without a user: its token is the credential.
+    "EXCEPTION_HANDLER": "api.error_envelope.exception_handler",
+    # Per user, at FANFOLD_API_USER_RATE; the callback endpoint, the only one without a user
+    # (its token is the credential), has its own per-client rate.
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.ApiUserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"callbacks": "600/minute"},
 }
-# Throttling counts requests here; per process, which is enough to blunt token guessing.
+# Throttling counts requests here; per process, which is enough to blunt token guessing and
+# floods. Point it at Redis (django.core.cache.backends.redis.RedisCache) to count across them.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 SPECTACULAR_SETTINGS = {
     "TITLE": "Fanfold API",

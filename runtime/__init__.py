@@ -23,6 +23,7 @@ from runtime.core.errors import (
     RunFinished,
     RunNotFound,
     StepFailed,
+    StepTimedOut,
     ValueNotFound,
 )
 from runtime.core.retry import RetryPolicy
@@ -32,10 +33,13 @@ from runtime.registry import Signature, step, workflow
 
 _LAZY = {
     "start": "runtime.handles",
+    "astart": "runtime.handles",
     "get_run": "runtime.handles",
+    "aget_run": "runtime.handles",
     "fork": "runtime.handles",
     "RunHandle": "runtime.handles",
     "DurableContext": "runtime.context",
+    "AsyncDurableContext": "runtime.context",
     "stream": "runtime.streaming.writer",
     "send": "runtime.messaging.sending",
     "emit_signal": "runtime.messaging.sending",
@@ -55,6 +59,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AsyncDurableContext",
     "CallbackFailed",
     "CallbackTimedOut",
     "ConditionTimedOut",
@@ -75,8 +80,11 @@ __all__ = [
     "Signature",
     "StepFailed",
     "StepInfo",
+    "StepTimedOut",
     "Stream",
     "ValueNotFound",
+    "aget_run",
+    "astart",
     "current_step",
     "emit_signal",
     "fork",

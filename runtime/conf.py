@@ -6,6 +6,8 @@ by config/settings.py). Bad values are reported by the system check in runtime.c
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from functools import lru_cache
@@ -44,8 +46,18 @@ class FanfoldSettings:
     METRICS_TOKEN: str = ""  # a bearer token that may read /metrics (staff sessions always may)
     METRICS_PORT: int = 0  # a worker's metrics exporter port; 0: no exporter
     TRACING: bool = True  # spans, when opentelemetry-api is installed
-    # How long one server-sent-events response of a stream lasts before the client reconnects.
-    SSE_WINDOW_SECONDS: float = 30.0
+    # How long one server-sent-events response of a stream lasts before the client reconnects:
+    # well below gunicorn's 30 s worker timeout.
+    SSE_WINDOW_SECONDS: float = 15.0
+    # The REST API (docs/rest-api.md): JSON nesting a request body may have, open streams a
+    # user may hold across every web process, serialized bytes a list page stops after,
+    # requests a user may make ("N/second|minute|hour|day"; "" for no limit), and the proxies
+    # whose X-Forwarded-For the callback throttle believes (addresses or networks).
+    MAX_JSON_DEPTH: int = 64
+    MAX_STREAMS_PER_USER: int = 4
+    API_PAGE_BYTES: int = 1024 * 1024
+    API_USER_RATE: str = "3000/minute"
+    TRUSTED_PROXIES: tuple[str, ...] = ()
     # Schedules (runtime.flow): how often each worker looks for due ticks, and how old a due
     # tick may be and still count as on time rather than missed (the catch-up policy's case).
     SCHEDULE_INTERVAL: float = 1.0
@@ -64,6 +76,11 @@ class FanfoldSettings:
     ARCHIVE: bool = False
     # How long emitted signals are kept for waits with a `lookback` (runtime.messaging).
     SIGNAL_RETENTION: timedelta = timedelta(days=1)
+    # Async step bodies (runtime.eventloop): how many one worker process runs at once on its
+    # event loop, and how late (seconds) the loop may run before a warning names the body
+    # that blocked it (0: no lag monitor).
+    ASYNC_CONCURRENCY: int = 100
+    ASYNC_LAG_WARNING: float = 0.1
 
 
 class SettingsError(ValueError):
@@ -71,7 +88,8 @@ class SettingsError(ValueError):
 
 
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
-_MAY_BE_ZERO = {"CHECKPOINT_ASYNC_WINDOW", "METRICS_PORT", "OFFLOAD_BYTES"}
+_MAY_BE_ZERO = {"CHECKPOINT_ASYNC_WINDOW", "METRICS_PORT", "OFFLOAD_BYTES", "ASYNC_LAG_WARNING"}
+_RATE = re.compile(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)")
 _KEEP_EVERYTHING = {"none", "never", "off"}
 
 
@@ -116,6 +134,8 @@ def _coerce_text(name: str, kind: str, raw: Any) -> Any:
     if kind == "str":
         if not isinstance(raw, str):
             raise SettingsError(f"FANFOLD_{name} must be a string")
+        if name.endswith("_RATE") and raw and not _RATE.fullmatch(raw):
+            raise SettingsError(f"FANFOLD_{name} must be like 100/minute, got {raw!r}")
         return raw
     if isinstance(raw, bool):
         return raw
@@ -132,10 +152,10 @@ def _coerce(name: str, kind: Any, raw: Any) -> Any:
         return _coerce_text(name, kind, raw)
     if kind == "tuple[str, ...]":
         if isinstance(raw, str):
-            return tuple(part.strip() for part in raw.split(",") if part.strip())
+            return _checked_list(name, tuple(p.strip() for p in raw.split(",") if p.strip()))
         if isinstance(raw, list | tuple) and all(isinstance(p, str) for p in raw):
-            return tuple(raw)
-        raise SettingsError(f"FANFOLD_{name} must be a comma-separated list of module names")
+            return _checked_list(name, tuple(raw))
+        raise SettingsError(f"FANFOLD_{name} must be a comma-separated list of names")
     try:
         value = int(raw) if kind == "int" else float(raw)
     except (TypeError, ValueError):
@@ -146,9 +166,25 @@ def _coerce(name: str, kind: Any, raw: Any) -> Any:
         raise SettingsError(f"FANFOLD_{name} must not be negative, got {raw!r}")
     if name == "METRICS_PORT" and value > 65535:
         raise SettingsError("FANFOLD_METRICS_PORT must be a TCP port (0 for none)")
+    if name == "MAX_STREAMS_PER_USER" and value > 1000:
+        raise SettingsError("FANFOLD_MAX_STREAMS_PER_USER must be at most 1000")
     if name in ("PUBLISH_BATCH_SIZE", "BRANCH_CHUNK") and value > 100:
         raise SettingsError(f"FANFOLD_{name} must be at most 100")
+    if name == "ASYNC_CONCURRENCY" and value > 10000:
+        raise SettingsError("FANFOLD_ASYNC_CONCURRENCY must be at most 10000")
     return value
+
+
+def _checked_list(name: str, parts: tuple[str, ...]) -> tuple[str, ...]:
+    if name == "TRUSTED_PROXIES":
+        for part in parts:
+            try:
+                ipaddress.ip_network(part, strict=False)
+            except ValueError:
+                raise SettingsError(
+                    f"FANFOLD_TRUSTED_PROXIES must list addresses or networks, got {part!r}"
+                ) from None
+    return parts
 
 
 def parse(raw: dict[str, Any]) -> FanfoldSettings:

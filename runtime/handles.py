@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.db import connections
 
 from runtime.core.errors import InvalidArguments, RunCancelled, RunFailed
 from runtime.forks import fork_run, retry_run
@@ -18,6 +22,8 @@ from runtime.services import cancel_run, get_run_row, start_run
 from runtime.streaming import reader
 from runtime.streaming.wakeups import fallback_seconds, signals
 from runtime.streaming.writer import DEFAULT_STREAM
+
+T = TypeVar("T")
 
 
 class RunHandle:
@@ -67,6 +73,15 @@ class RunHandle:
         finally:
             hub.unwatch(self.id)
 
+    async def aresult(self, timeout: float | None = None) -> Any:
+        """`wait()` for async callers (a Django async view): the run's result, or the errors
+        `wait` raises. The wait happens in a thread of its own, so the event loop goes on."""
+        return await sync_to_async(_closing(self.wait), thread_sensitive=False)(timeout)
+
+    async def acancel(self) -> None:
+        """`cancel()` for async callers."""
+        await sync_to_async(cancel_run)(self.id)
+
     def read_stream(
         self, name: str = DEFAULT_STREAM, after: int = 0, timeout: float | None = None
     ) -> Iterator[Any]:
@@ -97,6 +112,20 @@ class RunHandle:
 
     def events(self, after: int = 0) -> list[Event]:
         return list(Event.objects.filter(run_id=self.id, seq__gt=after).order_by("seq"))
+
+
+def _closing(fn: Callable[..., T]) -> Callable[..., T]:
+    """`fn`, closing the database connections of the thread it ran in (a thread of
+    asgiref's pool, which Django never closes on its own)."""
+
+    @functools.wraps(fn)
+    def closing(*args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    return closing
 
 
 def _outcome(run: Run) -> Any:
@@ -162,3 +191,30 @@ def fork(
 def get_run(run_id: uuid.UUID | str) -> RunHandle:
     """A handle to an existing run; raises RunNotFound."""
     return RunHandle(get_run_row(run_id).id, created=False)
+
+
+async def astart(
+    workflow: str | WorkflowFunction[Any],
+    *args: Any,
+    idempotency_key: str | None = None,
+    concurrency_key: str | None = None,
+    priority: int = 0,
+    **kwargs: Any,
+) -> RunHandle:
+    """`start` for async callers: the run is started (and committed) in Django's
+    thread-sensitive thread, as the async ORM does its work."""
+    begin = functools.partial(
+        start,
+        workflow,
+        *args,
+        idempotency_key=idempotency_key,
+        concurrency_key=concurrency_key,
+        priority=priority,
+        **kwargs,
+    )
+    return await sync_to_async(begin)()
+
+
+async def aget_run(run_id: uuid.UUID | str) -> RunHandle:
+    """`get_run` for async callers; raises RunNotFound."""
+    return await sync_to_async(get_run)(run_id)

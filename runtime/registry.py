@@ -61,12 +61,14 @@ class StepFunction(Generic[P, R]):
         retry: RetryPolicy | None,
         at_most_once: bool,
         rate_limit: Rate | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.fn = fn
         self.name = name
         self.retry = retry
         self.at_most_once = at_most_once
         self.rate_limit = rate_limit  # global across workers (runtime.flow.ratelimit)
+        self.timeout = timeout  # seconds an async body may run (runtime.eventloop.bounded)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -197,6 +199,13 @@ class Registry:
 registry = Registry()
 
 
+def _positive_seconds(value: object, what: str) -> float:
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise ValueError(f"{what} takes a positive number of seconds or a timedelta")
+    return float(seconds)
+
+
 def _refuse_generators(fn: Callable[..., Any], what: str) -> None:
     # A generator's values cannot be recorded one by one: refused when decorated, not when run.
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
@@ -217,6 +226,7 @@ def step(
     retry: RetryPolicy | None = None,
     at_most_once: bool = False,
     rate_limit: str | None = None,
+    timeout: float | timedelta | None = None,
 ) -> Callable[[Callable[P, R]], StepFunction[P, R]]: ...
 
 
@@ -228,23 +238,33 @@ def step(
     retry: RetryPolicy | None = None,
     at_most_once: bool = False,
     rate_limit: str | None = None,
+    timeout: float | timedelta | None = None,
 ) -> StepFunction[P, R] | Callable[[Callable[P, R]], StepFunction[P, R]]:
     """Register a step. Works bare (`@step`) or with options (`@step(retry=...)`).
 
     The name defaults to `<module>.<qualname>`. `retry` overrides the default RetryPolicy;
     `at_most_once=True` records the start before the body runs and never re-runs an
     interrupted attempt. `rate_limit="N/s|m|h"` spaces body starts across every worker.
+    `timeout` (seconds or a timedelta) bounds each attempt of an `async def` step: the body is
+    cancelled and the attempt fails with StepTimedOut, retried by the policy. A sync body
+    cannot be interrupted safely, so `timeout` on a sync step is refused.
     """
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise TypeError("step(retry=...) takes a RetryPolicy")
     rate = None if rate_limit is None else parse_rate(rate_limit)
+    bound = None if timeout is None else _positive_seconds(timeout, "step(timeout=...)")
 
     def register(f: Callable[P, R]) -> StepFunction[P, R]:
         if not callable(f):
             raise TypeError("@step decorates a function")
         _refuse_generators(f, "step")
+        if bound is not None and not inspect.iscoroutinefunction(f):
+            raise TypeError(
+                f"step(timeout=...) bounds async steps; {_default_name(f)} is a sync function "
+                "(use Celery's time limits for sync code)"
+            )
         st: StepFunction[P, R] = StepFunction(
-            f, check_name(name or _default_name(f), "step"), retry, at_most_once, rate
+            f, check_name(name or _default_name(f), "step"), retry, at_most_once, rate, bound
         )
         registry.add_step(st)
         return st

@@ -16,13 +16,17 @@ from celery.signals import (
 from publisher.tracing import TRACEPARENT
 from runtime import conf, executor
 from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
-from runtime.fanout import chunk, sweep
+from runtime.eventloop import worker_loop
+from runtime.fanout import async_branches, chunk, sweep
 from runtime.fanout.report import BranchAttempt
 from runtime.leases.liveness import release_process_liveness
 from runtime.observe.exporter import child_exited, start_worker_exporter
 from runtime.recovery import dead_processes, run_sweep
 from runtime.store import writer
 from runtime.worker import gc_freeze, housekeeping, prefetch
+
+# How long a warm shutdown waits for async branch bodies in flight before it cancels them.
+ASYNC_DRAIN_SECONDS = 10.0
 
 
 @shared_task(
@@ -100,8 +104,12 @@ def _freeze_inherited_objects(**_: object) -> None:
 @worker_process_shutdown.connect
 @worker_shutdown.connect
 def _drain_checkpoints(pid: int | None = None, **_: object) -> None:
-    """A warm shutdown writes what is still queued (prefork children and threads pools), then
-    gives up the process's liveness lock (and a prefork child's live metrics)."""
+    """A warm shutdown lets the async branch bodies in flight end (ASYNC_DRAIN_SECONDS, then
+    they are cancelled and their branches left to the takeover), writes what is still queued
+    (prefork children and threads pools), then gives up the process's liveness lock (and a
+    prefork child's live metrics)."""
+    async_branches.drain(ASYNC_DRAIN_SECONDS)
+    worker_loop().close()
     writer().close()
     release_process_liveness()
     if pid is not None:

@@ -24,7 +24,7 @@ from runtime import dispatch, executor, store
 from runtime.checkpoint.sink import Sink
 from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.fanin import BranchDispatch
-from runtime.fanout import chunk
+from runtime.fanout import async_branches, chunk
 from runtime.fanout.report import BranchAttempt
 from runtime.process.local import ProcessLocal
 from runtime.replay_check import Mismatch, ReplayReport, replay
@@ -133,6 +133,8 @@ class InMemoryDispatcher:
         while True:
             message = self._take_due()
             if message is None:
+                if not async_branches.drain(max(deadline - time.monotonic(), 0.0)):
+                    raise TimeoutError(f"async branch bodies still running after {timeout} s")
                 with self._lock:
                     if not self._queue:
                         return delivered

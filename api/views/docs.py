@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from api.serializers import ErrorSerializer
 
 _DESCRIPTIONS = {
-    400: "bad input: not JSON, wrong shape, unknown workflow, arguments that do not fit",
+    400: "bad input: not JSON, nested too deep, wrong shape, unknown workflow, bad arguments",
     401: "no or invalid credentials",
     403: "not allowed (e.g. a session request without its CSRF token)",
     404: "no such run, callback token or endpoint",
@@ -21,7 +21,7 @@ _DESCRIPTIONS = {
     409: "the run or callback has already finished",
     413: "the body or a payload in it is over FANFOLD_MAX_PAYLOAD_BYTES",
     415: "the body is not application/json",
-    429: "too many requests from this client",
+    429: "too many requests from this client, or open streams of this user",
 }
 
 AUTH_ERRORS = (401, 403)

@@ -11,7 +11,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.exceptions import InvalidQuery
+from api.request_errors import InvalidQuery
 from api.views.docs import AUTH_ERRORS, errors
 from runtime.core.errors import ValueNotFound
 from runtime.messaging.mailbox import send_message

@@ -10,15 +10,21 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.exceptions import InvalidQuery
-from api.pagination import EventPagination, RunCursorPagination, StepPagination
+from api.includes import EVENT_PARTS, RUN_PARTS, STEP_PARTS, include_parameter, requested
+from api.pagination import (
+    AfterPagination,
+    EventPagination,
+    RunCursorPagination,
+    StepPagination,
+)
+from api.request_errors import InvalidQuery
 from api.serializers import (
     EventSerializer,
     RunDetailSerializer,
     RunFilterSerializer,
-    RunSerializer,
+    RunSummarySerializer,
     StartRunSerializer,
-    StepSerializer,
+    StepSummarySerializer,
 )
 from api.views.docs import AUTH_ERRORS, errors
 from runtime import selectors
@@ -29,21 +35,23 @@ RUN_ID = OpenApiParameter("run_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
 
 class RunListView(GenericAPIView[Any]):
     pagination_class = RunCursorPagination
-    serializer_class = RunSerializer
+    serializer_class = RunSummarySerializer
 
     @extend_schema(
         operation_id="runs_list",
-        parameters=[RunFilterSerializer],
-        responses={200: RunSerializer(many=True), **errors(400, *AUTH_ERRORS)},
-        summary="List runs, newest first",
+        parameters=[RunFilterSerializer, include_parameter(RUN_PARTS)],
+        responses={200: RunSummarySerializer(many=True), **errors(400, *AUTH_ERRORS)},
+        summary="List runs, newest first (input, result and error with ?include=)",
     )
     def get(self, request: Request) -> Response:
+        include = requested(request, RUN_PARTS)
         filters = RunFilterSerializer(data=request.query_params)
         if not filters.is_valid():
             raise InvalidQuery(filters.errors)
         runs = selectors.list_runs(**filters.validated_data)
         page = self.paginate_queryset(runs)
-        return self.get_paginated_response(RunSerializer(page, many=True).data)
+        rows = RunSummarySerializer(page, many=True, context={"include": include}).data
+        return self.get_paginated_response(_within_budget(self, rows))
 
     @extend_schema(
         operation_id="runs_start",
@@ -85,17 +93,19 @@ class RunDetailView(GenericAPIView[Any]):
 
 class RunStepsView(GenericAPIView[Any]):
     pagination_class = StepPagination
-    serializer_class = StepSerializer
+    serializer_class = StepSummarySerializer
 
     @extend_schema(
         operation_id="runs_steps",
-        parameters=[RUN_ID],
-        responses={200: StepSerializer(many=True), **errors(400, *AUTH_ERRORS, 404)},
-        summary="A run's steps by position (?after=POSITION pages on)",
+        parameters=[RUN_ID, include_parameter(STEP_PARTS)],
+        responses={200: StepSummarySerializer(many=True), **errors(400, *AUTH_ERRORS, 404)},
+        summary="A run's steps by position (?after=POSITION pages on; ?include= adds input...)",
     )
     def get(self, request: Request, run_id: str) -> Response:
+        include = requested(request, STEP_PARTS)
         page = self.paginate_queryset(selectors.run_steps(run_id))
-        return self.get_paginated_response(StepSerializer(page, many=True).data)
+        rows = StepSummarySerializer(page, many=True, context={"include": include}).data
+        return self.get_paginated_response(_within_budget(self, rows))
 
 
 class RunEventsView(GenericAPIView[Any]):
@@ -104,13 +114,15 @@ class RunEventsView(GenericAPIView[Any]):
 
     @extend_schema(
         operation_id="runs_events",
-        parameters=[RUN_ID],
+        parameters=[RUN_ID, include_parameter(EVENT_PARTS)],
         responses={200: EventSerializer(many=True), **errors(400, *AUTH_ERRORS, 404)},
-        summary="A run's events after ?after=SEQ, for tailing",
+        summary="A run's events after ?after=SEQ, for tailing (payloads with ?include=payload)",
     )
     def get(self, request: Request, run_id: str) -> Response:
+        include = requested(request, EVENT_PARTS)
         page = self.paginate_queryset(selectors.run_events(run_id))
-        return self.get_paginated_response(EventSerializer(page, many=True).data)
+        rows = EventSerializer(page, many=True, context={"include": include}).data
+        return self.get_paginated_response(_within_budget(self, rows))
 
 
 class RunCancelView(GenericAPIView[Any]):
@@ -125,3 +137,10 @@ class RunCancelView(GenericAPIView[Any]):
     )
     def post(self, request: Request, run_id: str) -> Response:
         return Response(RunDetailSerializer(cancel_run(run_id)).data)
+
+
+def _within_budget(view: GenericAPIView[Any], rows: Any) -> list[Any]:
+    paginator = view.paginator
+    if not isinstance(paginator, RunCursorPagination | AfterPagination):
+        raise TypeError("a list view pages with RunCursorPagination or AfterPagination")
+    return paginator.within_budget(list(rows))

@@ -19,11 +19,13 @@ from typing import Any
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from api.exceptions import InvalidQuery
+from api.request_errors import InvalidQuery
+from api.stream_slots import SlotHoldingStream, hold_stream_slot
 from api.views.docs import AUTH_ERRORS, _JsonErrors, errors
 from runtime import conf
 from runtime.core.identity import check_name
@@ -48,7 +50,8 @@ class EventStreamRenderer(BaseRenderer):
 
 def _after(request: Request) -> int:
     raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
-    if not raw.isdigit() or len(raw) > 18:
+    # str.isdigit() also accepts "²" and other digits int() refuses: ASCII digits only.
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
         raise InvalidQuery(
             {"after": "Last-Event-ID and ?after= must be a chunk seq (an integer >= 0)"}
         )
@@ -87,7 +90,7 @@ class RunStreamView(_JsonErrors, APIView):
                 OpenApiTypes.STR, description="events `id: SEQ` / `data: JSON`, then `end`"
             ),
             204: OpenApiResponse(description="the run has finished and nothing follows"),
-            **errors(400, *AUTH_ERRORS, 404),
+            **errors(400, *AUTH_ERRORS, 404, 429),
         },
         summary="A run's stream as server-sent events (Last-Event-ID resumes)",
     )
@@ -100,10 +103,12 @@ class RunStreamView(_JsonErrors, APIView):
         after = _after(request)
         if _drained(run.id, name, after):
             return HttpResponse(status=204)
+        if not isinstance(request.user.pk, int):  # the permission lets only users in
+            raise NotAuthenticated()
+        release = hold_stream_slot(request.user.pk)
         window = conf.get().SSE_WINDOW_SECONDS
-        response = StreamingHttpResponse(
-            _events(run, name, after, window), content_type="text/event-stream"
-        )
+        events = SlotHoldingStream(_events(run, name, after, window), release)
+        response = StreamingHttpResponse(events, content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # proxies must pass events on as they come
         return response

@@ -66,6 +66,25 @@ class NonDeterminismError(FanfoldError):
         return (self.__class__, (self.message, self.position, self.differs))
 
 
+class StepTimedOut(FanfoldError):
+    """An async step body ran past its `timeout` (`@step(timeout=...)`) and was cancelled;
+    the attempt fails with this and is retried by the step's policy.
+
+    Not a `TimeoutError` on purpose: a caller waiting on the body's future with a timeout of
+    its own gets `TimeoutError` for *its* wait, and the two must not be confused.
+    """
+
+    code = "step_timed_out"
+
+    def __init__(self, message: str = "", label: str = "", seconds: float = 0.0) -> None:
+        super().__init__(message or f"{label or 'body'} did not finish within {seconds:g} s")
+        self.label = label
+        self.seconds = seconds
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.message, self.label, self.seconds))
+
+
 class NotAwaited(FanfoldError):
     """An async workflow ended without awaiting a context call it made."""
 

@@ -31,6 +31,7 @@ from runtime.core.control import Suspend
 from runtime.core.errors import FatalError
 from runtime.core.jsonvalues import checked
 from runtime.durable.stepinfo import StepInfo, running
+from runtime.eventloop.body import bounded
 from runtime.observe.attempts import StepAttempt
 
 
@@ -45,6 +46,7 @@ class BodyCall:
     args: Sequence[Any] = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     what: str = ""
+    timeout: float | None = None  # an async body's bound (`@step(timeout=...)`)
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ class StepBody:
         try:
             if is_async_callable(call.fn):
                 with running(call.info):
-                    raw = await call.fn(*call.args, **call.kwargs)
+                    raw = await self._bounded()
             else:
                 raw = await sync_to_async(self._call_here, thread_sensitive=True)()
             return self._checked(raw, started, max_bytes)
@@ -125,8 +127,12 @@ class StepBody:
         call = self.call
         with running(call.info):
             if is_async_callable(call.fn):
-                return async_to_sync(call.fn)(*call.args, **call.kwargs)
+                return async_to_sync(self._bounded)()
             return call.fn(*call.args, **call.kwargs)
+
+    async def _bounded(self) -> Any:
+        call = self.call
+        return await bounded(call.fn(*call.args, **call.kwargs), call.timeout, call.info.name)
 
     def _checked(self, raw: Any, started: float, max_bytes: int) -> BodyOutcome:
         seconds = perf_counter() - started

@@ -160,7 +160,8 @@ class StepAttemptRun:
         cursor.write(events, running, sync=call.at_most_once, payload_bytes=self.input_bytes)
         self.started_at = started
         info = StepInfo(cursor.run_id, call.position, call.name, attempt)
-        return BodyCall(info, call.body, call.args, call.kwargs, f"step {call.name!r}")
+        timeout = call.registered.timeout if call.registered else None
+        return BodyCall(info, call.body, call.args, call.kwargs, f"step {call.name!r}", timeout)
 
     def finish(self, body: StepBody, outcome: BodyOutcome) -> Any:
         """Record how the body ended: the step's result (returned), its final failure (raises

@@ -26,18 +26,12 @@ from runtime import conf
 from runtime.checkpoint.batching import Checkpoint
 from runtime.core.errors import FatalError
 from runtime.core.fanin import ClaimReceipt
-from runtime.core.retry import RetryPolicy
 from runtime.core.writes import BranchClaim
-from runtime.durable.body import BodyCall, StepBody
+from runtime.durable.body import BodyCall, StepBody, is_async_callable
 from runtime.durable.stepinfo import StepInfo, current_step
+from runtime.fanout import async_branches
 from runtime.fanout.children import drive_child, stop_abandoned_child
-from runtime.fanout.report import (
-    BranchAttempt,
-    ClaimedBranch,
-    after_commit,
-    report,
-    report_failure,
-)
+from runtime.fanout.report import BranchAttempt, ClaimedBranch, record_outcome
 from runtime.flow.ratelimit import branch_turn_later
 from runtime.leases.keepers import branch_leases
 from runtime.leases.liveness import process_key
@@ -131,38 +125,30 @@ def run_claimed(
     kwargs = dict(claimed.input.get("kwargs", {}))
     if claimed.kind == "child":
         return drive_child(branch, poll, claimed, args, kwargs)
-    info = StepInfo(branch.run_id, branch.position, claimed.name, branch.attempt)
     fn = registry.steps.get(claimed.name)
-    call = BodyCall(info, fn.fn if fn else _unregistered, args, kwargs, f"step {claimed.name!r}")
+    call = BodyCall(
+        StepInfo(branch.run_id, branch.position, claimed.name, branch.attempt),
+        fn.fn if fn else _unregistered,
+        args,
+        kwargs,
+        f"step {claimed.name!r}",
+        fn.timeout if fn else None,
+    )
+    if fn is not None and is_async_callable(fn.fn):
+        return async_branches.start(branch, claimed, call, step_policy(fn), traceparent)
+    branch_leases.hold(branch.step_id)
     with StepBody(call, traceparent) as body:
-        body.outcome = _run_step_branch(branch, claimed, body, step_policy(fn), then, body_time)
+        try:
+            outcome = body.run(conf.get().MAX_PAYLOAD_BYTES)
+        except BaseException:
+            branch_leases.release(branch.step_id)
+            raise
+        if body_time is not None and outcome.ok:
+            body_time.seconds += outcome.seconds
+        body.outcome = record_outcome(branch, claimed, outcome, step_policy(fn), then)
     return body.outcome
 
 
 def _unregistered(*args: Any, **kwargs: Any) -> Any:
     step = current_step()
     raise FatalError(f"no step is registered as {step.name!r} in this worker")
-
-
-def _run_step_branch(
-    branch: BranchAttempt,
-    claimed: ClaimedBranch,
-    body: StepBody,
-    policy: RetryPolicy,
-    then: Checkpoint | None,
-    body_time: BodyTime | None,
-) -> str:
-    branch_leases.hold(branch.step_id)
-    try:
-        outcome = body.run(conf.get().MAX_PAYLOAD_BYTES)
-        if outcome.error is not None:
-            return report_failure(branch, claimed, outcome.error, policy)
-        if body_time is not None:
-            body_time.seconds += outcome.seconds
-        written = report(
-            branch, claimed, "completed", result=outcome.result, size=outcome.size, then=then
-        )
-    finally:
-        branch_leases.release(branch.step_id)
-    after_commit(branch, written.receipt)
-    return "completed" if written.receipt.recorded else "stale"

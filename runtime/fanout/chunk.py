@@ -32,6 +32,7 @@ from runtime import conf
 from runtime.core.fanin import BranchDispatch, outcome_summary
 from runtime.core.writes import BranchClaim
 from runtime.dispatch import publish_branches
+from runtime.durable.body import is_async_callable
 from runtime.fanout.branch import (
     BodyTime,
     claim_branch,
@@ -40,7 +41,9 @@ from runtime.fanout.branch import (
     run_branch,
     run_claimed,
 )
-from runtime.fanout.report import BranchAttempt
+from runtime.fanout.report import BranchAttempt, ClaimedBranch
+from runtime.registry import registry
+from runtime.store import write_all_now
 from runtime.store.fanout_groups import record_dispatch
 
 log = logging.getLogger("fanfold.branches")
@@ -62,6 +65,8 @@ def run_chunk(first: BranchAttempt, count: int, traceparent: str | None = None) 
     budget, body_time = conf.get().BRANCH_CHUNK_SECONDS, BodyTime()
     outcomes: Counter[str] = Counter()
     branch, claimed = first, claim_branch(first)
+    if claimed is not None and _async_step(claimed.name):
+        return _start_async_chunk(first, count, claimed, traceparent)
     for index in range(1, count + 1):
         following = _at(first, index) if index < count else None
         if claimed is None:
@@ -82,6 +87,30 @@ def run_chunk(first: BranchAttempt, count: int, traceparent: str | None = None) 
             outcomes["published"] += _publish_rest(first, index, count)
             break
         branch, claimed = following, claimed_branch(cast(BranchClaim, then.payload).receipt)
+    return outcome_summary(outcomes)
+
+
+def _async_step(name: str) -> bool:
+    fn = registry.steps.get(name)
+    return fn is not None and is_async_callable(fn.fn)
+
+
+def _start_async_chunk(
+    first: BranchAttempt, count: int, claimed: ClaimedBranch, traceparent: str | None
+) -> str:
+    """Async bodies run side by side, not in turn: the rest of the chunk is claimed in one
+    commit and every won branch goes to the worker loop (runtime.fanout.async_branches)."""
+    rest = [_at(first, index) for index in range(1, count)]
+    claims = [claim_checkpoint(branch) for branch in rest]
+    write_all_now(claims)
+    outcomes: Counter[str] = Counter()
+    outcomes[run_claimed(first, claimed, traceparent=traceparent)] += 1
+    for branch, cp in zip(rest, claims, strict=True):
+        won = claimed_branch(cast(BranchClaim, cp.payload).receipt)
+        if won is None:
+            outcomes["skipped"] += 1
+        else:
+            outcomes[run_claimed(branch, won, traceparent=traceparent)] += 1
     return outcome_summary(outcomes)
 
 

@@ -26,6 +26,8 @@ from runtime.core.jsonvalues import encoded_size
 from runtime.core.retry import GiveUp, RetryPolicy, decide
 from runtime.core.writes import BranchReport
 from runtime.dispatch import enqueue_run, publish_branches, publish_later
+from runtime.durable.body import BodyOutcome
+from runtime.leases.keepers import branch_leases
 from runtime.store import write_all_now
 from runtime.store.fanout_groups import record_dispatch
 
@@ -148,3 +150,25 @@ def after_commit(branch: BranchAttempt, receipt: BranchReceipt) -> None:
     if receipt.wake:
         # If this is lost, Run.wake_at (set with the settle) lets the recovery sweep do it.
         enqueue_run(branch.run_id, priority=branch.priority)
+
+
+def record_outcome(
+    branch: BranchAttempt,
+    claimed: ClaimedBranch,
+    outcome: BodyOutcome,
+    policy: RetryPolicy,
+    then: Checkpoint | None = None,
+) -> str:
+    """Report how a claimed step branch's body ended and act on the receipt; says how it went
+    ("completed", "stale", or a failure's "retrying"/"failed"). The branch's lease, held since
+    its claim, is given back once the report is written."""
+    try:
+        if outcome.error is not None:
+            return report_failure(branch, claimed, outcome.error, policy)
+        written = report(
+            branch, claimed, "completed", result=outcome.result, size=outcome.size, then=then
+        )
+    finally:
+        branch_leases.release(branch.step_id)
+    after_commit(branch, written.receipt)
+    return "completed" if written.receipt.recorded else "stale"

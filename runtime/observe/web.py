@@ -61,7 +61,10 @@ def allowed(request: HttpRequest) -> bool:
     token = conf.get().METRICS_TOKEN
     header = request.headers.get("Authorization", "")
     scheme, _, given = header.partition(" ")
-    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(given, token)
+    if not token or scheme.lower() != "bearer":
+        return False
+    # compare_digest refuses str with non-ASCII characters (TypeError): compare bytes.
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), token.encode("utf-8"))
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:

@@ -39,11 +39,16 @@ def test_streams_thousand_chunks_reach_twenty_sse_clients_in_order(
     live_server: Any, token: str, counters_redis: Any
 ) -> None:
     count = 1000
+    # A user a reader: one user may hold only FANFOLD_MAX_STREAMS_PER_USER streams.
+    tokens = [token] + [
+        Token.objects.create(user=User.objects.create_user(f"reader-{n}")).key for n in range(19)
+    ]
     with running_worker("streams", "threads", 2, **WORKER_ENV):
         run = start(flows.chunks, count, 100)
         path = f"/api/runs/{run.id}/streams/default/"
-        headers = {"Authorization": f"Token {token}"}
-        readers = [SSEReader(live_server.url, path, headers) for _ in range(20)]
+        readers = [
+            SSEReader(live_server.url, path, {"Authorization": f"Token {t}"}) for t in tokens
+        ]
         received: list[list[Event]] = [[] for _ in readers]
         threads = [
             threading.Thread(target=_read_all, args=(r, got, 300 if i == 0 else None))

@@ -48,11 +48,14 @@ def collect_static(static_root: Path) -> None:
 
 
 @contextmanager
-def running_gunicorn(static_root: Path, log_path: Path, workers: int = 2) -> Iterator[str]:
-    """gunicorn serving config.wsgi from `static_root`; yields its base URL."""
+def running_gunicorn(
+    static_root: Path, log_path: Path, workers: int = 2, **extra: str
+) -> Iterator[str]:
+    """gunicorn serving config.wsgi from `static_root`, extra keyword arguments in its env;
+    yields its base URL."""
     port = free_port()
     env = production_env(
-        static_root, GUNICORN_BIND=f"127.0.0.1:{port}", GUNICORN_WORKERS=str(workers)
+        static_root, GUNICORN_BIND=f"127.0.0.1:{port}", GUNICORN_WORKERS=str(workers), **extra
     )
     command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"]
     with _serving(command, env, port, log_path) as base:

@@ -45,7 +45,16 @@ def test_api_runs_list_filters_status_and_workflow(client: APIClient, clock: Fak
     assert [r["id"] for r in sleepers] == [other]
 
 
-@pytest.mark.parametrize("query", ["status=bogus", "cursor=nonsense", "workflow=" + "w" * 201])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "status=bogus",
+        "cursor=nonsense",
+        "cursor=cD1ub3RhZGF0ZQ==",  # p=notadate: a well-formed cursor at a forged position
+        "cursor=cD0yMDI2LTEzLTQwVDAwOjAwOjAwWg==",  # p=2026-13-40T00:00:00Z
+        "workflow=" + "w" * 201,
+    ],
+)
 def test_api_runs_list_bad_query_is_400(client: APIClient, query: str) -> None:
     response = client.get(f"/api/runs/?{query}")
     assert response.status_code == 400
@@ -93,7 +102,7 @@ def test_api_run_unknown_or_malformed_id_is_404(
 def test_api_run_steps_in_position_order(client: APIClient, clock: FakeClock) -> None:
     run_id = start(client, "tests.api.sleeper")
     execute(uuid.UUID(run_id), clock=clock)
-    body = client.get(f"/api/runs/{run_id}/steps/").json()
+    body = client.get(f"/api/runs/{run_id}/steps/?include=result").json()
     steps = body["results"]
     assert [(s["position"], s["kind"], s["status"]) for s in steps] == [
         (1, "step", "completed"),

@@ -8,6 +8,7 @@ from typing import Any
 
 import api_flows  # noqa: F401  (registers the workflows)
 import pytest
+from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from runtime.core.clock import FakeClock
@@ -87,7 +88,7 @@ def test_api_streams_window_ends_the_response_while_the_run_goes_on(
     assert again == []
 
 
-@pytest.mark.parametrize("bad", ["abc", "-1", "1.5", "9" * 30])
+@pytest.mark.parametrize("bad", ["abc", "-1", "1.5", "9" * 30, "\u00b2", "\u0661"])
 def test_api_streams_bad_last_event_id_is_400(
     client: APIClient, clock: FakeClock, bad: str
 ) -> None:
@@ -95,6 +96,35 @@ def test_api_streams_bad_last_event_id_is_400(
     response = get(client, run_id, HTTP_LAST_EVENT_ID=bad)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid"
+
+
+@pytest.mark.parametrize("bad", ["\u00b2", "x", "1e3"])
+def test_api_streams_bad_after_param_is_400(client: APIClient, clock: FakeClock, bad: str) -> None:
+    run_id = started(1, clock)
+    response = client.get(f"/api/runs/{run_id}/streams/numbers/", {"after": bad})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+
+
+def test_api_streams_open_streams_per_user_are_capped(
+    client: APIClient, clock: FakeClock, fanfold_settings: Any
+) -> None:
+    fanfold_settings(MAX_STREAMS_PER_USER=2)
+    run_id = started(1, clock, then_sleep=3600)
+    held = [get(client, run_id, HTTP_LAST_EVENT_ID="1") for _ in range(2)]
+    assert [r.status_code for r in held] == [200, 200]
+    refused = get(client, run_id, HTTP_LAST_EVENT_ID="1")
+    assert refused.status_code == 429
+    assert refused.json()["error"]["code"] == "too_many_streams"
+    other = APIClient()
+    other.force_authenticate(User.objects.create_user("grace"))
+    other_stream = get(other, run_id, HTTP_LAST_EVENT_ID="1")
+    assert other_stream.status_code == 200
+    held[0].close()  # a closed response gives its slot back, even never read
+    again = get(client, run_id, HTTP_LAST_EVENT_ID="1")
+    assert again.status_code == 200
+    for response in (held[1], other_stream, again):
+        response.close()
 
 
 def test_api_streams_unknown_run_is_404(client: APIClient) -> None:

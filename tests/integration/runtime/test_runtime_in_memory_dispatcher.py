@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from typing import Any
+
 import pytest
 
-from runtime.handles import start
+from runtime.handles import aget_run, astart, start
 from runtime.models import Run, RunStatus
 from runtime.testing import InMemoryDispatcher, use_dispatcher
 
@@ -29,3 +33,23 @@ def test_in_memory_dispatcher_join_times_out_with_messages_left() -> None:
         start("examples.nap", 30.0)
         with pytest.raises(TimeoutError):
             dispatcher.join(timeout=0.5)
+
+
+def test_in_memory_dispatcher_async_callers_start_wait_and_cancel() -> None:
+    with use_dispatcher(InMemoryDispatcher()) as dispatcher:
+        assert isinstance(dispatcher, InMemoryDispatcher)
+
+        async def caller() -> tuple[Any, Any, Any]:
+            fan = await astart("examples.sum_of_squares", 4)
+            nap = await astart("examples.nap", 30.0)
+            found = await aget_run(nap.id)
+            await found.acancel()
+            delivering = threading.Thread(target=dispatcher.join, kwargs={"timeout": 30})
+            delivering.start()
+            result = await fan.aresult(timeout=30)
+            delivering.join()
+            return result, found, await aget_run(fan.id)
+
+        result, nap, fan = asyncio.run(caller())
+    assert result == sum(n * n for n in range(1, 5))
+    assert (nap.status, fan.status) == (RunStatus.CANCELLED, RunStatus.COMPLETED)

@@ -6,8 +6,8 @@ import pytest
 from django.http import Http404
 from rest_framework import exceptions
 
-from api.errors import exception_handler, runtime_error_status
-from api.exceptions import RequestTooLarge
+from api.error_envelope import exception_handler, runtime_error_status
+from api.request_errors import RequestTooLarge
 from runtime.core.errors import (
     CallbackAlreadyCompleted,
     CallbackNotFound,

@@ -13,3 +13,9 @@ class RequestTooLarge(exceptions.APIException):
 
 class InvalidQuery(exceptions.ValidationError):
     """A query parameter (filter, cursor, `after`) that cannot be used."""
+
+
+class TooManyStreams(exceptions.APIException):
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "too_many_streams"
+    default_detail = "too many open streams for this user"

@@ -1,0 +1,184 @@
+"""Async branch bodies: many in flight in one worker process, on its event loop.
+
+A branch whose step is `async def` is claimed in the task's thread like any other; its body
+then runs on the process's worker loop (runtime.eventloop) and the task returns ("started"),
+so a prefork child with two pool slots runs up to FANFOLD_ASYNC_CONCURRENCY bodies at once. A
+slot of that bound is taken before a claimed branch is handed over and given back once its
+report has committed: a task thread waits for a free slot, so a process never holds more
+claimed branches than it can run. Reports are written from a small pool of threads (never
+on the loop), where the checkpoint writer group-commits them with each other.
+
+The branch's lease is held from its claim until its report commits, as for a sync body, so a
+worker that dies with bodies in flight leaves their leases to the takeover and the next
+attempts run elsewhere. Cancelling a run cancels its bodies in flight here: a watcher looks
+each second at the runs whose bodies this process runs and cancels the bodies of those no
+longer active (the body sees `asyncio.CancelledError`; nothing is reported, the cancel has
+settled the steps). A worker's warm shutdown waits for the bodies in flight (`drain`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import logging
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
+from django.db import connections
+
+from runtime import conf
+from runtime.core.retry import RetryPolicy
+from runtime.durable.body import BodyCall, StepBody
+from runtime.eventloop import worker_loop
+from runtime.fanout.report import BranchAttempt, ClaimedBranch, record_outcome
+from runtime.leases.keepers import branch_leases
+from runtime.models import ACTIVE_RUN_STATES, Run
+from runtime.process.background import BackgroundLoop
+from runtime.process.local import ProcessLocal
+
+log = logging.getLogger("fanfold.branches")
+
+REPORT_THREADS = 4
+WATCH_INTERVAL = 1.0
+
+
+@dataclass
+class _InFlight:
+    """This process's async branches: the bound, the report threads, the runs they serve."""
+
+    slots: threading.BoundedSemaphore
+    reports: concurrent.futures.ThreadPoolExecutor
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    runs: Counter[uuid.UUID] = field(default_factory=Counter)
+    idle: threading.Event = field(default_factory=threading.Event)
+
+
+def _in_flight() -> _InFlight:
+    state = _InFlight(
+        threading.BoundedSemaphore(conf.get().ASYNC_CONCURRENCY),
+        concurrent.futures.ThreadPoolExecutor(REPORT_THREADS, "fanfold-branch-report"),
+    )
+    state.idle.set()
+    return state
+
+
+_state: ProcessLocal[_InFlight] = ProcessLocal(_in_flight)
+
+
+def start(
+    branch: BranchAttempt,
+    claimed: ClaimedBranch,
+    call: BodyCall,
+    policy: RetryPolicy,
+    traceparent: str | None = None,
+) -> str:
+    """Hand a claimed async branch to the worker loop (waiting for a free slot first); its
+    report follows when the body ends. Returns "started"."""
+    state = _state.get()
+    state.slots.acquire()
+    branch_leases.hold(branch.step_id)
+    with state.lock:
+        state.runs[branch.run_id] += 1
+        state.idle.clear()
+    watcher.start()
+    lease = _Lease(branch.step_id)
+    body = functools.partial(_run, branch, claimed, call, policy, traceparent, lease, state)
+    try:
+        future = worker_loop().submit(body, key=branch.run_id, label=claimed.name)
+    except BaseException:
+        _settled(state, branch, lease, None)
+        raise
+    future.add_done_callback(functools.partial(_settled, state, branch, lease))
+    return "started"
+
+
+@dataclass
+class _Lease:
+    """A branch's lease as this module holds it: given back once, by the report or here."""
+
+    step_id: uuid.UUID
+    handed_to_report: bool = False
+
+    def give_back(self) -> None:
+        if not self.handed_to_report:
+            branch_leases.release(self.step_id)
+
+
+async def _run(
+    branch: BranchAttempt,
+    claimed: ClaimedBranch,
+    call: BodyCall,
+    policy: RetryPolicy,
+    traceparent: str | None,
+    lease: _Lease,
+    state: _InFlight,
+) -> str:
+    with StepBody(call, traceparent) as body:
+        # Django's async ORM calls of this body run in a thread of its own (made on first
+        # use), whose connection is closed when the body ends.
+        async with ThreadSensitiveContext() as orm_thread:
+            outcome = await body.arun(conf.get().MAX_PAYLOAD_BYTES)
+            if orm_thread in SyncToAsync.context_to_thread_executor:
+                await sync_to_async(connections.close_all)()
+        loop = asyncio.get_running_loop()
+        report = functools.partial(record_outcome, branch, claimed, outcome, policy)
+        lease.handed_to_report = True  # record_outcome gives the lease back, whatever happens
+        body.outcome = await loop.run_in_executor(state.reports, report)
+        return body.outcome
+
+
+def _settled(
+    state: _InFlight,
+    branch: BranchAttempt,
+    lease: _Lease,
+    future: concurrent.futures.Future[str] | None,
+) -> None:
+    lease.give_back()  # unless its report did: a body cancelled or broken before it
+    if future is not None and not future.cancelled() and future.exception() is not None:
+        log.error("run %s: async branch %s failed outside its body", branch.run_id,
+                  branch.position, exc_info=future.exception())  # fmt: skip
+    with state.lock:
+        state.runs[branch.run_id] -= 1
+        if state.runs[branch.run_id] <= 0:
+            del state.runs[branch.run_id]
+        if not state.runs:
+            state.idle.set()
+    state.slots.release()
+
+
+def running_runs() -> list[uuid.UUID]:
+    """The runs with async branch bodies in flight in this process."""
+    state = _state.get()
+    with state.lock:
+        return list(state.runs)
+
+
+def cancel_finished_runs() -> int:
+    """Cancel the bodies in flight of runs that are no longer active; how many runs."""
+    runs = running_runs()
+    if not runs:
+        return 0
+    finished = list(
+        Run.objects.filter(id__in=runs)
+        .exclude(status__in=ACTIVE_RUN_STATES)
+        .values_list("id", flat=True)
+    )
+    for run_id in finished:
+        worker_loop().cancel(run_id)
+    return len(finished)
+
+
+def drain(timeout: float) -> bool:
+    """Wait up to `timeout` seconds for this process's async bodies and their reports to
+    end (a warm shutdown); True if none is left."""
+    deadline = time.monotonic() + timeout
+    state = _state.get()
+    return state.idle.wait(max(deadline - time.monotonic(), 0.0))
+
+
+watcher = BackgroundLoop("fanfold-async-cancel", lambda: WATCH_INTERVAL, cancel_finished_runs)
