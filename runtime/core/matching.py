@@ -38,17 +38,28 @@ def check_match(match: object) -> dict[str, Any]:
         raise PayloadError(f"match takes at most {MAX_MATCH_KEYS} keys")
     out: dict[str, Any] = {}
     for key, value in match.items():
-        if not isinstance(key, str) or not key or "\x00" in key:
-            raise PayloadError("match keys must be non-empty strings without NUL")
-        if not isinstance(value, _SCALARS) or (isinstance(value, str) and "\x00" in value):
+        if not isinstance(key, str) or not key or not _storable(key):
+            raise PayloadError("match keys must be non-empty strings of valid Unicode without NUL")
+        if not isinstance(value, _SCALARS) or (isinstance(value, str) and not _storable(value)):
             raise PayloadError(
-                f"match[{key!r}] must be a JSON scalar (string, number, bool or null), "
-                f"not {type(value).__name__}"
+                f"match[{key!r}] must be a JSON scalar (string of valid Unicode without NUL, "
+                f"number, bool or null), not {type(value).__name__}"
             )
         if isinstance(value, float) and value != value:  # NaN never equals anything
             raise PayloadError(f"match[{key!r}] is not a JSON number")
         out[key] = value
     return out
+
+
+def _storable(text: str) -> bool:
+    # As payloads (runtime.core.jsonvalues): jsonb holds no U+0000, UTF-8 no lone surrogate.
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _digest(text: str) -> str:

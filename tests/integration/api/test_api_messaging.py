@@ -83,3 +83,22 @@ def test_api_signals_emit_and_refuse_bad_input(client: APIClient, anon: APIClien
         401,
         403,
     )
+
+
+def test_api_messaging_refuses_lone_surrogates_in_names_and_keys(client: APIClient) -> None:
+    run = _run()
+    bodies = [
+        (f"/api/runs/{run.id}/messages/", '{"topic": "\\ud800", "value": 1}'),
+        (
+            f"/api/runs/{run.id}/messages/",
+            '{"topic": "t", "value": 1, "idempotency_key": "\\udfff"}',
+        ),
+        ("/api/signals/", '{"name": "\\ud800", "payload": {}}'),
+        ("/api/signals/", '{"name": "n", "payload": {}, "idempotency_key": "\\ud800"}'),
+        ("/api/signals/", '{"name": "n", "payload": {"\\ud800": 1}}'),
+    ]
+    for url, body in bodies:
+        response = client.post(url, body, content_type="application/json")
+        assert response.status_code == 400, (body, response.content)
+        assert "code" in response.json()["error"]
+    assert not Message.objects.filter(run_id=run.id).exists()
