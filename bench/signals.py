@@ -31,6 +31,7 @@ from runtime.models import Run, RunStatus, Step
 from runtime.services import post_callback
 
 WARM_UP_RUNS = 20
+START_BATCH = 100
 _DELETE_BATCH = 1000
 
 
@@ -50,8 +51,17 @@ def _finished_ms(ids: list[uuid.UUID], began: Any, timeout: float) -> float:
 
 
 def _started(count: int, start_one: Callable[[int], uuid.UUID], timeout: float) -> list[uuid.UUID]:
-    ids = [start_one(i) for i in range(count)]
-    _wait_for("the runs to wait", ids, RunStatus.WAITING, timeout)
+    """Start `count` runs, `START_BATCH` at a time, each batch waiting before the next starts.
+
+    Not all at once: a run still pending after the sweep's grace period is sent again (the
+    sweep's backstop for a lost message), so a backlog of thousands would fill the queue with
+    duplicates that the workers then skip, ahead of the messages being measured.
+    """
+    ids: list[uuid.UUID] = []
+    for first in range(0, count, START_BATCH):
+        batch = [start_one(i) for i in range(first, min(first + START_BATCH, count))]
+        _wait_for("the runs to wait", batch, RunStatus.WAITING, timeout)
+        ids += batch
     return ids
 
 
