@@ -199,10 +199,13 @@ async def astart(
     idempotency_key: str | None = None,
     concurrency_key: str | None = None,
     priority: int = 0,
+    debounce: float | timedelta | None = None,
+    debounce_key: str | None = None,
+    debounce_max_wait: float | timedelta | None = None,
     **kwargs: Any,
 ) -> RunHandle:
-    """`start` for async callers: the run is started (and committed) in Django's
-    thread-sensitive thread, as the async ORM does its work."""
+    """`start` for async callers (debounced starts too): the run is started (and committed) in
+    Django's thread-sensitive thread, as the async ORM does its work."""
     begin = functools.partial(
         start,
         workflow,
@@ -210,6 +213,9 @@ async def astart(
         idempotency_key=idempotency_key,
         concurrency_key=concurrency_key,
         priority=priority,
+        debounce=debounce,
+        debounce_key=debounce_key,
+        debounce_max_wait=debounce_max_wait,
         **kwargs,
     )
     return await sync_to_async(begin)()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import messaging_flows  # noqa: F401  (registers the workflows)
 
 from runtime import send, start
+from runtime.handles import RunHandle, astart
 from runtime.models import Event, Run
 from runtime.testing import InMemoryDispatcher
 
@@ -58,3 +60,15 @@ def test_messaging_on_limit_queue_waits_its_turn(runs: InMemoryDispatcher) -> No
     send(second.id, "go", 1)
     runs.join()
     assert (first.wait(timeout=5), second.wait(timeout=5)) == ("a", "b")
+
+
+def test_messaging_astart_debounces_as_start_does(runs: InMemoryDispatcher) -> None:
+    async def caller() -> list[RunHandle]:
+        window = timedelta(seconds=0.2)
+        return [await astart("tests.msg.echo", n, debounce=window, debounce_key="async-1")
+                for n in range(3)]  # fmt: skip
+
+    handles = asyncio.run(caller())
+    assert len({h.id for h in handles}) == 1
+    runs.join()
+    assert handles[0].wait(timeout=5) == 2
