@@ -31,6 +31,7 @@ from runtime.core.errors import (
     RunAlreadyFinished,
     RunNotFound,
     ScheduleNotFound,
+    ValueNotFound,
     WorkflowNotFound,
 )
 
@@ -43,6 +44,7 @@ RUNTIME_ERROR_STATUS: tuple[tuple[type[FanfoldError], int], ...] = (
     (RunNotFound, status.HTTP_404_NOT_FOUND),
     (CallbackNotFound, status.HTTP_404_NOT_FOUND),
     (ScheduleNotFound, status.HTTP_404_NOT_FOUND),
+    (ValueNotFound, status.HTTP_404_NOT_FOUND),
     (RunAlreadyFinished, status.HTTP_409_CONFLICT),
     (CallbackAlreadyCompleted, status.HTTP_409_CONFLICT),
     (PositionOutOfRange, status.HTTP_400_BAD_REQUEST),

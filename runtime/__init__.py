@@ -21,9 +21,11 @@ from runtime.core.errors import (
     RunAlreadyFinished,
     RunCancelled,
     RunFailed,
+    RunFinished,
     RunNotFound,
     StepFailed,
     StepTimedOut,
+    ValueNotFound,
 )
 from runtime.core.retry import RetryPolicy
 from runtime.core.schedule import Cron
@@ -40,6 +42,8 @@ _LAZY = {
     "DurableContext": "runtime.context",
     "AsyncDurableContext": "runtime.context",
     "stream": "runtime.streaming.writer",
+    "send": "runtime.messaging.sending",
+    "emit_signal": "runtime.messaging.sending",
     "Stream": "runtime.streaming.writer",
 }
 
@@ -72,6 +76,7 @@ __all__ = [
     "RunAlreadyFinished",
     "RunCancelled",
     "RunFailed",
+    "RunFinished",
     "RunHandle",
     "RunNotFound",
     "Signature",
@@ -79,11 +84,14 @@ __all__ = [
     "StepInfo",
     "StepTimedOut",
     "Stream",
+    "ValueNotFound",
     "aget_run",
     "astart",
     "current_step",
+    "emit_signal",
     "fork",
     "get_run",
+    "send",
     "start",
     "step",
     "stream",

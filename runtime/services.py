@@ -90,6 +90,9 @@ def start_run(
         existing = _keyed_run(owner_id, wf.name, idem, run_input)
         if existing is not None:
             return existing, False
+    at_limit = key is not None and wf.flow.on_limit != "queue" and _at_limit(wf, key)
+    if at_limit and wf.flow.on_limit == "cancel_running":
+        _cancel_key(wf, key or "", owner_id)
     try:
         run = _create_run(wf.name, run_input, idem, key, priority, owner_id)
     except IntegrityError:
@@ -98,6 +101,8 @@ def start_run(
             if existing is not None:
                 return existing, False
         raise
+    if at_limit and wf.flow.on_limit == "skip":
+        _skip_unless_admitted(run)
     return run, True
 
 
@@ -124,6 +129,28 @@ def _keyed_run(owner_id: int | None, workflow: str, key: str, run_input: Any) ->
             "with other arguments"
         )
     return run
+
+
+def _at_limit(wf: WorkflowFunction[Any], key: str) -> bool:
+    in_use = Run.objects.active().filter(workflow=wf.name, concurrency_key=key, admitted=True)
+    return in_use.count() >= (wf.flow.concurrency or 0)
+
+
+def _cancel_key(wf: WorkflowFunction[Any], key: str, owner_id: int | None) -> None:
+    """`on_limit="cancel_running"`: cancel the key's runs (running, and queued behind them)
+    that this start's owner owns; another user's runs keep their slots (the start queues)."""
+    active = Run.objects.active().filter(workflow=wf.name, concurrency_key=key, owner_id=owner_id)
+    for run_id in active.order_by("created_at").values_list("id", flat=True):
+        with suppress(RunAlreadyFinished):  # finished meanwhile: its slot is free anyway
+            cancel_run(run_id, reason="replaced: a newer start took its place")
+
+
+def _skip_unless_admitted(run: Run) -> None:
+    """`on_limit="skip"`: the start's admission (after its commit) found no free slot."""
+    if not Run.objects.filter(id=run.id, admitted=True).exists():
+        with suppress(RunAlreadyFinished):
+            cancel_run(run.id, reason="skipped")
+        run.refresh_from_db()
 
 
 def _create_run(

@@ -1,4 +1,5 @@
-"""What a run's admin page shows beyond its fields: counts, paged tables, timeline, fork buttons.
+"""What a run's admin page shows beyond its fields: counts, paged tables, timeline, fork buttons,
+its messages, values and signals.
 
 A run may have tens of thousands of steps and events, so its page never renders them all: both
 tables are paginated (`?steps_page=N`, `?events_page=N`) and headed by counts per status.
@@ -14,6 +15,7 @@ from django.http import HttpRequest
 from runtime import conf
 from runtime.admin.display import compact_json, error_summary, relative_time, seconds_between
 from runtime.admin.forks import fork_buttons
+from runtime.admin.run_messages import messaging_context
 from runtime.admin.timeline import timeline_context
 from runtime.core.callbacks import recover_token
 from runtime.models import Event, Run, Step, StepStatus
@@ -42,6 +44,7 @@ def run_page_context(request: HttpRequest, run: Run) -> dict[str, Any]:
         **_events_context(request, run),
         **fork_buttons(run),
         **timeline_context(run),
+        **messaging_context(run),
     }
 
 

@@ -174,6 +174,18 @@ class RunAlreadyFinished(FanfoldError):
     code = "run_finished"
 
 
+class RunFinished(RunAlreadyFinished):
+    """A message was sent to a run that has finished (completed, failed or cancelled)."""
+
+    code = "run_finished"
+
+
+class ValueNotFound(FanfoldError, LookupError):
+    """The run has set no value under this key (yet)."""
+
+    code = "value_not_found"
+
+
 class StepChanged(FanfoldError):
     """A write conditional on a step's state found the step finished or its deadline moved."""
 

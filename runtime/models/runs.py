@@ -48,6 +48,10 @@ class StepKind(models.TextChoices):
     CALLBACK = "callback"
     CHILD = "child"
     MARKER = "marker"  # a `ctx.patched` answer
+    MESSAGE = "message"  # `ctx.recv`
+    SIGNAL = "signal"  # `ctx.wait_for_signal`
+    VALUE = "value"  # `ctx.set_value`
+    SEND = "send"  # `send` from workflow code
 
 
 class EventType(models.TextChoices):
@@ -64,6 +68,9 @@ class EventType(models.TextChoices):
     CALLBACK_RECEIVED = "callback_received"
     CALLBACK_TIMED_OUT = "callback_timed_out"
     MARKER_RECORDED = "marker_recorded"
+    MESSAGE_RECEIVED = "message_received"
+    VALUE_SET = "value_set"
+    SIGNAL_RECEIVED = "signal_received"
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"

@@ -12,6 +12,7 @@ import time
 
 from runtime import conf, schedules
 from runtime.flow import admission, ratelimit
+from runtime.messaging import signals
 from runtime.process.background import BackgroundLoop
 
 
@@ -32,6 +33,7 @@ class _Housekeeping:
             self.next_sweep = now + conf.get().SWEEP_INTERVAL
             admission.admit_waiting()
             ratelimit.forget_old_turns()
+            signals.purge_expired_signals()  # bounded: one batch per sweep
 
 
 def _interval() -> float:

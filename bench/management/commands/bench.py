@@ -18,15 +18,16 @@ from bench.io_fanout import run_io_fanout
 from bench.observe import observe_fanout, observe_sequential
 from bench.replaycheck import run_replay_check
 from bench.sequential import run_concurrent, run_sequential
+from bench.signals import run_signals
 from bench.streams import run_stream
 
 # Options that count something: each must be at least 1.
 COUNTS = (
     "steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients", "workers",
-    "concurrency",
+    "concurrency", "waiting",
 )  # fmt: skip
 # Scenarios that start worker processes of their own on the configured broker.
-WITH_WORKERS = frozenset({"seq", "concurrent", "fanout", "flow", "stream"})
+WITH_WORKERS = frozenset({"seq", "concurrent", "fanout", "flow", "stream", "signals"})
 
 
 def _refuse_other_workers() -> None:
@@ -49,7 +50,10 @@ def _sample_traces(ratio: float) -> None:
 
 
 class Command(BaseCommand):
-    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream or flow."
+    help = (
+        "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream, flow or "
+        "signals."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="scenario", required=True)
@@ -91,7 +95,14 @@ class Command(BaseCommand):
         check = sub.add_parser("replay", help="the replay check over many recorded runs")
         check.add_argument("--runs", type=int, default=10_000)
         check.add_argument("--steps", type=int, default=20, help="steps per recorded run")
-        for p in (seq, conc, fan):
+        sig = sub.add_parser("signals", help="runs resumed by signals vs by callback posts")
+        sig.add_argument("--runs", type=int, default=1000, help="runs resumed per side")
+        sig.add_argument(
+            "--waiting", type=int, default=10_000, help="runs waiting on other matches"
+        )
+        sig.add_argument("--samples", type=int, default=1000, help="emits timed among them")
+        sig.add_argument("--repeat", type=int, default=1, help="rounds to take the medians of")
+        for p in (seq, conc, fan, sig):
             p.add_argument(
                 "--pool",
                 choices=("prefork", "threads"),
@@ -130,7 +141,7 @@ class Command(BaseCommand):
         flow.add_argument("--runs", type=int, default=100)
         flow.add_argument("--steps", type=int, default=20)
         flow.add_argument("--repeat", type=int, default=3, help="rounds to take the medians of")
-        for p in (seq, conc, probe, fan, check, streams, flow):
+        for p in (seq, conc, probe, fan, check, streams, flow, sig):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -191,6 +202,11 @@ class Command(BaseCommand):
             )  # fmt: skip
         if options["use_async"]:
             raise CommandError("--async goes with --io-ms")
+        if scenario == "signals":
+            return run_signals(
+                options["runs"], options["waiting"], options["samples"], options["repeat"],
+                options["timeout"], pool,
+            )  # fmt: skip
         if observe:
             return observe_fanout(
                 options["branches"], options["timeout"], options["repeat"], options["pairs"], pool
