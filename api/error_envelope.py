@@ -19,15 +19,19 @@ from runtime.core.errors import (
     CallbackAlreadyCompleted,
     CallbackNotFound,
     FanfoldError,
+    IdempotencyConflict,
     InvalidArguments,
     NothingToRetry,
+    NotPermitted,
     PayloadError,
     PayloadTooLarge,
     PositionOutOfRange,
     PositionUnfinished,
+    ReservedIdempotencyKey,
     RunAlreadyFinished,
     RunNotFound,
     ScheduleNotFound,
+    ValueNotFound,
     WorkflowNotFound,
 )
 
@@ -40,11 +44,15 @@ RUNTIME_ERROR_STATUS: tuple[tuple[type[FanfoldError], int], ...] = (
     (RunNotFound, status.HTTP_404_NOT_FOUND),
     (CallbackNotFound, status.HTTP_404_NOT_FOUND),
     (ScheduleNotFound, status.HTTP_404_NOT_FOUND),
+    (ValueNotFound, status.HTTP_404_NOT_FOUND),
     (RunAlreadyFinished, status.HTTP_409_CONFLICT),
     (CallbackAlreadyCompleted, status.HTTP_409_CONFLICT),
     (PositionOutOfRange, status.HTTP_400_BAD_REQUEST),
     (PositionUnfinished, status.HTTP_409_CONFLICT),
     (NothingToRetry, status.HTTP_409_CONFLICT),
+    (IdempotencyConflict, status.HTTP_409_CONFLICT),
+    (ReservedIdempotencyKey, status.HTTP_400_BAD_REQUEST),
+    (NotPermitted, status.HTTP_403_FORBIDDEN),
 )
 
 

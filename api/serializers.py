@@ -8,6 +8,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.includes import EVENT_PARTS, RUN_PARTS, STEP_PARTS, left_out
+from runtime import conf
+from runtime.core.callbacks import recover_token
 from runtime.models import Event, Run, RunStatus, Schedule, Step, StepStatus
 from runtime.selectors import step_counts
 
@@ -78,6 +80,12 @@ class StepCountsSerializer(serializers.Serializer[Any]):
 
 
 class RunSerializer(serializers.ModelSerializer[Run]):
+    owner = serializers.IntegerField(
+        source="owner_id",
+        read_only=True,
+        allow_null=True,
+        help_text="the id of the user who owns the run (null: started by a schedule or code)",
+    )
     args = serializers.ListField(child=serializers.JSONField(), read_only=True)
     kwargs = serializers.DictField(child=serializers.JSONField(), read_only=True)
     result = serializers.JSONField(read_only=True, allow_null=True)
@@ -89,6 +97,7 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "id",
             "workflow",
             "status",
+            "owner",
             "args",
             "kwargs",
             "idempotency_key",
@@ -137,6 +146,9 @@ class RunDetailSerializer(RunSerializer):
 
 
 class StepSerializer(serializers.ModelSerializer[Step]):
+    callback_token = serializers.SerializerMethodField(
+        help_text="a callback step's token, for whoever may see the run (null otherwise)"
+    )
     input = serializers.JSONField(read_only=True, allow_null=True)
     result = serializers.JSONField(read_only=True, allow_null=True)
     error = serializers.JSONField(read_only=True, allow_null=True)
@@ -144,7 +156,8 @@ class StepSerializer(serializers.ModelSerializer[Step]):
 
     class Meta:
         model = Step
-        # Never the callback token: it is the credential of the callback endpoint.
+        # The callback token is the credential of the callback endpoint: only views scoped to
+        # runs the user may see (runtime.access) serialize steps. Only its digest is stored.
         fields = [
             "id",
             "position",
@@ -159,8 +172,14 @@ class StepSerializer(serializers.ModelSerializer[Step]):
             "started_at",
             "finished_at",
             "wake_at",
+            "callback_token",
         ]
         read_only_fields = fields
+
+    def get_callback_token(self, step: Step) -> str | None:
+        if not step.callback_token:
+            return None
+        return recover_token(conf.token_secrets(), step.id, step.callback_token)
 
 
 class EventSerializer(serializers.ModelSerializer[Event]):
@@ -230,6 +249,14 @@ class CallbackPostSerializer(serializers.Serializer[Any]):
                 '{"heartbeat": true}'
             )
         return attrs
+
+
+class CallbackTokenPostSerializer(CallbackPostSerializer):
+    """A post to /api/callbacks/: the token in the body, unless in `Authorization: Bearer`."""
+
+    token = serializers.CharField(
+        required=False, max_length=64, help_text="the callback's token (or a Bearer header)"
+    )
 
 
 class CallbackReceiptSerializer(serializers.Serializer[Any]):

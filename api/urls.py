@@ -11,9 +11,10 @@ from drf_spectacular.renderers import (
 )
 
 from api.error_envelope import endpoint_not_found
-from api.views.callbacks import CallbackView
+from api.views.callbacks import CallbackTokenView, CallbackView
 from api.views.docs import DocsView, SchemaView
 from api.views.forks import RunForkView, RunRetryView
+from api.views.messages import RunMessagesView, RunValueView, SignalsView
 from api.views.runs import (
     RunCancelView,
     RunDetailView,
@@ -42,6 +43,10 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<str:run_id>/fork/", RunForkView.as_view(), name="run-fork"),
     path("runs/<str:run_id>/retry/", RunRetryView.as_view(), name="run-retry"),
     path("runs/<str:run_id>/streams/<str:name>/", RunStreamView.as_view(), name="run-stream"),
+    path("callbacks/", CallbackTokenView.as_view(), name="callback-token"),
+    path("runs/<str:run_id>/messages/", RunMessagesView.as_view(), name="run-messages"),
+    path("runs/<str:run_id>/values/<str:key>/", RunValueView.as_view(), name="run-value"),
+    path("signals/", SignalsView.as_view(), name="signals"),
     path("callbacks/<str:token>/", CallbackView.as_view(), name="callback"),
     path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
     path("schedules/", ScheduleListView.as_view(), name="schedule-list"),

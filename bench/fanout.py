@@ -50,7 +50,7 @@ def run_fanout(
         **(worker_env or {}),
     }
     sides: dict[str, Callable[[], Any]] = {
-        "durable": lambda: _durable(branches, timeout),
+        "durable": lambda: durable_fanout(branches, timeout),
         "a": lambda: counted_group_ms(branches, timeout),
         "b": lambda: fetched_group_ms(branches, timeout),
     }
@@ -58,7 +58,7 @@ def run_fanout(
     cpu: dict[str, list[float | None]] = {name: [] for name in sides}
     with environment.workers(pool, **env) as processes:
         # Every side first runs a small one, so none pays for connections and prepares.
-        _durable(WARM_UP_BRANCHES, timeout)
+        durable_fanout(WARM_UP_BRANCHES, timeout)
         counted_group_ms(WARM_UP_BRANCHES, timeout)
         fetched_group_ms(WARM_UP_BRANCHES, timeout)
         for i in range(repeat):
@@ -119,9 +119,12 @@ def _report(branches: int, pool: Pool, rounds: list[dict[str, Any]]) -> dict[str
     return report
 
 
-def _durable(branches: int, timeout: float) -> dict[str, Any]:
+def durable_fanout(
+    branches: int, timeout: float, workflow: str = "examples.fanout_noop", *args: Any
+) -> dict[str, Any]:
+    """One durable fan-out of `workflow(branches, *args)`, its first pass performed here."""
     with use_dispatcher(InMemoryDispatcher()):  # this process performs the first execution
-        run, _ = start_run("examples.fanout_noop", [branches])
+        run, _ = start_run(workflow, [branches, *args])
     counters.reset()
     counting.reset()
     began = time.perf_counter()

@@ -95,6 +95,32 @@ class WorkerProcess:
         except OSError:
             return None
 
+    def task_pids(self) -> list[int]:
+        """The processes that run tasks: a prefork pool's children, else the worker itself."""
+        try:
+            children = [
+                int(child)
+                for thread in Path(f"/proc/{self.proc.pid}/task").iterdir()
+                for child in (thread / "children").read_text().split()
+            ]
+        except OSError:
+            return []
+        return children or [self.proc.pid]
+
+    def peak_rss_mb(self) -> float | None:
+        """The largest peak resident set (VmHWM) of the processes that run tasks, in MiB."""
+        peaks = []
+        for pid in self.task_pids():
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            kib = next((line.split()[1] for line in status.splitlines()
+                        if line.startswith("VmHWM:")), None)  # fmt: skip
+            if kib is not None:
+                peaks.append(int(kib) / 1024)
+        return round(max(peaks), 1) if peaks else None
+
     def kill(self) -> None:
         """SIGKILL the whole process group: no chance to ack, drain or clean up."""
         if self.proc.poll() is None:

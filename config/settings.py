@@ -223,7 +223,14 @@ SPECTACULAR_SETTINGS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Callback tokens in request paths are credentials: masked in every record logged here.
+    "filters": {"callback_tokens": {"()": "api.log_masking.CallbackTokenFilter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["callback_tokens"]},
+    },
+    "loggers": {
+        name: {"filters": ["callback_tokens"]} for name in ("django.request", "django.server")
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("FANFOLD_LOG_LEVEL", "WARNING")},
 }
 

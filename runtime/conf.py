@@ -74,6 +74,8 @@ class FanfoldSettings:
     RETENTION: timedelta | None = timedelta(days=30)
     # Whether runs are written to STORAGES["fanfold_archive"] before they are deleted.
     ARCHIVE: bool = False
+    # How long emitted signals are kept for waits with a `lookback` (runtime.messaging).
+    SIGNAL_RETENTION: timedelta = timedelta(days=1)
     # Async step bodies (runtime.eventloop): how many one worker process runs at once on its
     # event loop, and how late (seconds) the loop may run before a warning names the body
     # that blocked it (0: no lag monitor).
@@ -114,7 +116,18 @@ def _retention(raw: Any) -> timedelta | None:
         raise SettingsError(f"FANFOLD_RETENTION: {exc} (or None to keep every run)") from None
 
 
-_SPECIAL = {"PAYLOAD_KEYS": _payload_keys, "RETENTION": _retention}
+def _signal_retention(raw: Any) -> timedelta:
+    try:
+        return parse_duration(raw)
+    except InvalidDuration as exc:
+        raise SettingsError(f"FANFOLD_SIGNAL_RETENTION: {exc}") from None
+
+
+_SPECIAL = {
+    "PAYLOAD_KEYS": _payload_keys,
+    "RETENTION": _retention,
+    "SIGNAL_RETENTION": _signal_retention,
+}
 
 
 def _coerce_text(name: str, kind: str, raw: Any) -> Any:
@@ -200,3 +213,11 @@ def reset() -> None:
 def _reset_on_change(setting: str, **_: object) -> None:
     if setting == "FANFOLD":
         reset()
+
+
+def token_secrets() -> tuple[bytes, ...]:
+    """The keys callback tokens are derived with (runtime.core.callbacks.derive_token):
+    Django's SECRET_KEY first (new tokens), then SECRET_KEY_FALLBACKS (older tokens still
+    recomputed on replay). Every web process and worker must share them."""
+    keys = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
+    return tuple(k.encode() if isinstance(k, str) else bytes(k) for k in keys)

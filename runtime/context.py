@@ -19,6 +19,7 @@ from typing import Any
 
 from runtime import conf
 from runtime.core import history
+from runtime.core.callbacks import as_seconds
 from runtime.core.clock import Clock
 from runtime.core.conditions import PollTerms
 from runtime.core.identity import deterministic_uuid
@@ -39,6 +40,7 @@ from runtime.durable.cursor import ReplayCursor
 from runtime.durable.markers import patched
 from runtime.durable.session import ExecutionSession
 from runtime.fanout.group import run_all
+from runtime.messaging import durable as messaging
 from runtime.registry import Signature, SignatureMap, StepFunction, WorkflowFunction
 
 log = logging.getLogger("fanfold.workflow")
@@ -220,6 +222,51 @@ class DurableContext:
     def _fan_out(self, signatures: list[Signature] | SignatureMap, **options: Any) -> Any:
         return run_all(self.cursor, signatures, **options)
 
+    # -- messages, values and signals (runtime.messaging) -------------------------------------
+
+    def recv(self, topic: str, timeout: float | timedelta | None = None) -> Any:
+        """The oldest message on `topic` this run has not received yet, or None after
+        `timeout`. Until one arrives the run suspends (no worker held); the message is recorded
+        (`message_received`), so a replay returns the same one."""
+        return self._recv(topic, as_seconds(timeout, "timeout"))
+
+    def _recv(self, topic: str, timeout: float | None) -> Any:
+        return messaging.recv(self.cursor, topic, timeout)
+
+    def wait_for_signal(
+        self,
+        name: str,
+        match: dict[str, Any] | None = None,
+        *,
+        timeout: float | timedelta | None = None,
+        lookback: float | timedelta | None = None,
+    ) -> Any:
+        """The payload of a signal `name` whose top-level items include every item of `match`
+        (a flat dict of JSON scalars), or None after `timeout`. With `lookback`, a signal
+        emitted up to that long before the wait began counts too (the earliest such one)."""
+        terms = (as_seconds(timeout, "timeout"), as_seconds(lookback, "lookback"))
+        return self._wait_for_signal(name, match, *terms)
+
+    def _wait_for_signal(
+        self, name: str, match: Any, timeout: float | None, lookback: float | None
+    ) -> Any:
+        return messaging.wait_for_signal(self.cursor, name, match, timeout, lookback)
+
+    def set_value(self, key: str, value: Any) -> None:
+        """Record `value` as this run's latest value of `key` (`value_set`), readable from
+        outside with `get_run(id).get_value(key)` once it commits."""
+        messaging.set_value(self.cursor, key, value)
+
+    def send_durably(
+        self, run_id: uuid.UUID | str, topic: str, value: Any, idempotency_key: str | None
+    ) -> int:
+        """`runtime.send` from this workflow's code: sent once however often the run replays."""
+        return messaging.send(self.cursor, run_id, topic, value, idempotency_key)
+
+    def emit_durably(self, name: str, payload: Any, idempotency_key: str | None) -> int:
+        """`runtime.emit_signal` from this workflow's code: emitted once across replays."""
+        return messaging.emit_signal(self.cursor, name, payload, idempotency_key)
+
 
 def workflow_context(
     fn: Callable[..., Any],
@@ -239,9 +286,10 @@ def call_workflow(
 ) -> Any:
     """Run workflow code `fn(ctx, *args, **kwargs)` to its end (or its suspension) from the
     run's thread, on a loop of its own if it is async."""
-    if isinstance(ctx, AsyncDurableContext):
-        return run_async_workflow(fn, ctx, ctx.calls, args, kwargs)
-    return fn(ctx, *args, **kwargs)
+    with messaging.workflow_sender(ctx):
+        if isinstance(ctx, AsyncDurableContext):
+            return run_async_workflow(fn, ctx, ctx.calls, args, kwargs)
+        return fn(ctx, *args, **kwargs)
 
 
 class AsyncDurableContext(DurableContext):
@@ -252,17 +300,10 @@ class AsyncDurableContext(DurableContext):
     way, so `asyncio.gather` of them replays in call order. The other calls stay plain.
     """
 
-    def __init__(
-        self,
-        session: ExecutionSession,
-        recorded: dict[int, history.RecordedStep],
-        clock: Clock,
-        rand: Callable[[], float] = _random.random,
-        *,
-        cursor: ReplayCursor | None = None,
-    ) -> None:
-        super().__init__(session, recorded, clock, rand, cursor=cursor)
-        self.calls = AwaitedCalls()
+    @functools.cached_property
+    def calls(self) -> AwaitedCalls:
+        """The awaited calls this pass made (runtime.durable.awaited drives them)."""
+        return AwaitedCalls()
 
     def _run_step(self, call: steps.StepCall) -> Pending[Any]:
         return self.calls.start(f"ctx.step({call.name!r})", self._step(call))
@@ -292,6 +333,37 @@ class AsyncDurableContext(DurableContext):
         positions = [self.cursor.next_position() for _ in range(len(signatures))]
         fan_out = functools.partial(run_all, positions=positions, **options)
         return self.calls.start("ctx.all(...)", in_run_thread(fan_out, self.cursor, signatures))
+
+    def _recv(self, topic: str, timeout: float | None) -> Pending[Any]:
+        position = self.cursor.next_position()
+        work = in_run_thread(messaging.recv, self.cursor, topic, timeout, position)
+        return self.calls.start(f"ctx.recv({topic!r})", work)
+
+    def _wait_for_signal(
+        self, name: str, match: Any, timeout: float | None, lookback: float | None
+    ) -> Pending[Any]:
+        position = self.cursor.next_position()
+        wait = functools.partial(messaging.wait_for_signal, position=position)
+        work = in_run_thread(wait, self.cursor, name, match, timeout, lookback)
+        return self.calls.start(f"ctx.wait_for_signal({name!r})", work)
+
+    def set_value(self, key: str, value: Any) -> None:
+        """Record `value` as this run's latest value of `key` (a plain call: not awaited)."""
+        position = self.cursor.next_position()
+        in_run_thread_now(messaging.set_value, self.cursor, key, value, position)
+
+    def send_durably(
+        self, run_id: uuid.UUID | str, topic: str, value: Any, idempotency_key: str | None
+    ) -> int:
+        """`runtime.send` from this workflow's code (a plain call, as outside workflows)."""
+        position = self.cursor.next_position()
+        send = functools.partial(messaging.send, position=position)
+        return in_run_thread_now(send, self.cursor, run_id, topic, value, idempotency_key)
+
+    def emit_durably(self, name: str, payload: Any, idempotency_key: str | None) -> int:
+        """`runtime.emit_signal` from this workflow's code (a plain call)."""
+        emit = messaging.emit_signal
+        return in_run_thread_now(emit, self.cursor, name, payload, idempotency_key)
 
     def create_callback(
         self,

@@ -26,14 +26,14 @@ from django.db.models import Max
 from django.utils import timezone
 
 from runtime import conf
-from runtime.core.callbacks import new_token
+from runtime.core.callbacks import derive_token, token_digest
 from runtime.core.errors import NothingToRetry, PositionOutOfRange, PositionUnfinished
 from runtime.core.identity import step_id
 from runtime.core.jsonvalues import checked
 from runtime.dispatch import enqueue_run
 from runtime.models import Event, EventType, FanoutGroup, Run, Step, StepStatus
 from runtime.registry import registry
-from runtime.services import get_run_row
+from runtime.services import Actor, get_run_row, with_actor
 from runtime.store.payload_forms import StoredForms
 
 
@@ -55,9 +55,12 @@ def fork_run(
     kwargs: dict[str, Any] | None = None,
     *,
     reason: str = "fork",
+    by: Actor | None = None,
 ) -> Run:
     """Create (and enqueue after commit) a fork of `run_id` from `from_position`.
 
+    The fork has the source's owner; `by` (runtime.access.actors.actor_of) names who forked
+    it, in its run_created event.
     `args` / `kwargs` replace the source's arguments when given. Raises RunNotFound,
     PositionOutOfRange, PositionUnfinished, WorkflowNotFound, InvalidArguments or a
     PayloadError; nothing is written then.
@@ -65,16 +68,16 @@ def fork_run(
     source = get_run_row(run_id)
     run_input = _fork_input(source, args, kwargs)
     plan = plan_fork(source, from_position)
-    return _create(plan, run_input, reason)
+    return _create(plan, run_input, reason, by)
 
 
-def retry_run(run_id: uuid.UUID | str) -> Run:
+def retry_run(run_id: uuid.UUID | str, *, by: Actor | None = None) -> Run:
     """Fork `run_id` from its first failed or cancelled step; NothingToRetry if it has none."""
     source = get_run_row(run_id)
     first = first_failed_position(source)
     if first is None:
         raise NothingToRetry(f"run {source.id} has no failed or cancelled step to retry from")
-    return fork_run(source.id, first, reason="retry")
+    return fork_run(source.id, first, reason="retry", by=by)
 
 
 def first_failed_position(run: Run) -> int | None:
@@ -131,7 +134,7 @@ def _fork_input(
     return dict(run_input)
 
 
-def _create(plan: ForkPlan, run_input: dict[str, Any], reason: str) -> Run:
+def _create(plan: ForkPlan, run_input: dict[str, Any], reason: str, by: Actor | None) -> Run:
     """Insert the fork with its copied records in one transaction; enqueue it after commit."""
     now = timezone.now()
     source = plan.source
@@ -149,20 +152,25 @@ def _create(plan: ForkPlan, run_input: dict[str, Any], reason: str) -> Run:
             forked_from=source,
             forked_from_position=plan.position,
             priority=source.priority,  # a fork goes on with its source's work
+            owner_id=source.owner_id,  # and belongs to the source's owner
         )
         forms = StoredForms()
         run.input = forms.form(run_input, run.id)
         run.save(force_insert=True)
         run.input = run_input
-        payload = {
-            "workflow": source.workflow,
-            "input": run_input,
-            "idempotency_key": None,
-            "forked_from": str(source.id),
-            "position": plan.position,
-            "requested_position": plan.requested,
-            "reason": reason,
-        }
+        payload = with_actor(
+            {
+                "workflow": source.workflow,
+                "input": run_input,
+                "idempotency_key": None,
+                "forked_from": str(source.id),
+                "position": plan.position,
+                "requested_position": plan.requested,
+                "reason": reason,
+                **({"owner": source.owner_id} if source.owner_id is not None else {}),
+            },
+            by,
+        )
         Event.objects.create(
             run=run,
             seq=1,
@@ -197,8 +205,10 @@ def _copied_events(
 
 
 def _copied_step(step: Step, run_id: uuid.UUID, forms: StoredForms) -> Step:
-    token = new_token() if step.callback_token else None
-    row = replace(
-        step.as_row(), id=step_id(run_id, step.position), wake_at=None, callback_token=token
+    sid = step_id(run_id, step.position)
+    # The copy is a new callback: a token (and digest) of its own, never the source's.
+    token = (
+        token_digest(derive_token(conf.token_secrets()[0], sid)) if step.callback_token else None
     )
+    row = replace(step.as_row(), id=sid, wake_at=None, callback_token=token)
     return Step.from_row(run_id, forms.step_row(row, run_id, None))

@@ -6,13 +6,16 @@ import functools
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from runtime.core.errors import RunCancelled, RunFailed
+from runtime.core.errors import InvalidArguments, RunCancelled, RunFailed
 from runtime.forks import fork_run, retry_run
+from runtime.messaging.debounce import DebounceTerms, start_debounced
+from runtime.messaging.values import get_value
 from runtime.models import Event, Run, RunStatus, Step
 from runtime.registry import WorkflowFunction
 from runtime.services import cancel_run, get_run_row, start_run
@@ -87,6 +90,15 @@ class RunHandle:
         run is still going after `timeout` seconds."""
         return reader.read_stream(self.id, name, after, timeout)
 
+    def get_value(self, key: str, wait: float | None = None) -> Any:
+        """The latest committed value of `key` set by the run (`ctx.set_value`).
+
+        Without `wait` raises ValueNotFound (a LookupError) if there is none; with `wait`
+        (seconds) waits up to that long for a first one, woken when the run sets it, then
+        raises TimeoutError.
+        """
+        return get_value(self.id, key, wait)
+
     def cancel(self) -> None:
         """Cancel the run; raises RunAlreadyFinished if it has finished."""
         cancel_run(self.id)
@@ -132,13 +144,30 @@ def start(
     idempotency_key: str | None = None,
     concurrency_key: str | None = None,
     priority: int = 0,
+    owner: Any = None,
+    debounce: float | timedelta | None = None,
+    debounce_key: str | None = None,
+    debounce_max_wait: float | timedelta | None = None,
     **kwargs: Any,
 ) -> RunHandle:
     """Start a run of `workflow` (a name or the decorated function) with these arguments.
 
     `concurrency_key` picks the slots of a workflow with `concurrency=N`; `priority` (0-9,
-    higher first) orders admission and pending work.
+    higher first) orders admission and pending work. `owner` (a user) owns the run: they see
+    and act on it in the API and the admin, and its idempotency key is theirs (a repeated key
+    with other arguments raises IdempotencyConflict). No permission is checked here: Python
+    callers act as the operator. With `debounce` and `debounce_key`, starts with one key (of
+    one owner) coalesce into one run that begins `debounce` after the last of them
+    (at the latest `debounce_max_wait` after the first) with the last start's arguments;
+    every call returns that run's handle.
     """
+    if debounce is not None or debounce_key is not None or debounce_max_wait is not None:
+        if idempotency_key is not None or concurrency_key is not None:
+            raise InvalidArguments("debounce takes no idempotency_key or concurrency_key")
+        terms = DebounceTerms.of(debounce, debounce_key, debounce_max_wait)
+        owner_id = owner if owner is None or isinstance(owner, int) else owner.pk
+        run, created = start_debounced(workflow, args, kwargs, terms, priority, owner_id)
+        return RunHandle(run.id, created)
     run, created = start_run(
         workflow,
         args,
@@ -146,6 +175,7 @@ def start(
         idempotency_key=idempotency_key,
         concurrency_key=concurrency_key,
         priority=priority,
+        owner=owner,
     )
     return RunHandle(run.id, created)
 
@@ -175,10 +205,14 @@ async def astart(
     idempotency_key: str | None = None,
     concurrency_key: str | None = None,
     priority: int = 0,
+    owner: Any = None,
+    debounce: float | timedelta | None = None,
+    debounce_key: str | None = None,
+    debounce_max_wait: float | timedelta | None = None,
     **kwargs: Any,
 ) -> RunHandle:
-    """`start` for async callers: the run is started (and committed) in Django's
-    thread-sensitive thread, as the async ORM does its work."""
+    """`start` for async callers (debounced starts too): the run is started (and committed) in
+    Django's thread-sensitive thread, as the async ORM does its work."""
     begin = functools.partial(
         start,
         workflow,
@@ -186,6 +220,10 @@ async def astart(
         idempotency_key=idempotency_key,
         concurrency_key=concurrency_key,
         priority=priority,
+        owner=owner,
+        debounce=debounce,
+        debounce_key=debounce_key,
+        debounce_max_wait=debounce_max_wait,
         **kwargs,
     )
     return await sync_to_async(begin)()

@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, ClassVar, Generic, ParamSpec, TypeVar, overload
+from typing import Any, ClassVar, Generic, Literal, ParamSpec, TypeVar, overload
 
 from runtime.core.durations import parse_duration
 from runtime.core.errors import InvalidArguments, RegistrationError, WorkflowNotFound
@@ -88,6 +88,10 @@ def step_policy(fn: StepFunction[Any, Any] | None) -> RetryPolicy:
     return (fn.retry if fn is not None else None) or DEFAULT_POLICY
 
 
+OnLimit = Literal["queue", "skip", "cancel_running"]
+ON_LIMIT_POLICIES: tuple[str, ...] = ("queue", "skip", "cancel_running")
+
+
 @dataclass(frozen=True)
 class FlowOptions:
     """A workflow's flow control: its schedule and catch-up policy, its concurrency limit."""
@@ -95,17 +99,29 @@ class FlowOptions:
     schedule: Schedule | None = None
     catchup: CatchUp = "skip"
     concurrency: int | None = None
+    # What a start does when the limit is reached: wait its turn, end at once as cancelled
+    # (reason "skipped"), or cancel the running runs of its key and take their place.
+    on_limit: OnLimit = "queue"
 
     @classmethod
-    def checked(cls, schedule: object, catchup: object, concurrency: object) -> FlowOptions:
+    def checked(
+        cls, schedule: object, catchup: object, concurrency: object, on_limit: object = "queue"
+    ) -> FlowOptions:
         if concurrency is not None and (
             not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1
         ):
             raise ValueError(
                 f"workflow(concurrency=...) must be a positive int, not {concurrency!r}"
             )
+        if on_limit not in ON_LIMIT_POLICIES:
+            raise ValueError(
+                f"workflow(on_limit=...) must be one of {', '.join(ON_LIMIT_POLICIES)}, "
+                f"not {on_limit!r}"
+            )
+        if on_limit != "queue" and concurrency is None:
+            raise ValueError("workflow(on_limit=...) needs a concurrency=N limit")
         sched = None if schedule is None else as_schedule(schedule)
-        return cls(sched, check_catchup(catchup), concurrency)
+        return cls(sched, check_catchup(catchup), concurrency, on_limit)  # type: ignore[arg-type]
 
 
 class WorkflowFunction(Generic[R]):
@@ -115,10 +131,19 @@ class WorkflowFunction(Generic[R]):
     # How long its finished runs are kept (runtime.lifecycle); None: FANFOLD_RETENTION.
     retention: timedelta | None = None
 
-    def __init__(self, fn: Callable[..., R], name: str, flow: FlowOptions | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., R],
+        name: str,
+        flow: FlowOptions | None = None,
+        start_permission: str | None = None,
+    ) -> None:
         self.fn = fn
         self.name = name
         self.flow = flow or FlowOptions()
+        # A Django permission ("app_label.codename") needed, besides runtime.add_run, to start
+        # this workflow through the API or the admin (runtime.access).
+        self.start_permission = start_permission
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> R:
@@ -271,6 +296,8 @@ def workflow(
     catchup: CatchUp = "skip",
     concurrency: int | None = None,
     retention: timedelta | str | None = None,
+    start_permission: str | None = None,
+    on_limit: OnLimit = "queue",
 ) -> Callable[[Callable[..., R]], WorkflowFunction[R]]: ...
 
 
@@ -283,22 +310,35 @@ def workflow(
     catchup: CatchUp = "skip",
     concurrency: int | None = None,
     retention: timedelta | str | None = None,
+    start_permission: str | None = None,
+    on_limit: OnLimit = "queue",
 ) -> WorkflowFunction[R] | Callable[[Callable[..., R]], WorkflowFunction[R]]:
     """Register a workflow: ordinary Python whose first argument is the durable context.
 
     `schedule=Cron(...)` or a timedelta starts a run per tick (`catchup` says what happens to
     ticks missed while no worker ran); `concurrency=N` lets at most N runs execute at once
-    (per `concurrency_key` given at start). `retention=` (a timedelta or text such as "7d")
-    is how long its finished runs are kept; None keeps them for FANFOLD_RETENTION.
+    (per `concurrency_key` given at start); `on_limit` says what a start does when they run:
+    "queue" (wait its turn), "skip" (end at once, cancelled with reason "skipped") or
+    "cancel_running" (cancel the running runs of its key and take their place).
+    `start_permission="app.codename"` is a Django permission a user needs, besides
+    `runtime.add_run`, to start it through the API or admin. `retention=` (a timedelta or text
+    such as "7d") is how long its finished runs are kept; None keeps them for FANFOLD_RETENTION.
     """
-    flow = FlowOptions.checked(schedule, catchup, concurrency)
+    flow = FlowOptions.checked(schedule, catchup, concurrency, on_limit)
+    if start_permission is not None and (
+        not isinstance(start_permission, str) or start_permission.count(".") != 1
+    ):
+        raise ValueError(
+            f'workflow(start_permission=...) must be "app_label.codename", not {start_permission!r}'
+        )
     keep = None if retention is None else parse_duration(retention)
 
     def register(f: Callable[..., R]) -> WorkflowFunction[R]:
         if not callable(f):
             raise TypeError("@workflow decorates a function")
         _refuse_generators(f, "workflow")
-        wf = WorkflowFunction(f, check_name(name or _default_name(f), "workflow"), flow)
+        wf_name = check_name(name or _default_name(f), "workflow")
+        wf = WorkflowFunction(f, wf_name, flow, start_permission)
         wf.retention = keep
         if flow.schedule is not None:  # a tick starts it with no arguments
             try:

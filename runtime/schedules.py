@@ -91,7 +91,7 @@ def _take_ticks(row_id: int, now: datetime) -> int:
         last = row.last_tick or now
         due = due_ticks(schedule, wf.flow.catchup, last, now, conf.get().SCHEDULE_GRACE)
         for tick in due.run:
-            start_run(wf, idempotency_key=tick_key(wf.name, tick))
+            start_run(wf, runtime_key=tick_key(wf.name, tick))  # ownerless
         row.last_tick, row.next_tick = due.through, schedule.next_after(due.through)
         row.updated_at = now
         row.save(update_fields=["last_tick", "next_tick", "updated_at"])

@@ -7,6 +7,8 @@
   joined. No broker, no worker.
 - `use_writer(sink=...)`: a fresh checkpoint writer for a block, closed (with its database
   connection) after it; `sink` builds its sink (a `DatabaseSink` by default).
+- `callback_token(run_id, name=None)`: the token of a run's callback, as the workflow's
+  `.token` has it (only its digest is stored), for posting to it in a test.
 - `replay(run_id)`: the replay check of one recorded run against the current code, writing
   nothing (runtime.replay_check); `.ok`, or `.mismatch` says where and why.
 """
@@ -20,12 +22,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from runtime import dispatch, executor, store
+from runtime import conf, dispatch, executor, store
 from runtime.checkpoint.sink import Sink
 from runtime.checkpoint.writer import CheckpointWriter
+from runtime.core.callbacks import recover_token
 from runtime.core.fanin import BranchDispatch
 from runtime.fanout import async_branches, chunk
 from runtime.fanout.report import BranchAttempt
+from runtime.models import Step
 from runtime.process.local import ProcessLocal
 from runtime.replay_check import Mismatch, ReplayReport, replay
 from runtime.store.sink import DatabaseSink
@@ -162,3 +166,16 @@ class InMemoryDispatcher:
             # Highest priority first, then in the order sent.
             first = min(due, key=lambda i: (-self._queue[i].priority, i))
             return self._queue.pop(first)
+
+
+def callback_token(run_id: uuid.UUID | str, name: str | None = None) -> str:
+    """The token of run `run_id`'s callback (the one named `name`, if it has several), as
+    the workflow's `.token` has it; LookupError if it cannot be recomputed."""
+    steps = Step.objects.filter(run_id=run_id, kind="callback")
+    if name is not None:
+        steps = steps.filter(name=name)
+    row = steps.get()
+    token = recover_token(conf.token_secrets(), row.id, row.callback_token or "")
+    if token is None:
+        raise LookupError(f"the token of callback {row.name!r} of run {run_id} is not derivable")
+    return token

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from api.serializers import ForkRunSerializer, RunDetailSerializer
 from api.views.docs import AUTH_ERRORS, errors
 from api.views.runs import RUN_ID
+from runtime.access import actor_of, run_to_change
 from runtime.forks import fork_run, retry_run
 
 
@@ -29,7 +30,14 @@ class RunForkView(GenericAPIView[Any]):
         body = ForkRunSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        run = fork_run(run_id, data["from_position"], data.get("args"), data.get("kwargs"))
+        source = run_to_change(request.user, run_id)
+        run = fork_run(
+            source.id,
+            data["from_position"],
+            data.get("args"),
+            data.get("kwargs"),
+            by=actor_of(request.user),
+        )
         return Response(RunDetailSerializer(run).data, status=201)
 
 
@@ -44,4 +52,6 @@ class RunRetryView(GenericAPIView[Any]):
         summary="Fork a run from its first failed or cancelled step (409 if it has none)",
     )
     def post(self, request: Request, run_id: str) -> Response:
-        return Response(RunDetailSerializer(retry_run(run_id)).data, status=201)
+        source = run_to_change(request.user, run_id)
+        run = retry_run(source.id, by=actor_of(request.user))
+        return Response(RunDetailSerializer(run).data, status=201)

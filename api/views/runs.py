@@ -28,7 +28,8 @@ from api.serializers import (
 )
 from api.views.docs import AUTH_ERRORS, errors
 from runtime import selectors
-from runtime.services import cancel_run, get_run_row, start_run
+from runtime.access import actor_of, check_start, run_to_change, visible_run, visible_runs
+from runtime.services import cancel_run, start_run
 
 RUN_ID = OpenApiParameter("run_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
 
@@ -41,14 +42,14 @@ class RunListView(GenericAPIView[Any]):
         operation_id="runs_list",
         parameters=[RunFilterSerializer, include_parameter(RUN_PARTS)],
         responses={200: RunSummarySerializer(many=True), **errors(400, *AUTH_ERRORS)},
-        summary="List runs, newest first (input, result and error with ?include=)",
+        summary="List the runs you may see, newest first (input, result, error with ?include=)",
     )
     def get(self, request: Request) -> Response:
         include = requested(request, RUN_PARTS)
         filters = RunFilterSerializer(data=request.query_params)
         if not filters.is_valid():
             raise InvalidQuery(filters.errors)
-        runs = selectors.list_runs(**filters.validated_data)
+        runs = visible_runs(request.user, selectors.list_runs(**filters.validated_data))
         page = self.paginate_queryset(runs)
         rows = RunSummarySerializer(page, many=True, context={"include": include}).data
         return self.get_paginated_response(_within_budget(self, rows))
@@ -59,21 +60,24 @@ class RunListView(GenericAPIView[Any]):
         responses={
             201: RunDetailSerializer,
             200: RunDetailSerializer,
-            **errors(400, *AUTH_ERRORS, 413, 415),
+            **errors(400, *AUTH_ERRORS, 409, 413, 415),
         },
-        summary="Start a run (200 with the existing run for a repeated idempotency key)",
+        summary="Start a run (200 with your run for a repeated idempotency key, 409 if its "
+        "arguments differ)",
     )
     def post(self, request: Request) -> Response:
         body = StartRunSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
+        workflow = check_start(request.user, data["workflow"])
         run, created = start_run(
-            data["workflow"],
+            workflow,
             data["args"],
             data["kwargs"],
             idempotency_key=data.get("idempotency_key"),
             concurrency_key=data.get("concurrency_key") or None,
             priority=data["priority"],
+            owner=request.user,
         )
         return Response(RunDetailSerializer(run).data, status=201 if created else 200)
 
@@ -88,7 +92,7 @@ class RunDetailView(GenericAPIView[Any]):
         summary="One run, with its result or error and step counts by status",
     )
     def get(self, request: Request, run_id: str) -> Response:
-        return Response(RunDetailSerializer(get_run_row(run_id)).data)
+        return Response(RunDetailSerializer(visible_run(request.user, run_id)).data)
 
 
 class RunStepsView(GenericAPIView[Any]):
@@ -103,7 +107,8 @@ class RunStepsView(GenericAPIView[Any]):
     )
     def get(self, request: Request, run_id: str) -> Response:
         include = requested(request, STEP_PARTS)
-        page = self.paginate_queryset(selectors.run_steps(run_id))
+        run = visible_run(request.user, run_id)
+        page = self.paginate_queryset(selectors.run_steps(run.id))
         rows = StepSummarySerializer(page, many=True, context={"include": include}).data
         return self.get_paginated_response(_within_budget(self, rows))
 
@@ -120,7 +125,8 @@ class RunEventsView(GenericAPIView[Any]):
     )
     def get(self, request: Request, run_id: str) -> Response:
         include = requested(request, EVENT_PARTS)
-        page = self.paginate_queryset(selectors.run_events(run_id))
+        run = visible_run(request.user, run_id)
+        page = self.paginate_queryset(selectors.run_events(run.id))
         rows = EventSerializer(page, many=True, context={"include": include}).data
         return self.get_paginated_response(_within_budget(self, rows))
 
@@ -133,10 +139,11 @@ class RunCancelView(GenericAPIView[Any]):
         parameters=[RUN_ID],
         request=None,
         responses={200: RunDetailSerializer, **errors(*AUTH_ERRORS, 404, 409)},
-        summary="Cancel a run (409 if it has already finished)",
+        summary="Cancel a run (409 if it has already finished; recorded with who cancelled)",
     )
     def post(self, request: Request, run_id: str) -> Response:
-        return Response(RunDetailSerializer(cancel_run(run_id)).data)
+        run = run_to_change(request.user, run_id)
+        return Response(RunDetailSerializer(cancel_run(run.id, by=actor_of(request.user))).data)
 
 
 def _within_budget(view: GenericAPIView[Any], rows: Any) -> list[Any]:

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from api.serializers import ScheduleSerializer
 from api.views.docs import AUTH_ERRORS, errors
+from runtime.access import check_schedule_change
 from runtime.models import Schedule
 from runtime.schedules import pause_schedule, resume_schedule, sync_schedules
 
@@ -40,9 +41,10 @@ class SchedulePauseView(GenericAPIView[Any]):
         request=None,
         parameters=[WORKFLOW],
         responses={200: ScheduleSerializer, **errors(*AUTH_ERRORS, 404)},
-        summary="Pause a schedule: its ticks start no runs until it is resumed",
+        summary="Pause a schedule: no runs start until it is resumed (needs change_schedule)",
     )
     def post(self, request: Request, workflow: str) -> Response:
+        check_schedule_change(request.user)
         return Response(ScheduleSerializer(pause_schedule(workflow)).data)
 
 
@@ -54,7 +56,8 @@ class ScheduleResumeView(GenericAPIView[Any]):
         request=None,
         parameters=[WORKFLOW],
         responses={200: ScheduleSerializer, **errors(*AUTH_ERRORS, 404)},
-        summary="Resume a schedule from now (ticks that fell while paused are not caught up)",
+        summary="Resume a schedule from now; paused ticks are not caught up (change_schedule)",
     )
     def post(self, request: Request, workflow: str) -> Response:
+        check_schedule_change(request.user)
         return Response(ScheduleSerializer(resume_schedule(workflow)).data)

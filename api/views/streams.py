@@ -28,9 +28,9 @@ from api.request_errors import InvalidQuery
 from api.stream_slots import SlotHoldingStream, hold_stream_slot
 from api.views.docs import AUTH_ERRORS, _JsonErrors, errors
 from runtime import conf
+from runtime.access import visible_run
 from runtime.core.identity import check_name
 from runtime.models import Run
-from runtime.services import get_run_row
 from runtime.streaming.reader import StreamFollower, chunks_after, run_finished
 
 RECONNECT_MS = 500  # how soon EventSource comes back after a window closes
@@ -95,7 +95,7 @@ class RunStreamView(_JsonErrors, APIView):
         summary="A run's stream as server-sent events (Last-Event-ID resumes)",
     )
     def get(self, request: Request, run_id: str, name: str) -> HttpResponse | StreamingHttpResponse:
-        run = get_run_row(run_id)
+        run = visible_run(request.user, run_id)
         try:
             check_name(name, "stream")
         except ValueError as exc:

@@ -1,7 +1,8 @@
-"""What the Fanfold admins share: staff may look, nobody edits a row by hand.
+"""What the Fanfold admins share: nobody edits a row by hand; staff status only opens the door.
 
 The runs, schedules and concurrency-slot admins derive from `ReadOnlyAdmin`; what they do
-(cancel, re-run, retry, fork, pause, resume) goes through the runtime's services, not a form.
+(cancel, re-run, retry, fork, pause, resume) goes through the runtime's services, not a form,
+and is allowed by runtime.access's rules (Django's model permissions, a run's owner).
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ else:
 
 
 class ReadOnlyAdmin(_ModelAdmin[_M]):
-    """Every active staff user may look (and use the actions); nobody adds, edits or deletes."""
+    """Staff with the model's view (or change) permission may look; nobody adds, edits or
+    deletes. Staff status alone opens the admin's door and nothing more."""
 
     def has_view_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
-        return bool(request.user.is_active and request.user.is_staff)
+        user = request.user
+        return bool(user.is_active and user.is_staff and super().has_view_permission(request, obj))
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)

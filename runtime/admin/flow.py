@@ -7,6 +7,7 @@ from django.db.models import OuterRef, QuerySet
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 
+from runtime.access import CHANGE_SCHEDULE
 from runtime.admin.base import ReadOnlyAdmin, count_subquery
 from runtime.models import ACTIVE_RUN_STATES, ConcurrencySlot, Run, RunStatus, Schedule
 from runtime.schedules import pause_schedule, resume_schedule
@@ -20,13 +21,17 @@ class ScheduleAdmin(ReadOnlyAdmin[Schedule]):
     search_fields = ["workflow"]
     actions = ["pause", "resume"]
 
-    @admin.action(description="Pause the selected schedules")
+    def has_pause_permission(self, request: HttpRequest) -> bool:
+        """Pausing and resuming need runtime.change_schedule (the actions' "pause" right)."""
+        return bool(request.user.is_active and request.user.has_perm(CHANGE_SCHEDULE))
+
+    @admin.action(description="Pause the selected schedules", permissions=["pause"])
     def pause(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         for row in queryset:
             pause_schedule(row.workflow)
         messages.success(request, f"Paused {queryset.count()} schedule(s).")
 
-    @admin.action(description="Resume the selected schedules (from now)")
+    @admin.action(description="Resume the selected schedules (from now)", permissions=["pause"])
     def resume(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         for row in queryset:
             resume_schedule(row.workflow)

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from runtime.access import actor_of
 from runtime.admin.display import run_link
 from runtime.core.errors import FanfoldError
 from runtime.forks import first_failed_position, fork_run
@@ -40,7 +41,7 @@ def fork_from_form(
         )
         return HttpResponseRedirect(back)
     try:
-        new = fork_run(object_id, position)
+        new = fork_run(object_id, position, by=actor_of(request.user))
     except (FanfoldError, ValueError, TypeError) as exc:
         model_admin.message_user(request, f"Could not fork: {exc}", messages.ERROR)
         return HttpResponseRedirect(back)

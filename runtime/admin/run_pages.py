@@ -1,4 +1,5 @@
-"""What a run's admin page shows beyond its fields: counts, paged tables, timeline, fork buttons.
+"""What a run's admin page shows beyond its fields: counts, paged tables, timeline, fork buttons,
+its messages, values and signals.
 
 A run may have tens of thousands of steps and events, so its page never renders them all: both
 tables are paginated (`?steps_page=N`, `?events_page=N`) and headed by counts per status.
@@ -11,9 +12,12 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest
 
+from runtime import conf
 from runtime.admin.display import compact_json, error_summary, relative_time, seconds_between
 from runtime.admin.forks import fork_buttons
+from runtime.admin.run_messages import messaging_context
 from runtime.admin.timeline import timeline_context
+from runtime.core.callbacks import recover_token
 from runtime.models import Event, Run, Step, StepStatus
 
 STEPS_PER_PAGE = 100
@@ -29,6 +33,7 @@ _STEP_LIST_FIELDS = (
     "started_at",
     "finished_at",
     "run_id",
+    "callback_token",
 )
 
 
@@ -39,6 +44,7 @@ def run_page_context(request: HttpRequest, run: Run) -> dict[str, Any]:
         **_events_context(request, run),
         **fork_buttons(run),
         **timeline_context(run),
+        **messaging_context(run),
     }
 
 
@@ -80,10 +86,18 @@ def _steps_context(request: HttpRequest, run: Run) -> dict[str, Any]:
                 "step": step,
                 "duration": seconds_between(step.started_at, step.finished_at),
                 "error": error_summary(step.error),
+                "token": _callback_token(step),
             }
             for step in steps
         ],
     }
+
+
+def _callback_token(step: Step) -> str | None:
+    """A callback step's token: the page is served only to users who may see the run."""
+    if not step.callback_token:
+        return None
+    return recover_token(conf.token_secrets(), step.id, step.callback_token)
 
 
 def _events_context(request: HttpRequest, run: Run) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from django.urls import URLPattern, path
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from runtime.access import can_change, can_see, sees_every_run, visible_runs
 from runtime.admin.actions import cancel_runs, rerun_runs, retry_runs
 from runtime.admin.base import ReadOnlyAdmin, count_subquery
 from runtime.admin.display import as_uuid, error_summary, pretty_json, seconds_between, timestamp
@@ -48,7 +49,10 @@ def _step_count(status: str | None = None) -> Coalesce:
 @admin.register(Run)
 class RunAdmin(ReadOnlyAdmin[Run]):
     change_form_template = "admin/runtime/run/change_form.html"
-    list_display = ["short_id", "workflow", "status", "created", "duration", "step_counts"]
+    list_display = [
+        "short_id", "workflow", "status", "owner", "created", "duration", "step_counts",
+    ]  # fmt: skip
+    list_select_related = ["owner"]
     list_filter = ["status", "workflow"]
     # Searching is done by get_search_results; this only turns the search box on.
     search_fields = ["=idempotency_key"]
@@ -64,6 +68,7 @@ class RunAdmin(ReadOnlyAdmin[Run]):
                     "id",
                     "workflow",
                     "status",
+                    "owner",
                     "idempotency_key",
                     ("created_at", "started_at", "finished_at"),
                     "duration",
@@ -77,6 +82,7 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         "id",
         "workflow",
         "status",
+        "owner",
         "idempotency_key",
         "created_at",
         "started_at",
@@ -86,6 +92,18 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         "outcome",
         "fork_links",
     ]
+
+    # --- who sees what (runtime.access): owners their runs, view_run every run --------------
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_active and request.user.is_staff)
+
+    def has_view_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
+        """Staff may open the list (which shows only the runs they may see) and the pages of
+        those runs."""
+        if not self.has_module_permission(request):
+            return False
+        return obj is None or can_see(request.user, obj)
 
     # --- pages of its own --------------------------------------------------------------------
 
@@ -105,8 +123,9 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         return own + super().get_urls()
 
     def workflow_view(self, request: HttpRequest, name: str) -> HttpResponse:
-        """Counts by status and p50/p95 durations of the workflow's recent runs and steps."""
-        if not self.has_view_permission(request):
+        """Counts by status and p50/p95 durations of the workflow's recent runs and steps:
+        every user's runs, so for those who may see every run."""
+        if not (self.has_module_permission(request) and sees_every_run(request.user)):
             return HttpResponse(status=403)
         if NUL in name:
             raise Http404("No workflow name contains NUL (U+0000).")
@@ -122,7 +141,10 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         """POST `position`: fork the run from it, then show the new run (or say what failed)."""
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
-        if not self.has_view_permission(request):
+        run = self.get_object(request, object_id) if self.has_module_permission(request) else None
+        if run is None:
+            raise Http404("No such run.")  # or one this user may not see: the same answer
+        if not can_change(request.user, run):
             raise PermissionDenied
         return fork_from_form(self, request, object_id)
 
@@ -136,7 +158,7 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         return super().changelist_view(request, extra_context)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
-        queryset = super().get_queryset(request)
+        queryset = visible_runs(request.user, super().get_queryset(request))
         # Only the list shows these counts; the run page counts its steps by status itself.
         if request.resolver_match and request.resolver_match.url_name == "runtime_run_changelist":
             queryset = queryset.annotate(

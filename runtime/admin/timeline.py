@@ -126,7 +126,8 @@ def _link_children(run: Run, bars: dict[uuid.UUID, Bar]) -> None:
         return
     prefix = child_run_key_prefix(run.id)
     children = Run.objects.filter(
-        idempotency_key__in=[child_run_key(run.id, p) for p in by_position]
+        owner_id=run.owner_id,  # a child has its parent's owner
+        idempotency_key__in=[child_run_key(run.id, p) for p in by_position],
     ).values_list("id", "idempotency_key", "status")
     for child_id, key, status in children:
         bar = by_position.get(int(str(key).removeprefix(prefix)))

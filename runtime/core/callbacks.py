@@ -8,7 +8,11 @@ The step's `wake_at` holds the nearer of the two.
 
 from __future__ import annotations
 
-import secrets
+import base64
+import hashlib
+import hmac
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,14 +20,38 @@ from typing import Any
 from runtime.core import history
 
 TIMEOUT = "timeout"
-TOKEN_BYTES = 32  # 256 bits from the OS's CSPRNG
 HEARTBEAT_TIMEOUT = "heartbeat_timeout"
 
 
-def new_token() -> str:
-    """A fresh callback token: unguessable and URL-safe. A token is the credential of its
-    callback, so a fork's copied callback gets a new one too."""
-    return secrets.token_urlsafe(TOKEN_BYTES)
+_TOKEN_CONTEXT = b"fanfold-callback-token:"
+
+
+def derive_token(secret: bytes, step_id: uuid.UUID) -> str:
+    """The callback token of the callback step `step_id`: unguessable without `secret`,
+    URL-safe, 256 bits, and the same on every replay.
+
+    Derived rather than random so that only its digest need be stored (`token_digest`): a
+    replay recomputes `.token` from the step's id. A fork's copied callback is a new step, so
+    it gets a new token too.
+    """
+    mac = hmac.new(secret, _TOKEN_CONTEXT + step_id.bytes, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+
+
+def token_digest(token: str) -> str:
+    """What is stored of a callback token: its SHA-256, in hex (64 characters)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def recover_token(secrets: Sequence[bytes], step_id: uuid.UUID, digest: str) -> str | None:
+    """The token whose digest is `digest`, derived with one of `secrets` (the current key,
+    then the fallbacks); None if none matches (a token made before tokens were derived, or
+    with a key since dropped)."""
+    for secret in secrets:
+        token = derive_token(secret, step_id)
+        if hmac.compare_digest(token_digest(token), digest):
+            return token
+    return None
 
 
 def as_seconds(value: float | timedelta | None, what: str) -> float | None:

@@ -174,6 +174,18 @@ class RunAlreadyFinished(FanfoldError):
     code = "run_finished"
 
 
+class RunFinished(RunAlreadyFinished):
+    """A message was sent to a run that has finished (completed, failed or cancelled)."""
+
+    code = "run_finished"
+
+
+class ValueNotFound(FanfoldError, LookupError):
+    """The run has set no value under this key (yet)."""
+
+    code = "value_not_found"
+
+
 class StepChanged(FanfoldError):
     """A write conditional on a step's state found the step finished or its deadline moved."""
 
@@ -283,3 +295,21 @@ class ScheduleNotFound(FanfoldError, LookupError):
     """No workflow with a schedule has this name."""
 
     code = "schedule_not_found"
+
+
+class IdempotencyConflict(FanfoldError):
+    """A start repeats an idempotency key of the same owner and workflow with other arguments."""
+
+    code = "idempotency_conflict"
+
+
+class ReservedIdempotencyKey(FanfoldError, ValueError):
+    """A caller's idempotency key in the namespace of the keys the runtime makes itself."""
+
+    code = "reserved_idempotency_key"
+
+
+class NotPermitted(FanfoldError, PermissionError):
+    """The acting user may see the run or schedule but lacks the permission for this action."""
+
+    code = "permission_denied"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from functools import lru_cache
 
@@ -15,16 +16,42 @@ MAX_NAME_LENGTH = 200  # of Run.workflow and Step.name
 
 def check_name(name: object, what: str) -> str:
     """A workflow, step or callback name as the database can store it; ValueError if not."""
-    if not isinstance(name, str) or not name or len(name) > MAX_NAME_LENGTH or "\x00" in name:
+    if (
+        not isinstance(name, str)
+        or not name
+        or len(name) > MAX_NAME_LENGTH
+        or "\x00" in name
+        or not _utf8(name)
+    ):
         shown = repr(name) if len(repr(name)) <= 60 else repr(name)[:57] + "..."
         raise ValueError(
             f"a {what} name must be a non-empty string of at most {MAX_NAME_LENGTH} characters "
-            f"without NUL, not {shown}"
+            f"without NUL or a lone surrogate, not {shown}"
         )
     return name
 
 
+def _utf8(text: str) -> bool:
+    # A lone surrogate (JSON's "\\ud800") decodes to a str that UTF-8, so the database, refuses.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
+
+
+# The namespace of the idempotency keys the runtime makes itself: child runs (`ff-child:`),
+# schedule ticks (`schedule:<workflow>:<tick>`, the contract's form) and any later `ff-` kind
+# (debounce). A caller's key may not start with one of these.
+RESERVED_KEY_PREFIXES = ("ff-", "schedule:")
+
+
+def is_reserved_key(key: str) -> bool:
+    """Whether `key` lies in the runtime's own namespace of idempotency keys."""
+    return key.startswith(RESERVED_KEY_PREFIXES)
 
 
 def check_idempotency_key(key: object) -> str:
@@ -35,7 +62,24 @@ def check_idempotency_key(key: object) -> str:
         raise ValueError(f"idempotency_key must be at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters")
     if "\x00" in key:
         raise ValueError("idempotency_key must not contain NUL (U+0000)")
+    if not _utf8(key):
+        raise ValueError("idempotency_key must be valid Unicode (no lone surrogate)")
+    if key.startswith(DEBOUNCE_KEY_PREFIX):
+        raise ValueError(
+            f"idempotency keys starting with {DEBOUNCE_KEY_PREFIX!r} are the runtime's"
+        )
     return key
+
+
+# The namespace of the keys debounced starts share (runtime.messaging.debounce): no caller's
+# key can reach it (check_idempotency_key refuses it).
+DEBOUNCE_KEY_PREFIX = "ff-debounce:"
+
+
+def debounce_run_key(workflow: str, key: str) -> str:
+    """The idempotency key of the pending run that debounced starts of (workflow, key) share."""
+    digest = hashlib.sha256(f"{workflow}\x00{key}".encode()).hexdigest()
+    return f"{DEBOUNCE_KEY_PREFIX}{digest}"
 
 
 def step_id(run_id: uuid.UUID, position: int) -> uuid.UUID:

@@ -18,7 +18,9 @@ that returns an awaitable instead of a value is refused: an awaitable is never r
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
+import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -33,6 +35,10 @@ from runtime.core.jsonvalues import checked
 from runtime.durable.stepinfo import StepInfo, running
 from runtime.eventloop.body import bounded
 from runtime.observe.attempts import StepAttempt
+
+# Results that cannot be awaitables, checked by type before the slower isawaitable.
+_PLAIN_RESULTS = frozenset({type(None), bool, int, float, str, list, dict, tuple})
+_FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, functools.partial)
 
 
 @dataclass(frozen=True)
@@ -137,7 +143,7 @@ class StepBody:
     def _checked(self, raw: Any, started: float, max_bytes: int) -> BodyOutcome:
         seconds = perf_counter() - started
         what = self.call.what or repr(self.call.info.name)
-        if inspect.isawaitable(raw):
+        if type(raw) not in _PLAIN_RESULTS and inspect.isawaitable(raw):
             if inspect.iscoroutine(raw):
                 raw.close()  # never awaited: closed so that it warns of nothing
             raise FatalError(
@@ -151,6 +157,8 @@ class StepBody:
 def is_async_callable(fn: Callable[..., Any]) -> bool:
     """Whether calling `fn` makes a coroutine: an `async def` function, a partial of one, or
     an object whose `__call__` is one."""
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004  (the bound method, not callable())
-    )
+    if inspect.iscoroutinefunction(fn):
+        return True
+    if isinstance(fn, _FUNCTIONS):
+        return False  # the common case, decided without looking at __call__
+    return inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004

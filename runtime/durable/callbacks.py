@@ -8,18 +8,22 @@ posted, or suspends the run until the nearest deadline.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import datetime, timedelta
 
+from runtime import conf
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.core import history
 from runtime.core.callbacks import (
     AwaitPost,
     CallbackTerms,
     RaiseTimedOut,
-    new_token,
+    derive_token,
     next_wait_action,
+    recover_token,
     timed_out_error,
+    token_digest,
 )
 from runtime.core.control import Abort, Suspend
 from runtime.core.errors import CallbackFailed, CallbackTimedOut, FanfoldError, StepChanged
@@ -28,9 +32,19 @@ from runtime.core.writes import EventDraft, HistoryWrite, OpenStepGuard, StepRow
 from runtime.durable.cursor import ReplayCursor
 from runtime.models import Step
 
+log = logging.getLogger("fanfold.callbacks")
+UNRECOVERABLE = (
+    "the token of callback %r at position %s of run %s cannot be recomputed (made before "
+    "tokens were derived, or with a SECRET_KEY no longer in SECRET_KEY_FALLBACKS): its .token "
+    "is empty on this replay; the token handed out still works"
+)
+
 
 class Callback:
-    """A callback created by a workflow: hand out `.token`, then `.wait()` for its payload."""
+    """A callback created by a workflow: hand out `.token`, then `.wait()` for its payload.
+
+    Only the token's SHA-256 is stored; `.token` is derived from the step's id and the
+    secret key (runtime.core.callbacks.derive_token), so a replay gets it back."""
 
     def __init__(
         self, cursor: ReplayCursor, position: int, name: str, token: str, terms: CallbackTerms
@@ -168,10 +182,14 @@ def create_callback(
         cursor.identity_checked(lambda: _identity(recorded, name))
         if not recorded.callback_token:
             raise FanfoldError(f"callback {name!r} at position {position} has no recorded token")
-        return Callback(cursor, position, name, recorded.callback_token, terms)
-    token = new_token()
+        sid = step_id(cursor.run_id, position)
+        token = recover_token(conf.token_secrets(), sid, recorded.callback_token)
+        if token is None:
+            log.warning(UNRECOVERABLE, name, position, cursor.run_id)
+        return Callback(cursor, position, name, token or "", terms)
     now = cursor.clock.now()
     sid = step_id(cursor.run_id, position)
+    token = derive_token(conf.token_secrets()[0], sid)
     deadline = terms.first_deadline(now)
     row = StepRow(
         sid,
@@ -184,7 +202,7 @@ def create_callback(
         input=terms.as_input(),
         started_at=now,
         wake_at=deadline,
-        callback_token=token,
+        callback_token=token_digest(token),  # never the token itself
     )
     expires = terms.expires_at(now)
     events = [

@@ -9,6 +9,8 @@ suspends the run until then.
 
 from __future__ import annotations
 
+import functools
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -137,16 +139,20 @@ class StepAttemptRun:
     fresh: bool = False
     started_at: datetime | None = None
 
+    @functools.cached_property
+    def step_id(self) -> uuid.UUID:
+        return step_id(self.cursor.run_id, self.call.position)  # a uuid5: derived once
+
     def row(self, status: str, attempt: int, at: Any, **fields: Any) -> StepRow:
         call = self.call
-        sid = step_id(self.cursor.run_id, call.position)
+        sid = self.step_id
         return StepRow(sid, call.position, call.name, "step", status, attempt, at,
                        input=self.step_input, **fields)  # fmt: skip
 
     def start(self) -> BodyCall:
         """Record the attempt's start; returns the body to run."""
         cursor, call, attempt = self.cursor, self.call, self.attempt
-        sid = step_id(cursor.run_id, call.position)
+        sid = self.step_id
         started = cursor.clock.now()
         events: list[EventDraft] = []
         if self.fresh:
@@ -172,8 +178,8 @@ class StepAttemptRun:
             except Suspend:
                 body.outcome = "retrying"  # a failed attempt suspends until its retry
                 raise
-        cursor, call, attempt = self.cursor, self.call, self.attempt
-        sid = step_id(cursor.run_id, call.position)
+        cursor, attempt = self.cursor, self.attempt
+        sid = self.step_id
         started = self.started_at
         finished = cursor.clock.now()
         done = self.row(history.COMPLETED, attempt, started, result=outcome.result,
@@ -189,7 +195,7 @@ class StepAttemptRun:
         """Record a failed attempt: the step fails for good (raises StepFailed), or its retry
         is recorded and the run suspends until then (raises Suspend)."""
         cursor, call, attempt = self.cursor, self.call, self.attempt
-        sid = step_id(cursor.run_id, call.position)
+        sid = self.step_id
         now = cursor.clock.now()
         error = describe_exception(exc)
         decision = decide(call.policy, attempt, exc, self.rand)

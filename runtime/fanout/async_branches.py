@@ -5,8 +5,9 @@ then runs on the process's worker loop (runtime.eventloop) and the task returns 
 so a prefork child with two pool slots runs up to FANFOLD_ASYNC_CONCURRENCY bodies at once. A
 slot of that bound is taken before a claimed branch is handed over and given back once its
 report has committed: a task thread waits for a free slot, so a process never holds more
-claimed branches than it can run. Reports are written from a small pool of threads (never
-on the loop), where the checkpoint writer group-commits them with each other.
+claimed branches than it can run. Reports are written by a thread of the process (never on
+the loop): the completions that finished while the last commit was under way commit
+together, in one batch.
 
 The branch's lease is held from its claim until its report commits, as for a sync body, so a
 worker that dies with bodies in flight leaves their leases to the takeover and the next
@@ -22,10 +23,12 @@ import asyncio
 import concurrent.futures
 import functools
 import logging
+import queue
 import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
@@ -33,9 +36,14 @@ from django.db import connections
 
 from runtime import conf
 from runtime.core.retry import RetryPolicy
-from runtime.durable.body import BodyCall, StepBody
+from runtime.durable.body import BodyCall, BodyOutcome, StepBody
 from runtime.eventloop import worker_loop
-from runtime.fanout.report import BranchAttempt, ClaimedBranch, record_outcome
+from runtime.fanout.report import (
+    BranchAttempt,
+    ClaimedBranch,
+    record_completions,
+    record_outcome,
+)
 from runtime.leases.keepers import branch_leases
 from runtime.models import ACTIVE_RUN_STATES, Run
 from runtime.process.background import BackgroundLoop
@@ -43,26 +51,92 @@ from runtime.process.local import ProcessLocal
 
 log = logging.getLogger("fanfold.branches")
 
-REPORT_THREADS = 4
 WATCH_INTERVAL = 1.0
+MAX_REPORTS_PER_BATCH = 500
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """A body that ended, waiting for its report: where to hand the report's label back."""
+
+    branch: BranchAttempt
+    claimed: ClaimedBranch
+    outcome: BodyOutcome
+    policy: RetryPolicy
+    loop: asyncio.AbstractEventLoop
+    reported: asyncio.Future[str]
+
+
+class _Reporter:
+    """The thread that writes the reports of this process's async branches, many a commit."""
+
+    def __init__(self) -> None:
+        self._ended: queue.SimpleQueue[_Ended] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="fanfold-branch-reports",
+                                        daemon=True)  # fmt: skip
+        self._thread.start()
+
+    def put(self, ended: _Ended) -> None:
+        self._ended.put(ended)
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._ended.get()]
+            while len(batch) < MAX_REPORTS_PER_BATCH:
+                try:
+                    batch.append(self._ended.get_nowait())
+                except queue.Empty:
+                    break
+            completed = [e for e in batch if e.outcome.ok]
+            _hand_back(completed, functools.partial(_completion_labels, completed))
+            for e in batch:
+                if not e.outcome.ok:
+                    _hand_back([e], functools.partial(_failure_labels, e))
+
+
+def _completion_labels(completed: list[_Ended]) -> list[str]:
+    return record_completions([(e.branch, e.claimed, e.outcome) for e in completed])
+
+
+def _failure_labels(e: _Ended) -> list[str]:
+    return [record_outcome(e.branch, e.claimed, e.outcome, e.policy)]
+
+
+def _hand_back(ended: list[_Ended], write: Callable[[], list[str]]) -> None:
+    """Write reports, then resolve each body's wait for its label (or the write's error)."""
+    if not ended:
+        return
+    try:
+        labels: list[str] | BaseException = write()
+    except Exception as exc:  # a failed commit: each body's report failed with it
+        labels = exc
+    for index, e in enumerate(ended):
+        result = labels if isinstance(labels, BaseException) else labels[index]
+        e.loop.call_soon_threadsafe(_resolve, e.reported, result)
+
+
+def _resolve(reported: asyncio.Future[str], result: str | BaseException) -> None:
+    if reported.done():
+        return  # the body was cancelled meanwhile
+    if isinstance(result, BaseException):
+        reported.set_exception(result)
+    else:
+        reported.set_result(result)
 
 
 @dataclass
 class _InFlight:
-    """This process's async branches: the bound, the report threads, the runs they serve."""
+    """This process's async branches: the bound, the reporter, the runs they serve."""
 
     slots: threading.BoundedSemaphore
-    reports: concurrent.futures.ThreadPoolExecutor
+    reporter: _Reporter
     lock: threading.Lock = field(default_factory=threading.Lock)
     runs: Counter[uuid.UUID] = field(default_factory=Counter)
     idle: threading.Event = field(default_factory=threading.Event)
 
 
 def _in_flight() -> _InFlight:
-    state = _InFlight(
-        threading.BoundedSemaphore(conf.get().ASYNC_CONCURRENCY),
-        concurrent.futures.ThreadPoolExecutor(REPORT_THREADS, "fanfold-branch-report"),
-    )
+    state = _InFlight(threading.BoundedSemaphore(conf.get().ASYNC_CONCURRENCY), _Reporter())
     state.idle.set()
     return state
 
@@ -126,9 +200,10 @@ async def _run(
             if orm_thread in SyncToAsync.context_to_thread_executor:
                 await sync_to_async(connections.close_all)()
         loop = asyncio.get_running_loop()
-        report = functools.partial(record_outcome, branch, claimed, outcome, policy)
-        lease.handed_to_report = True  # record_outcome gives the lease back, whatever happens
-        body.outcome = await loop.run_in_executor(state.reports, report)
+        reported: asyncio.Future[str] = loop.create_future()
+        lease.handed_to_report = True  # the report gives the lease back, whatever happens
+        state.reporter.put(_Ended(branch, claimed, outcome, policy, loop, reported))
+        body.outcome = await asyncio.shield(reported)
         return body.outcome
 
 

@@ -29,10 +29,12 @@ def drive_child(
     """Start (once) the child run of a child branch and report when it has finished."""
     run_id = branch.run_id
     try:
-        # A child runs at its parent's priority: it is the parent's work.
+        # A child runs at its parent's priority and belongs to its owner: it is the parent's
+        # work. Its key is in the runtime's own namespace, which no caller can use.
+        owner = Run.objects.filter(id=run_id).values_list("owner_id", flat=True).first()
         child, _ = start_run(
-            claimed.name, args, kwargs, idempotency_key=child_run_key(run_id, branch.position),
-            priority=branch.priority,
+            claimed.name, args, kwargs, runtime_key=child_run_key(run_id, branch.position),
+            priority=branch.priority, owner=owner,
         )  # fmt: skip
     except FanfoldError as exc:  # unknown workflow, bad arguments: the branch fails for good
         error = describe_exception(exc)
@@ -78,6 +80,8 @@ def stop_abandoned_child(branch: BranchAttempt) -> None:
     if status != StepStatus.CANCELLED:
         return
     key = child_run_key(branch.run_id, branch.position)
-    for child_id in Run.objects.active().filter(idempotency_key=key).values_list("id", flat=True):
+    owner = Run.objects.filter(id=branch.run_id).values_list("owner_id", flat=True).first()
+    active = Run.objects.active().filter(owner_id=owner, idempotency_key=key)
+    for child_id in active.values_list("id", flat=True):
         with suppress(RunAlreadyFinished):  # it finished meanwhile: nothing to stop
             cancel_run(child_id, reason=f"the fan-out of run {branch.run_id} was decided")

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from django.utils import timezone
 
@@ -74,6 +75,15 @@ def report(
 ) -> BranchReport:
     """Commit one attempt's outcome (`size`: its result's JSON bytes, if already measured),
     with the checkpoint `then` in the same batch if one is given (the next branch's claim)."""
+    cp = report_checkpoint(branch, claimed, outcome, size, **values)
+    write_all_now([cp] if then is None else [cp, then])
+    return cast(BranchReport, cp.payload)
+
+
+def report_checkpoint(
+    branch: BranchAttempt, claimed: ClaimedBranch, outcome: str, size: int | None, **values: Any
+) -> Checkpoint:
+    """The checkpoint of one attempt's outcome; its payload's receipt fills in at commit."""
     if size is None:
         result = values.get("result")
         size = encoded_size(result) if result is not None else 0
@@ -90,9 +100,7 @@ def report(
         **values,
     )
     session = f"branch/{written.step_id}/{branch.attempt}"
-    cp = Checkpoint(session=session, payload=written, size=256 + size, sync=True)
-    write_all_now([cp] if then is None else [cp, then])
-    return written
+    return Checkpoint(session=session, payload=written, size=256 + size, sync=True)
 
 
 def finish(
@@ -174,3 +182,26 @@ def record_outcome(
         branch_leases.release(branch.step_id)
     after_commit(branch, written.receipt)
     return "completed" if written.receipt.recorded else "stale"
+
+
+def record_completions(
+    completed: Sequence[tuple[BranchAttempt, ClaimedBranch, BodyOutcome]],
+) -> list[str]:
+    """`record_outcome` for many completed bodies at once: their reports commit together
+    (one batch, unless its limits cut it), then each receipt is acted on. The branches' leases
+    are given back once the reports are written; says how each went."""
+    checkpoints = [
+        report_checkpoint(branch, claimed, "completed", outcome.size, result=outcome.result)
+        for branch, claimed, outcome in completed
+    ]
+    try:
+        write_all_now(checkpoints)
+    finally:
+        for branch, _, _ in completed:
+            branch_leases.release(branch.step_id)
+    labels = []
+    for (branch, _, _), cp in zip(completed, checkpoints, strict=True):
+        receipt = cast(BranchReport, cp.payload).receipt
+        after_commit(branch, receipt)
+        labels.append("completed" if receipt.recorded else "stale")
+    return labels

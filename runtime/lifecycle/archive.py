@@ -26,6 +26,7 @@ from runtime.core.lifecycle_errors import (
     RunExists,
 )
 from runtime.models import Event, FanoutGroup, Run, Step, StreamChunk
+from runtime.models.messaging import Message, RunValue, SignalWait
 from runtime.models.payloads import PayloadField
 from runtime.payloads.codec import json_text
 from runtime.payloads.packing import current_codec, pack
@@ -38,8 +39,16 @@ SECTIONS: dict[str, type[models.Model]] = {
     "events": Event,
     "fanout_groups": FanoutGroup,
     "stream_chunks": StreamChunk,
+    "messages": Message,
+    "values": RunValue,
+    "signal_waits": SignalWait,
 }
-_ORDER = {"steps": "position", "events": "seq", "fanout_groups": "first_position"}
+_ORDER = {
+    "steps": "position",
+    "events": "seq",
+    "fanout_groups": "first_position",
+    "signal_waits": "position",
+}
 
 
 def archive_storage() -> Storage:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from runtime.models.fanout import FanoutGroup
 from runtime.models.flow import ConcurrencySlot, RateBucket, RateReservation, Schedule
+from runtime.models.messaging import Message, RunValue, Signal, SignalKeyset, SignalWait
 from runtime.models.runs import (
     ACTIVE_RUN_STATES,
     FINISHED_RUN_STATES,
@@ -28,11 +29,16 @@ __all__ = [
     "Event",
     "EventType",
     "FanoutGroup",
+    "Message",
     "RateBucket",
     "RateReservation",
     "Run",
     "RunStatus",
+    "RunValue",
     "Schedule",
+    "Signal",
+    "SignalKeyset",
+    "SignalWait",
     "Step",
     "StepKind",
     "StepStatus",

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.db import models, router, transaction
 from django.db.models import Count, Q
 
@@ -49,6 +50,10 @@ class StepKind(models.TextChoices):
     CALLBACK = "callback"
     CHILD = "child"
     MARKER = "marker"  # a `ctx.patched` answer
+    MESSAGE = "message"  # `ctx.recv`
+    SIGNAL = "signal"  # `ctx.wait_for_signal`
+    VALUE = "value"  # `ctx.set_value`
+    SEND = "send"  # `send` from workflow code
 
 
 class EventType(models.TextChoices):
@@ -65,6 +70,9 @@ class EventType(models.TextChoices):
     CALLBACK_RECEIVED = "callback_received"
     CALLBACK_TIMED_OUT = "callback_timed_out"
     MARKER_RECORDED = "marker_recorded"
+    MESSAGE_RECEIVED = "message_received"
+    VALUE_SET = "value_set"
+    SIGNAL_RECEIVED = "signal_received"
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"
@@ -156,7 +164,24 @@ class Run(models.Model):
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
     result = PayloadField(null=True, blank=True)
     error = PayloadField(null=True, blank=True)
-    idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    # Unique per owner and workflow (the constraints below), not across the table: one user's
+    # key never names another user's run. Keys the runtime makes (runtime.core.identity's
+    # RESERVED_KEY_PREFIXES) cannot be given by callers. Indexed for the children's lookups.
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True, db_index=True)
+    # Who started the run through the API, the admin or `start(..., owner=user)`; children and
+    # forks inherit it; schedule ticks have none (runtime.access says who sees what). No
+    # constraint, like the other references: a user's deletion leaves their runs ownerless
+    # through Django's collector, which finds them by the owner index below.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="fanfold_runs",
+        db_constraint=False,
+        db_index=False,
+        editable=False,
+    )
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -220,11 +245,28 @@ class Run(models.Model):
                 name="run_finished_idx",
                 condition=Q(status__in=[s.value for s in FINISHED_RUN_STATES]),
             ),
+            models.Index(
+                fields=["owner", "-created_at", "-id"],
+                name="run_owner_newest_idx",
+                condition=Q(owner__isnull=False),
+            ),
             *ADMISSION_INDEXES,
         ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(status__in=[s.value for s in RunStatus]), name="run_status_valid"
+            ),
+            # Idempotency keys are scoped to the owner and the workflow (two partial
+            # constraints: NULL owners are never equal in a plain one).
+            models.UniqueConstraint(
+                fields=["owner", "workflow", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False, owner__isnull=False),
+                name="run_unique_owner_key",
+            ),
+            models.UniqueConstraint(
+                fields=["workflow", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False, owner__isnull=True),
+                name="run_unique_ownerless_key",
             ),
         ]
 
@@ -289,12 +331,12 @@ class Step(models.Model):
     # deadline, a running branch's lease expiry, a released branch's dispatch time (the
     # fan-out sweep republishes it if its message never arrives).
     wake_at = models.DateTimeField(null=True, blank=True)
-    # The credential a callback's result is posted with (runtime.services.post_callback);
-    # null otherwise.
-    # Unique through a partial constraint: no index entry (and no LIKE index) for the many
-    # ordinary steps that have no token.
     # The liveness key of the process running this branch, while it runs (Run.lease_owner).
     lease_owner = models.BigIntegerField(null=True, blank=True, editable=False)
+    # The SHA-256 (hex) of the credential a callback's result is posted with
+    # (runtime.services.post_callback), never the token itself; null for other steps.
+    # Unique through a partial constraint: no index entry (and no LIKE index) for the many
+    # ordinary steps that have no token.
     callback_token = models.CharField(max_length=64, null=True, blank=True, editable=False)
 
     objects = StepQuerySet.as_manager()

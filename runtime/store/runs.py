@@ -15,8 +15,9 @@ from django.db import connection
 
 from runtime import conf
 from runtime.core.history import RecordedStep
+from runtime.core.identity import DEBOUNCE_KEY_PREFIX
 from runtime.core.writes import Guard, LeaseGuard, RunPatch, SuspendGuard, UnfinishedGuard
-from runtime.models import ACTIVE_RUN_STATES, Run, Step
+from runtime.models import ACTIVE_RUN_STATES, Run, RunStatus, Step
 from runtime.payloads.codec import STORED_FORM_MARK
 from runtime.payloads.packing import unpack
 from runtime.store.columns import JSON_COLUMNS
@@ -87,9 +88,13 @@ def claim_run(
         f"UPDATE {Run._meta.db_table} SET lease_token = %s, lease_expires_at = %s, "
         f"lease_owner = %s WHERE id = %s AND status IN ({states}) "
         "AND (lease_token IS NULL OR lease_expires_at < %s) AND admitted = %s "
+        # A debounced run (runtime.messaging.debounce) starts no earlier than it is due.
+        "AND (status <> %s OR wake_at IS NULL OR wake_at <= %s OR idempotency_key IS NULL "
+        "OR idempotency_key NOT LIKE %s) "
         "RETURNING status, wakeups, workflow, input, priority"
     )
-    params = [token, lease_until, owner, uuid_param(run_id), *state_params, now, True]
+    debounced = [str(RunStatus.PENDING.value), now, f"{DEBOUNCE_KEY_PREFIX}%"]
+    params = [token, lease_until, owner, uuid_param(run_id), *state_params, now, True, *debounced]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()

@@ -17,6 +17,7 @@ import time
 from runtime import conf, schedules
 from runtime.flow import admission, ratelimit
 from runtime.lifecycle.retention import retention_pass
+from runtime.messaging import signals
 from runtime.process.background import BackgroundLoop
 
 
@@ -39,6 +40,7 @@ class _Housekeeping:
             self.next_sweep = now + conf.get().SWEEP_INTERVAL
             admission.admit_waiting()
             ratelimit.forget_old_turns()
+            signals.purge_expired_signals()  # bounded: one batch per sweep
         if now >= self.next_retention:
             self.next_retention = now + RETENTION_INTERVAL
             retention_pass()

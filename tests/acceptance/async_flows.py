@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from runtime import RetryPolicy, StepFailed, current_step, step, workflow
+from runtime.models import Run
 from tests.support.services import counters_redis_client
 
 MODULE = __name__
@@ -74,6 +75,32 @@ async def slow_first(i: int) -> int:
 async def blocks_loop(seconds: float) -> str:
     time.sleep(seconds)  # the mistake the loop-lag monitor names
     return "blocked"
+
+
+@step(name="tests.async_acc.echo_after")
+async def echo_after(i: int, seconds: float) -> int:
+    await asyncio.sleep(seconds)
+    return i
+
+
+@step(name="tests.async_acc.run_workflow_name")
+async def run_workflow_name(i: int) -> str:
+    """Django's async ORM inside an async branch body."""
+    row = await Run.objects.aget(id=current_step().run_id)
+    return f"{row.workflow}:{i}"
+
+
+@workflow(name="tests.async_acc.gathered")
+async def gathered(ctx: Any, delays: list[float]) -> list[int]:
+    first = await asyncio.gather(*(ctx.step(echo_after, i, d) for i, d in enumerate(delays)))
+    await ctx.sleep(0.05)  # the rest runs in a new pass, which replays the gather
+    second = await asyncio.gather(*(ctx.step(echo_after, -i, d) for i, d in enumerate(delays)))
+    return [*first, *second]
+
+
+@workflow(name="tests.async_acc.orm_branches")
+async def orm_branches(ctx: Any, n: int) -> list[str]:
+    return list(await ctx.map(run_workflow_name, range(n)))
 
 
 @workflow(name="tests.async_acc.fan_out")

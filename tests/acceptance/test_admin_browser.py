@@ -27,6 +27,7 @@ from bench.workers import ROOT
 from runtime.models import Run, RunStatus
 from tests.support.browser import CHROMIUM_ARGS, playwright_sync_api, require_chromium
 from tests.support.run_rows import add_events, add_steps, finished_run, make_run, waiting_run
+from tests.support.users import operator as make_operator
 from tests.support.webserver import collect_static, running_gunicorn
 from tests.support.workers import ARTIFACTS
 
@@ -60,7 +61,7 @@ def chromium() -> Path:
 
 @pytest.fixture
 def operator(django_user_model: type[User]) -> User:
-    return django_user_model.objects.create_user("operator", password=PASSWORD, is_staff=True)
+    return make_operator("operator", password=PASSWORD, is_staff=True)
 
 
 def off_site(urls: list[str]) -> list[str]:

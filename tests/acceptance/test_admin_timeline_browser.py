@@ -21,6 +21,7 @@ from runtime.testing import use_writer
 from tests.support.browser import browser_page, log_in, playwright_sync_api, require_chromium
 from tests.support.fanout_rows import fanout_run
 from tests.support.run_rows import finished_run
+from tests.support.users import operator
 from tests.support.workers import ARTIFACTS
 
 sync_api = playwright_sync_api()
@@ -55,7 +56,7 @@ def test_admin_browser_shows_the_timeline_of_a_sequential_run_and_a_large_fanout
 ) -> None:
     chromium: Path = require_chromium()
     base = str(live_server)
-    user = django_user_model.objects.create_user("viewer", password=PASSWORD, is_staff=True)
+    user = operator("viewer", password=PASSWORD, is_staff=True)
     sequential = finished_run(step_count=6)
     fanout = fanout_run(BRANCHES, lanes=LANES, with_child=True)
     fanout_url = reverse("admin:runtime_run_change", args=[fanout.pk])

@@ -8,6 +8,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtime import start
 from runtime.models import Event, Run, Step
@@ -41,6 +43,31 @@ def test_async_workers_run_many_bodies_per_process_and_fan_in(
     # Far more bodies at once than pool slots: they share each process's event loop.
     assert int(counters_redis.get(flows.PEAK)) > 5 * concurrency
     _completed_once(handle.id, n)
+
+
+def test_async_workers_gather_replays_in_call_order_under_random_completion(
+    counters_redis: Any,
+) -> None:
+    with running_worker("async-gather", "prefork", 2, **WORKER_ENV):
+
+        @settings(max_examples=5, deadline=None)
+        @given(st.lists(st.sampled_from([0.0, 0.02, 0.05, 0.1]), min_size=2, max_size=6))
+        def gather_in_call_order(delays: list[float]) -> None:
+            handle = start(flows.gathered, delays)
+            n = len(delays)
+            assert handle.wait(timeout=60) == [*range(n), *(-i for i in range(n))]
+            rows = Step.objects.filter(run_id=handle.id, kind="step").order_by("position")
+            assert [r.result for r in rows] == [*range(n), *(-i for i in range(n))]
+            _completed_once(handle.id, 2 * n)
+
+        gather_in_call_order()
+
+
+def test_async_workers_async_orm_inside_branch_bodies(counters_redis: Any) -> None:
+    with running_worker("async-orm", "prefork", 2, **WORKER_ENV):
+        handle = start(flows.orm_branches, 30)
+        result = handle.wait(timeout=60)
+    assert result == [f"tests.async_acc.orm_branches:{i}" for i in range(30)]
 
 
 def test_async_workers_mix_sync_and_async_steps_and_branches(counters_redis: Any) -> None:

@@ -137,6 +137,18 @@ def test_bench_stream_reports_write_to_read_latency(counters_redis: Any) -> None
     assert 0 < latency["p50"] <= latency["p95"]
 
 
+def test_bench_signals_resumes_by_signals_and_callbacks_and_cleans_up(counters_redis: Any) -> None:
+    report = bench("signals", "--runs", "30", "--waiting", "40", "--samples", "20")
+
+    assert (report["scenario"], report["runs"], report["pool"]) == ("signals", 30, "prefork")
+    assert report["signals_resumed_ms"] > 0 and report["callbacks_resumed_ms"] > 0
+    assert set(report["rounds"][0]) == {"signals", "callbacks", "ratio"}
+    latency = report["emit_latency"]
+    assert (latency["waiting"], latency["samples"]) == (40, 20)
+    assert 0 < latency["emit_ms"]["p50"] <= latency["emit_ms"]["p95"]
+    assert not Run.objects.filter(workflow__startswith="bench.signals.").exists()
+
+
 def test_bench_rejects_a_bad_size() -> None:
     assert "--steps must be at least 1" in refused("seq", "--steps", "0")
 

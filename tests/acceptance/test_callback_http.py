@@ -10,12 +10,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 import tests.acceptance.callback_http_flows  # noqa: F401  (registers the workflow here too)
-from runtime.models import Step
+from runtime.testing import callback_token
+from tests.support.users import operator
 from tests.support.workers import running_worker
 
 MODULE = "tests.acceptance.callback_http_flows"
@@ -33,7 +33,7 @@ def eventually(probe: Callable[[], Any], timeout: float = 30.0) -> Any:
 
 @pytest.fixture
 def client(transactional_db: Any) -> APIClient:
-    user = User.objects.create_user("grace")
+    user = operator("grace")
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     return api
@@ -47,7 +47,7 @@ def test_callback_http_round_trip_with_real_worker(client: APIClient, counters_r
         run_url = f"/api/runs/{started.json()['id']}/"
 
         eventually(lambda: client.get(run_url).json()["status"] == "waiting")
-        token = Step.objects.get(run_id=started.json()["id"], kind="callback").callback_token
+        token = callback_token(started.json()["id"])
 
         posted = APIClient().post(
             f"/api/callbacks/{token}/",

@@ -14,7 +14,7 @@ import pytest
 from runtime import start
 from runtime.models import Event, Step
 from runtime.services import post_callback
-from runtime.testing import replay
+from runtime.testing import callback_token, replay
 from tests.acceptance import versioned_workflows as flows
 from tests.support.services import wait_until
 from tests.support.workers import running_worker
@@ -33,7 +33,7 @@ def _waiting(run_id: Any) -> str:
         60,
         f"run {run_id} to wait for its callback",
     )
-    token = Step.objects.get(run_id=run_id, kind="callback").callback_token
+    token = callback_token(run_id)
     assert token is not None
     return token
 

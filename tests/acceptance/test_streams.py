@@ -8,13 +8,13 @@ import time
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 
 import tests.acceptance.stream_flows as flows
 from bench.sse_client import Event, SSEReader
 from runtime import get_run, start
 from runtime.models import StreamChunk
+from tests.support.users import operator
 from tests.support.workers import running_worker
 
 WORKER_ENV = {"FANFOLD_WORKFLOW_MODULES": flows.MODULE}
@@ -22,7 +22,7 @@ WORKER_ENV = {"FANFOLD_WORKFLOW_MODULES": flows.MODULE}
 
 @pytest.fixture
 def token(transactional_db: Any) -> str:
-    user = User.objects.create_user("ada")
+    user = operator("ada")
     return Token.objects.create(user=user).key
 
 
@@ -40,9 +40,7 @@ def test_streams_thousand_chunks_reach_twenty_sse_clients_in_order(
 ) -> None:
     count = 1000
     # A user a reader: one user may hold only FANFOLD_MAX_STREAMS_PER_USER streams.
-    tokens = [token] + [
-        Token.objects.create(user=User.objects.create_user(f"reader-{n}")).key for n in range(19)
-    ]
+    tokens = [token] + [Token.objects.create(user=operator(f"reader-{n}")).key for n in range(19)]
     with running_worker("streams", "threads", 2, **WORKER_ENV):
         run = start(flows.chunks, count, 100)
         path = f"/api/runs/{run.id}/streams/default/"

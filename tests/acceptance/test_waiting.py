@@ -13,6 +13,7 @@ from runtime import start
 from runtime.core.identity import child_run_key, child_run_key_prefix
 from runtime.models import Event, Run, Step
 from runtime.services import post_callback
+from runtime.testing import callback_token
 from tests.support.services import wait_until
 from tests.support.workers import running_worker
 
@@ -60,7 +61,7 @@ def test_waiting_callback_answered_during_sleep_is_recorded_in_time(counters_red
     with running_worker("cb-answer", "threads", 2, **WORKER_ENV):
         run = start(flows.cb_in_sleep, 60.0, 2.0)
         wait_until(lambda: Step.objects.filter(run_id=run.id, kind="sleep").exists(), 30, "sleep")
-        token = Step.objects.get(run_id=run.id, kind="callback").callback_token
+        token = callback_token(run.id)
         assert token
         post_callback(token, result="approved")
         assert run.wait(timeout=60) == {"answer": "approved"}

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 
 from runtime.services import start_run
 from runtime.testing import use_dispatcher
 from tests.support.dispatch import RecordingDispatcher
+from tests.support.users import operator
 from tests.support.webserver import collect_static, running_gunicorn
 from tests.support.workers import ARTIFACTS
 
@@ -44,7 +44,7 @@ def server(
 
 
 def token_for(name: str) -> str:
-    return Token.objects.create(user=User.objects.create_user(name)).key
+    return Token.objects.create(user=operator(name)).key
 
 
 def open_stream(base: str, run_id: uuid.UUID, token: str) -> Any:

@@ -15,18 +15,20 @@ from bench.environment import DEFAULT_CONCURRENCY, Pool, other_workers
 from bench.fanout import run_fanout
 from bench.flow import run_flow
 from bench.history import run_history
+from bench.io_fanout import run_io_fanout
 from bench.observe import observe_fanout, observe_sequential
 from bench.replaycheck import run_replay_check
 from bench.sequential import run_concurrent, run_sequential
+from bench.signals import run_signals
 from bench.streams import run_stream
 
 # Options that count something: each must be at least 1.
 COUNTS = (
     "steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients", "workers",
-    "concurrency",
+    "concurrency", "waiting",
 )  # fmt: skip
 # Scenarios that start worker processes of their own on the configured broker.
-WITH_WORKERS = frozenset({"seq", "concurrent", "fanout", "flow", "stream", "history"})
+WITH_WORKERS = frozenset({"seq", "concurrent", "fanout", "flow", "stream", "history", "signals"})
 
 
 def _refuse_other_workers() -> None:
@@ -49,7 +51,10 @@ def _sample_traces(ratio: float) -> None:
 
 
 class Command(BaseCommand):
-    help = "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream or flow."
+    help = (
+        "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream, flow or "
+        "signals."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="scenario", required=True)
@@ -74,10 +79,31 @@ class Command(BaseCommand):
         fan.add_argument(
             "--repeat", type=int, default=1, help="pairs of runs to take the medians of"
         )
+        fan.add_argument(
+            "--io-ms",
+            type=float,
+            default=None,
+            metavar="MS",
+            help="branches wait MS milliseconds on I/O; compared with a no-op fan-out and "
+            "Celery's group of the same waits on a gevent -c 500 worker",
+        )
+        fan.add_argument(
+            "--async",
+            dest="use_async",
+            action="store_true",
+            help="with --io-ms: the branches are `async def` steps awaiting the wait",
+        )
         check = sub.add_parser("replay", help="the replay check over many recorded runs")
         check.add_argument("--runs", type=int, default=10_000)
         check.add_argument("--steps", type=int, default=20, help="steps per recorded run")
-        for p in (seq, conc, fan):
+        sig = sub.add_parser("signals", help="runs resumed by signals vs by callback posts")
+        sig.add_argument("--runs", type=int, default=1000, help="runs resumed per side")
+        sig.add_argument(
+            "--waiting", type=int, default=10_000, help="runs waiting on other matches"
+        )
+        sig.add_argument("--samples", type=int, default=1000, help="emits timed among them")
+        sig.add_argument("--repeat", type=int, default=1, help="rounds to take the medians of")
+        for p in (seq, conc, fan, sig):
             p.add_argument(
                 "--pool",
                 choices=("prefork", "threads"),
@@ -122,7 +148,7 @@ class Command(BaseCommand):
         flow.add_argument("--runs", type=int, default=100)
         flow.add_argument("--steps", type=int, default=20)
         flow.add_argument("--repeat", type=int, default=3, help="rounds to take the medians of")
-        for p in (seq, conc, probe, fan, check, streams, flow):
+        for p in (seq, conc, probe, fan, check, streams, flow, sig):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -178,6 +204,20 @@ class Command(BaseCommand):
                 options["chunks"], options["clients"], options["pause_ms"], options["timeout"]
             )
         pool = _pool(options, threads_default=DEFAULT_CONCURRENCY["threads"])
+        if options["io_ms"] is not None:
+            if options["io_ms"] < 0 or observe:
+                raise CommandError("--io-ms takes a non-negative wait and no --observe")
+            return run_io_fanout(
+                options["branches"], options["io_ms"], options["use_async"], options["timeout"],
+                options["repeat"], pool,
+            )  # fmt: skip
+        if options["use_async"]:
+            raise CommandError("--async goes with --io-ms")
+        if scenario == "signals":
+            return run_signals(
+                options["runs"], options["waiting"], options["samples"], options["repeat"],
+                options["timeout"], pool,
+            )  # fmt: skip
         if observe:
             return observe_fanout(
                 options["branches"], options["timeout"], options["repeat"], options["pairs"], pool

@@ -10,6 +10,8 @@
     fanfold purge --older-than D [--dry-run] [--archive]    delete finished runs (data lifecycle)
     fanfold restore RUN                                     bring an archived run back
     fanfold rekey                                           re-encrypt payloads with the first key
+    fanfold send RUN TOPIC VALUE_JSON [--idempotency-key K] a message to a run's mailbox
+    fanfold signal NAME PAYLOAD_JSON [--idempotency-key K]  emit a signal to the runs waiting
 
 Every subcommand prints tables for people and, with `--json`, JSON for scripts (errors too:
 `{"error": {"code", "message"}}`, exit status 1).
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from argparse import ArgumentParser
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +32,8 @@ from runtime.core.errors import FanfoldError
 from runtime.forks import fork_run, retry_run
 from runtime.management import lifecycle
 from runtime.management.console import ProgressBar, table
+from runtime.messaging.mailbox import send_message
+from runtime.messaging.signals import emit
 from runtime.models import Run, RunStatus, Step
 from runtime.replay_check import ReplayReport, replay_runs
 from runtime.selectors import list_runs
@@ -57,7 +62,10 @@ def run_record(run: Run) -> dict[str, Any]:
 
 
 class Command(BaseCommand):
-    help = "Operate runs: list, show, cancel, fork, retry, and check histories by replay."
+    help = (
+        "Operate runs: list, show, cancel, fork, retry, check histories by replay, send messages "
+        "and emit signals."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
@@ -83,9 +91,19 @@ class Command(BaseCommand):
         check.add_argument("--status", choices=RunStatus.values, action="append", help="repeatable")
         check.add_argument("--limit", type=int, help="the newest N runs only")
         check.add_argument("--run", action="append", help="this run (repeatable)")
+        send = sub.add_parser("send", help="send a message to a run's mailbox")
+        send.add_argument("run")
+        send.add_argument("topic")
+        send.add_argument("value", metavar="VALUE_JSON", help="the message, a JSON value")
+        signal = sub.add_parser("signal", help="emit a signal to every run waiting for it")
+        signal.add_argument("name")
+        signal.add_argument("payload", metavar="PAYLOAD_JSON", help="the payload, a JSON value")
+        for each in (send, signal):
+            each.add_argument("--idempotency-key", help="a repeat with this key is a no-op")
         shown = [sub.choices[n] for n in ("show", "cancel", "retry")]
-        for each in (runs, check, fork, *shown, *lifecycle.add_parsers(sub)):
-            each.add_argument("--json", action="store_true", help="JSON output")
+        parsers: list[ArgumentParser] = [runs, check, fork, send, signal, *shown]
+        for each_parser in [*parsers, *lifecycle.add_parsers(sub)]:
+            each_parser.add_argument("--json", action="store_true", help="JSON output")
 
     def handle(self, *args: Any, **options: Any) -> None:
         actions: dict[str, Callable[[dict[str, Any]], Any]] = {
@@ -98,6 +116,8 @@ class Command(BaseCommand):
             "retry": lambda o: self._one(retry_run(o["run"]), o),
             "replay": self._replay,
             **lifecycle.actions(self.stdout),
+            "send": self._send,
+            "signal": self._signal,
         }
         try:
             actions[options["subcommand"]](options)
@@ -144,6 +164,27 @@ class Command(BaseCommand):
         ]
         headers = ("#", "name", "kind", "status", "attempt", "error")
         self.stdout.write(table(headers, rows) if rows else "No steps yet.\n", ending="")
+
+    def _send(self, options: dict[str, Any]) -> None:
+        value = _json_argument(options["value"], "VALUE_JSON")
+        sent = send_message(options["run"], options["topic"], value,
+                            idempotency_key=options["idempotency_key"])  # fmt: skip
+        if options["json"]:
+            self._json({"message_id": sent.id, "created": sent.created})
+            return
+        again = "" if sent.created else " (already sent with this idempotency key)"
+        self.stdout.write(f"message {sent.id} sent to run {options['run']}{again}\n")
+
+    def _signal(self, options: dict[str, Any]) -> None:
+        payload = _json_argument(options["payload"], "PAYLOAD_JSON")
+        emitted = emit(options["name"], payload, options["idempotency_key"])
+        if options["json"]:
+            self._json({"signal_id": emitted.id, "delivered": emitted.delivered,
+                        "created": emitted.created})  # fmt: skip
+            return
+        again = "" if emitted.created else " (already emitted with this idempotency key)"
+        runs = "run" if emitted.delivered == 1 else "runs"
+        self.stdout.write(f"signal {emitted.id} taken by {emitted.delivered} {runs}{again}\n")
 
     def _one(self, run: Run, options: dict[str, Any]) -> None:
         if options["json"]:
@@ -236,6 +277,20 @@ class Command(BaseCommand):
 
     def _json(self, value: Any) -> None:
         self.stdout.write(json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+def _json_argument(text: str, what: str) -> Any:
+    """A command-line argument decoded as strict JSON; CommandError (code "invalid") if not."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise CommandError(f"invalid: {what} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise CommandError(f"invalid: {what} is nested too deeply") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def _when(moment: Any) -> str:

@@ -1,4 +1,4 @@
-"""Fixtures for the admin tests: a staff user without any model permission, logged in."""
+"""Fixtures for the admin tests: a staff operator (the runtime's model permissions), logged in."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from runtime.testing import use_writer
+from tests.support.users import operator
 
 
 @pytest.fixture
 def staff_user(django_user_model: type[User]) -> User:
-    return django_user_model.objects.create_user("staff", password="pw-staff-1234", is_staff=True)
+    return operator("staff", password="pw-staff-1234", is_staff=True)
 
 
 @pytest.fixture

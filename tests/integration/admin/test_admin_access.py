@@ -14,7 +14,7 @@ from tests.support.run_rows import finished_run
 pytestmark = pytest.mark.django_db
 
 
-def test_admin_lets_staff_without_model_permissions_view_runs(staff_client: Client) -> None:
+def test_admin_lets_staff_operators_view_runs(staff_client: Client) -> None:
     run = finished_run()
 
     assert "Runs" in staff_client.get(reverse("admin:index")).content.decode()

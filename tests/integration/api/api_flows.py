@@ -48,3 +48,9 @@ def streamer(ctx: Any, count: int, then_sleep: float = 0) -> int:
     if then_sleep:
         ctx.sleep(then_sleep)
     return count
+
+
+@workflow(name="tests.api.guarded", start_permission="runtime.view_run")
+def guarded(ctx: Any) -> str:
+    """Only users with runtime.view_run (besides runtime.add_run) may start it."""
+    return "started"

@@ -18,6 +18,7 @@ from runtime import conf
 from runtime.core.clock import FakeClock
 from runtime.testing import use_dispatcher
 from tests.support.dispatch import RecordingDispatcher
+from tests.support.users import operator
 
 Enqueued = list[tuple[uuid.UUID, float | None]]
 
@@ -44,7 +45,8 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def user() -> User:
-    return User.objects.create_user("ada", password="pw-ada-123")
+    """An operator: may start, see and change every run, and pause schedules."""
+    return operator("ada", password="pw-ada-123")
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from api.views.callbacks import CallbackView
 from runtime.core.clock import FakeClock
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Run, Step
+from runtime.testing import callback_token
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def waiting(client: APIClient, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 
 
 def token_of(run_id: uuid.UUID) -> str:
-    return str(Step.objects.get(run_id=run_id, kind="callback").callback_token)
+    return callback_token(run_id)
 
 
 def post(anon: APIClient, token: str, body: Any) -> Any:

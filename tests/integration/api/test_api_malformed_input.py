@@ -24,8 +24,8 @@ from rest_framework.test import APIClient
 
 from runtime.core.clock import FakeClock
 from runtime.executor import execute
-from runtime.models import Step
 from runtime.services import start_run
+from runtime.testing import callback_token
 
 DEEP = 1000
 HUGE = "9" * 400
@@ -87,7 +87,7 @@ def path_values(clock: FakeClock, enqueued: Any, fanfold_settings: Any) -> dict[
     fanfold_settings(SSE_WINDOW_SECONDS=0.05)
     run, _ = start_run("tests.api.approval", [], {})
     execute(run.id, clock=clock)
-    token = Step.objects.get(run_id=run.id, kind="callback").callback_token
+    token = callback_token(run.id)
     return {"run_id": str(run.id), "token": str(token), "name": "numbers",
             "workflow": "tests.api.double"}  # fmt: skip
 

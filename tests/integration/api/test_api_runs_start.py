@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import api_flows  # noqa: F401  (registers the workflows)
+import pytest
 from rest_framework.test import APIClient
 
 from runtime.models import Event, Run
@@ -42,12 +43,28 @@ def test_api_start_creates_run_and_enqueues(client: APIClient, enqueued: list) -
 
 def test_api_start_repeated_idempotency_key_returns_existing_run(client: APIClient) -> None:
     first = post(client, {"workflow": "tests.api.double", "args": [1], "idempotency_key": "k-1"})
-    again = post(client, {"workflow": "tests.api.double", "args": [2], "idempotency_key": "k-1"})
+    again = post(client, {"workflow": "tests.api.double", "args": [1], "idempotency_key": "k-1"})
     assert first.status_code == 201
     assert again.status_code == 200
     assert again.json()["id"] == first.json()["id"]
     assert again.json()["args"] == [1]
     assert Run.objects.count() == 1
+
+
+def test_api_start_repeated_idempotency_key_with_other_arguments_is_409(
+    client: APIClient,
+) -> None:
+    post(client, {"workflow": "tests.api.double", "args": [1], "idempotency_key": "k-1"})
+    again = post(client, {"workflow": "tests.api.double", "args": [2], "idempotency_key": "k-1"})
+    assert_error(again, 409, "idempotency_conflict")
+    assert Run.objects.count() == 1
+
+
+@pytest.mark.parametrize("key", ["ff-child:x:1", "ff-debounce:k", "schedule:tests.api.double:t"])
+def test_api_start_refuses_keys_of_the_runtime_namespace(client: APIClient, key: str) -> None:
+    refused = post(client, {"workflow": "tests.api.double", "args": [1], "idempotency_key": key})
+    assert_error(refused, 400, "reserved_idempotency_key")
+    assert Run.objects.count() == 0
 
 
 def test_api_start_unknown_workflow_is_400(client: APIClient) -> None:

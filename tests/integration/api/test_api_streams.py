@@ -8,12 +8,12 @@ from typing import Any
 
 import api_flows  # noqa: F401  (registers the workflows)
 import pytest
-from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from runtime.core.clock import FakeClock
 from runtime.executor import execute
 from runtime.services import start_run
+from tests.support.users import operator
 
 
 def started(count: int, clock: FakeClock, then_sleep: float = 0) -> uuid.UUID:
@@ -117,7 +117,7 @@ def test_api_streams_open_streams_per_user_are_capped(
     assert refused.status_code == 429
     assert refused.json()["error"]["code"] == "too_many_streams"
     other = APIClient()
-    other.force_authenticate(User.objects.create_user("grace"))
+    other.force_authenticate(operator("grace"))
     other_stream = get(other, run_id, HTTP_LAST_EVENT_ID="1")
     assert other_stream.status_code == 200
     held[0].close()  # a closed response gives its slot back, even never read

@@ -9,8 +9,9 @@ from typing import Any
 from runtime import CallbackFailed, CallbackTimedOut, workflow
 from runtime.core.clock import FakeClock
 from runtime.executor import Execution, execute
-from runtime.models import Run, Step
+from runtime.models import Run
 from runtime.services import post_callback, start_run
+from runtime.testing import callback_token
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -75,12 +76,7 @@ def run_once(run_id: uuid.UUID, clock: FakeClock) -> Execution:
 
 
 def token_of(run_id: uuid.UUID, name: str | None = None) -> str:
-    steps = Step.objects.filter(run_id=run_id, kind="callback")
-    if name:
-        steps = steps.filter(name=name)
-    token = steps.get().callback_token
-    assert token
-    return token
+    return callback_token(run_id, name or None)
 
 
 def run_row(run_id: uuid.UUID) -> Run:

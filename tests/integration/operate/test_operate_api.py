@@ -6,7 +6,6 @@ from typing import Any
 
 import operate_workflows as flows
 import pytest
-from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -14,13 +13,14 @@ from runtime.executor import execute
 from runtime.models import Run
 from runtime.services import start_run
 from runtime.testing import InMemoryDispatcher
+from tests.support.users import operator
 
 UNKNOWN = "00000000-0000-0000-0000-000000000000"
 
 
 @pytest.fixture
 def client() -> APIClient:
-    user = User.objects.create_user("ada", password="pw-ada-123")
+    user = operator("ada", password="pw-ada-123")
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     return api

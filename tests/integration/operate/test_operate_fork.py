@@ -8,6 +8,7 @@ import operate_workflows as flows
 import pytest
 
 from runtime import fork, get_run
+from runtime.core.callbacks import token_digest
 from runtime.core.errors import (
     InvalidArguments,
     NothingToRetry,
@@ -18,7 +19,7 @@ from runtime.core.errors import (
 from runtime.executor import execute
 from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import post_callback, start_run
-from runtime.testing import InMemoryDispatcher
+from runtime.testing import InMemoryDispatcher, callback_token
 
 
 def _finished(dispatcher: InMemoryDispatcher, workflow: str, *args: Any) -> Run:
@@ -145,7 +146,7 @@ def test_fork_of_a_run_in_flight_copies_only_finished_records(
 def test_fork_of_a_finished_callback_gets_a_fresh_token(dispatcher: InMemoryDispatcher) -> None:
     source, _ = start_run("tests.operate.waits")
     execute(source.id)
-    token = Step.objects.get(run_id=source.id, kind="callback").callback_token
+    token = callback_token(source.id)
     assert token is not None
     post_callback(token, result="yes")
     dispatcher.join()
@@ -153,7 +154,8 @@ def test_fork_of_a_finished_callback_gets_a_fresh_token(dispatcher: InMemoryDisp
     dispatcher.join()
     assert handle.wait(timeout=5) == "yes"
     copied = Step.objects.get(run_id=handle.id, kind="callback")
-    assert copied.callback_token not in (None, token)
+    assert copied.callback_token not in (None, token_digest(token))
+    assert callback_token(handle.id) != token
 
 
 @pytest.mark.parametrize("position", [0, -1, 5, "2", True, None])

@@ -12,7 +12,7 @@ from runtime.executor import execute
 from runtime.models import Event, Run, Step
 from runtime.replay_check import replay_runs
 from runtime.services import post_callback, start_run
-from runtime.testing import InMemoryDispatcher, replay
+from runtime.testing import InMemoryDispatcher, callback_token, replay
 
 
 def _completed(dispatcher: InMemoryDispatcher, workflow: str, *args: Any) -> Run:
@@ -54,7 +54,7 @@ def test_replay_check_passes_runs_in_flight(dispatcher: InMemoryDispatcher) -> N
     for run in (sleeping, waiting, pending):
         assert replay(run.id).ok
     assert flows.calls == {}
-    token = Step.objects.get(run_id=waiting.id, kind="callback").callback_token
+    token = callback_token(waiting.id)
     assert token is not None
     post_callback(token, result="yes")
     assert replay(waiting.id).ok  # the posted result is answered from the history

@@ -18,8 +18,11 @@ from django.utils import timezone
 from runtime.executor import Execution, ExecutionOutcome
 from runtime.lifecycle.archive import SECTIONS, restore
 from runtime.lifecycle.retention import expired, older_than, purge
+from runtime.messaging.values import store_value
 from runtime.models import Run
+from runtime.models.messaging import Message
 from runtime.services import start_run
+from runtime.store.payload_forms import StoredForms
 
 
 @pytest.fixture
@@ -66,8 +69,14 @@ def test_lifecycle_purge_archive_and_restore_round_trip_a_run(
     run_id = finished_run(run_now, "tests.lifecycle.tell", "round")
     kept = finished_run(run_now, "tests.lifecycle.tell", "kept")
     age(run_id, 40)
+    store_value(run_id, "progress", {"done": 3, "of": 3}, position=99)
+    Message.objects.create(
+        run_id=run_id, topic="late", value=StoredForms().form({"by": "ana"}, run_id),
+        created_at=timezone.now(),
+    )  # fmt: skip
     before = snapshot(run_id)
     assert before["steps"] and before["events"] and before["stream_chunks"]
+    assert before["messages"] and before["values"]
 
     report = purge(older_than(timedelta(days=30)), archive=True)
 

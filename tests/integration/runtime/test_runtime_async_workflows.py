@@ -18,6 +18,7 @@ from runtime.core.clock import FakeClock
 from runtime.executor import Execution, ExecutionOutcome
 from runtime.models import Run
 from runtime.services import post_callback, start_run
+from runtime.testing import callback_token
 
 calls = BodyCalls()
 DELAYS: dict[str, float] = {}
@@ -212,7 +213,7 @@ def test_async_workflow_awaits_a_callback_posted_while_suspended(
 ) -> None:
     run, _ = start_run("tests.aio.callback")
     assert run_now(run.id).outcome is ExecutionOutcome.SUSPENDED
-    token = steps(run.id)[0].callback_token
+    token = callback_token(run.id)
     post_callback(token, result={"approved": True})
     assert run_now(run.id).outcome is ExecutionOutcome.COMPLETED
     assert run_row(run.id).result == {"approved": True}

@@ -10,7 +10,12 @@ import pytest
 from run_records import BodyCalls, event_types, payloads, run_row, step_at, steps
 
 from runtime import PayloadError, start, step, workflow
-from runtime.core.errors import InvalidArguments, PayloadTooLarge, WorkflowNotFound
+from runtime.core.errors import (
+    IdempotencyConflict,
+    InvalidArguments,
+    PayloadTooLarge,
+    WorkflowNotFound,
+)
 from runtime.executor import Execution, ExecutionOutcome
 from runtime.models import Event, Run
 from runtime.services import start_run
@@ -156,12 +161,14 @@ def test_payloads_idempotent_start_returns_the_first_run_whatever_its_state(
     run_now: Callable[..., Execution], enqueued: Any
 ) -> None:
     first = start(returns, "fine", idempotency_key="order-42")
-    again = start("tests.payloads.returns", "other", idempotency_key="order-42")
+    again = start("tests.payloads.returns", "fine", idempotency_key="order-42")
     assert (again.id, first.created, again.created) == (first.id, True, False)
     assert again.status == "pending"
+    with pytest.raises(IdempotencyConflict):  # the same key with other arguments
+        start("tests.payloads.returns", "other", idempotency_key="order-42")
 
     assert run_now(first.id).outcome is ExecutionOutcome.COMPLETED
-    finished = start("tests.payloads.returns", "third", idempotency_key="order-42")
+    finished = start("tests.payloads.returns", "fine", idempotency_key="order-42")
     assert (finished.id, finished.created, finished.status) == (first.id, False, "completed")
 
     assert Run.objects.count() == 1

@@ -11,6 +11,7 @@ from runtime.core.clock import FakeClock
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Event, Step
 from runtime.services import post_callback
+from runtime.testing import callback_token
 
 pytestmark = pytest.mark.usefixtures("db_ready")
 
@@ -47,7 +48,7 @@ def test_callback_timing_answer_during_sleep_is_recorded_at_once(
 ) -> None:
     run_id = start("tests.waiting.callback_during_sleep", 60.0, 3.0)
     assert execute(run_id, clock=clock).wake_at == T0 + timedelta(seconds=3)
-    token = Step.objects.get(run_id=run_id, kind="callback").callback_token
+    token = callback_token(run_id)
     assert token
     enqueued.clear()
 
@@ -68,7 +69,7 @@ def test_callback_timing_answer_during_sleep_is_recorded_at_once(
 def test_callback_timing_answered_callback_does_not_wait(clock: FakeClock) -> None:
     run_id = start("tests.waiting.callback_during_sleep", 60.0, 3.0)
     execute(run_id, clock=clock)
-    token = Step.objects.get(run_id=run_id, kind="callback").callback_token
+    token = callback_token(run_id)
     assert token
     post_callback(token, result="early", clock=clock)
     clock.set(T0 + timedelta(seconds=3))
@@ -82,7 +83,7 @@ def test_callback_timing_heartbeat_lapse_during_sleep_is_recorded_when_it_lapses
 ) -> None:
     run_id = start("tests.waiting.heartbeat_during_sleep")
     assert execute(run_id, clock=clock).wake_at == T0 + timedelta(seconds=1)
-    token = Step.objects.get(run_id=run_id, kind="callback").callback_token
+    token = callback_token(run_id)
     assert token
     clock.set(T0 + timedelta(seconds=0.5))
     post_callback(token, heartbeat=True, clock=clock)  # the lapse moves to +1.5 s

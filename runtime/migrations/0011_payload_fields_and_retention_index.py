@@ -8,7 +8,7 @@ import runtime.models.payloads
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runtime", "0008_lease_owners"),
+        ("runtime", "0010_messages_values_signals"),
     ]
 
     operations = [
