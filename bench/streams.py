@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, cast
 
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
 from django.core.wsgi import get_wsgi_application
 from rest_framework.authtoken.models import Token
@@ -62,6 +62,10 @@ def _tokens(count: int) -> list[str]:
     keys = []
     for n in range(count):
         user, _ = User.objects.get_or_create(username=f"fanfold-bench-{n}")
+        # The readers follow a run they do not own: seeing every run is their permission.
+        user.user_permissions.add(
+            Permission.objects.get(content_type__app_label="runtime", codename="view_run")
+        )
         token, _ = Token.objects.get_or_create(user=user)
         keys.append(str(token.key))
     return keys
