@@ -204,6 +204,11 @@ class Command(BaseCommand):
                 options["chunks"], options["clients"], options["pause_ms"], options["timeout"]
             )
         pool = _pool(options, threads_default=DEFAULT_CONCURRENCY["threads"])
+        if scenario == "signals":
+            return run_signals(
+                options["runs"], options["waiting"], options["samples"], options["repeat"],
+                options["timeout"], pool,
+            )  # fmt: skip
         if options["io_ms"] is not None:
             if options["io_ms"] < 0 or observe:
                 raise CommandError("--io-ms takes a non-negative wait and no --observe")
@@ -213,11 +218,6 @@ class Command(BaseCommand):
             )  # fmt: skip
         if options["use_async"]:
             raise CommandError("--async goes with --io-ms")
-        if scenario == "signals":
-            return run_signals(
-                options["runs"], options["waiting"], options["samples"], options["repeat"],
-                options["timeout"], pool,
-            )  # fmt: skip
         if observe:
             return observe_fanout(
                 options["branches"], options["timeout"], options["repeat"], options["pairs"], pool
