@@ -64,15 +64,11 @@ def check_idempotency_key(key: object) -> str:
         raise ValueError("idempotency_key must not contain NUL (U+0000)")
     if not _utf8(key):
         raise ValueError("idempotency_key must be valid Unicode (no lone surrogate)")
-    if key.startswith(DEBOUNCE_KEY_PREFIX):
-        raise ValueError(
-            f"idempotency keys starting with {DEBOUNCE_KEY_PREFIX!r} are the runtime's"
-        )
     return key
 
 
-# The namespace of the keys debounced starts share (runtime.messaging.debounce): no caller's
-# key can reach it (check_idempotency_key refuses it).
+# The namespace of the keys debounced starts share (runtime.messaging.debounce): inside the
+# runtime's own (RESERVED_KEY_PREFIXES), which start refuses from callers.
 DEBOUNCE_KEY_PREFIX = "ff-debounce:"
 
 
