@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from api.request_errors import InvalidQuery
 from api.views.docs import AUTH_ERRORS, errors
+from runtime.access.actors import actor_of
 from runtime.access.permissions import CHANGE_RUN, run_to_change, visible_run
 from runtime.core.errors import NotPermitted, ValueNotFound
 from runtime.messaging.mailbox import send_message
@@ -78,7 +79,11 @@ class RunMessagesView(GenericAPIView[Any]):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         sent = send_message(
-            run.id, data["topic"], data["value"], idempotency_key=data.get("idempotency_key")
+            run.id,
+            data["topic"],
+            data["value"],
+            idempotency_key=data.get("idempotency_key"),
+            by=actor_of(request.user),
         )
         code = status.HTTP_201_CREATED if sent.created else status.HTTP_200_OK
         return Response({"id": sent.id, "created": sent.created}, status=code)
@@ -122,6 +127,8 @@ class SignalsView(GenericAPIView[Any]):
         body = EmitSignalSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        emitted = emit(data["name"], data["payload"], data.get("idempotency_key"))
+        emitted = emit(
+            data["name"], data["payload"], data.get("idempotency_key"), actor_of(request.user)
+        )
         result = {"id": emitted.id, "delivered": emitted.delivered, "created": emitted.created}
         return Response(result, status=status.HTTP_202_ACCEPTED)

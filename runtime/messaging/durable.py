@@ -28,6 +28,7 @@ from runtime.messaging.mailbox import check_topic, send_message, take_message
 from runtime.messaging.signals import check_signal_name, close_wait_timed_out, emit, open_wait
 from runtime.messaging.values import check_key, store_value
 from runtime.models import SignalWait, StepKind
+from runtime.models.messaging import Signal
 
 MESSAGE, SIGNAL, VALUE, SEND = StepKind.MESSAGE, StepKind.SIGNAL, StepKind.VALUE, StepKind.SEND
 
@@ -150,6 +151,8 @@ def recv(
     got = take_message(cursor.run_id, topic, position)
     if got is not None:
         payload = {"topic": topic, "message_id": got.id, "value": got.value}
+        if got.by is not None:  # sent through the API: the log names the sender
+            payload["by"] = got.by
         return wait.complete(got.value, EventDraft("message_received", wait.now, wait.sid, payload))
     deadline = wait.deadline(timeout)
     if deadline is not None and deadline <= wait.now:
@@ -184,6 +187,10 @@ def wait_for_signal(
         row = close_wait_timed_out(rid, position)
     if row is not None and row.signal_id is not None:
         payload = {"name": name, "signal_id": row.signal_id, "payload": row.payload}
+        emitted_by = Signal.objects.filter(id=row.signal_id).values_list("emitted_by", flat=True)
+        by = emitted_by.first()
+        if by is not None:  # emitted through the API: the log names who emitted it
+            payload["by"] = by
         return wait.complete(
             row.payload, EventDraft("signal_received", wait.now, wait.sid, payload)
         )

@@ -56,12 +56,14 @@ def send_message(
     *,
     idempotency_key: str | None = None,
     source: tuple[uuid.UUID, int] | None = None,
+    by: dict[str, Any] | None = None,
 ) -> SentMessage:
     """Put `value` in the mailbox of `run_id` under `topic` and wake the run after commit.
 
     Raises RunNotFound, RunFinished, InvalidArguments (topic, key), PayloadError or
     PayloadTooLarge; nothing is written then. A repeated `idempotency_key` (or `source`, the
-    sending run and position of a send from workflow code) returns the first message.
+    sending run and position of a send from workflow code) returns the first message. `by`
+    (who sent it through the API) is recorded in the run's `message_received`.
     """
     topic = check_topic(topic)
     if idempotency_key is not None:
@@ -88,7 +90,8 @@ def send_message(
         message = Message(run_id=rid, topic=topic, value=stored, created_at=now,
                           idempotency_key=idempotency_key,
                           source_run=source[0] if source else None,
-                          source_position=source[1] if source else None)  # fmt: skip
+                          source_position=source[1] if source else None,
+                          sent_by=by)  # fmt: skip
         try:
             with transaction.atomic():
                 message.save(force_insert=True)
@@ -119,6 +122,7 @@ class Received:
 
     id: int
     value: Any
+    by: dict[str, Any] | None = None
 
 
 def take_message(run_id: uuid.UUID, topic: str, position: int) -> Received | None:
@@ -126,13 +130,13 @@ def take_message(run_id: uuid.UUID, topic: str, position: int) -> Received | Non
     unreceived one on `topic` (marked as its own), else None."""
     with transaction.atomic():
         taken = Message.objects.filter(run_id=run_id, received_position=position)
-        found = taken.values_list("id", "value").first()
+        found = taken.values_list("id", "value", "sent_by").first()
         if found is None:
             oldest = (
                 Message.objects.select_for_update()
                 .filter(run_id=run_id, topic=topic, received_position__isnull=True)
                 .order_by("id")
-                .values_list("id", "value")
+                .values_list("id", "value", "sent_by")
                 .first()
             )
             if oldest is None:
@@ -141,4 +145,4 @@ def take_message(run_id: uuid.UUID, topic: str, position: int) -> Received | Non
                 received_position=position, received_at=timezone.now()
             )
             found = oldest
-    return Received(found[0], found[1])
+    return Received(found[0], found[1], found[2])

@@ -46,7 +46,12 @@ def check_signal_name(name: object) -> str:
         raise InvalidArguments(str(exc)) from None
 
 
-def emit(name: str, payload: Any, idempotency_key: str | None = None) -> EmittedSignal:
+def emit(
+    name: str,
+    payload: Any,
+    idempotency_key: str | None = None,
+    by: dict[str, Any] | None = None,
+) -> EmittedSignal:
     """Emit signal `name` with `payload` to every run waiting for it whose match it satisfies.
 
     Raises InvalidArguments (name, key), PayloadError or PayloadTooLarge. A repeated
@@ -60,7 +65,7 @@ def emit(name: str, payload: Any, idempotency_key: str | None = None) -> Emitted
             raise InvalidArguments(str(exc)) from None
     payload, _ = checked(payload, f"signal {name!r} payload", conf.get().MAX_PAYLOAD_BYTES)
     signal = Signal(name=name, payload=payload, idempotency_key=idempotency_key,
-                    created_at=timezone.now())  # fmt: skip
+                    emitted_by=by, created_at=timezone.now())  # fmt: skip
     if idempotency_key is not None:
         earlier = _earlier(name, idempotency_key)
         if earlier is not None:

@@ -37,6 +37,8 @@ class Message(models.Model):
     # the sender replays).
     source_run = models.UUIDField(null=True, blank=True)
     source_position = models.PositiveIntegerField(null=True, blank=True)
+    # Who sent it through the API ({"user_id", "username"}): its `message_received` says so.
+    sent_by = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField()
     # The position of the `ctx.recv` that took it (a retried recv finds its message again).
     received_position = models.PositiveIntegerField(null=True, blank=True)
@@ -101,6 +103,8 @@ class Signal(models.Model):
     name = models.CharField(max_length=MAX_NAME_LENGTH)
     payload = models.JSONField(null=True)
     idempotency_key = models.CharField(max_length=MAX_IDEMPOTENCY_KEY_LENGTH, null=True, blank=True)
+    # Who emitted it through the API: every `signal_received` it causes says so.
+    emitted_by = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField()
 
     class Meta:

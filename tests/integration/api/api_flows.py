@@ -54,3 +54,11 @@ def streamer(ctx: Any, count: int, then_sleep: float = 0) -> int:
 def guarded(ctx: Any) -> str:
     """Only users with runtime.view_run (besides runtime.add_run) may start it."""
     return "started"
+
+
+@workflow(name="tests.api.receiver")
+def receiver(ctx: Any) -> Any:
+    """Waits for one message on "approval", then one signal for its order."""
+    message = ctx.recv("approval", timeout=60)
+    paid = ctx.wait_for_signal("tests.api.paid", match={"order": "o-1"}, timeout=60)
+    return {"message": message, "paid": paid}

@@ -6,10 +6,14 @@ import uuid
 from typing import Any
 
 import api_flows  # noqa: F401  (registers the workflows)
+from django.contrib.auth.models import User
+from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from runtime.models import Message, Run, RunStatus, RunValue
+from runtime.executor import ExecutionOutcome, execute
+from runtime.models import Event, Message, Run, RunStatus, RunValue
 from runtime.services import start_run
+from tests.support.users import starter
 
 
 def _run(status: str = RunStatus.WAITING) -> Run:
@@ -102,3 +106,40 @@ def test_api_messaging_refuses_lone_surrogates_in_names_and_keys(client: APIClie
         assert response.status_code == 400, (body, response.content)
         assert "code" in response.json()["error"]
     assert not Message.objects.filter(run_id=run.id).exists()
+
+
+def test_api_messaging_another_users_run_is_not_found_and_signals_need_change_run(
+    client: APIClient,
+) -> None:
+    run = _run()
+    other = APIClient()
+    other.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=starter('bo')).key}")
+    sent = other.post(f"/api/runs/{run.id}/messages/", {"topic": "t", "value": 1}, format="json")
+    assert (sent.status_code, _code(sent)) == (404, "not_found")
+    assert other.get(f"/api/runs/{run.id}/values/progress/").status_code == 404
+    emitted = other.post("/api/signals/", {"name": "n", "payload": {}}, format="json")
+    assert (emitted.status_code, _code(emitted)) == (403, "permission_denied")
+    assert not Message.objects.filter(run_id=run.id).exists()
+
+
+def test_api_messaging_the_log_names_who_sent_and_who_emitted(client: APIClient) -> None:
+    run, _ = start_run("tests.api.receiver")
+    assert execute(run.id).outcome is ExecutionOutcome.SUSPENDED
+    sent = client.post(f"/api/runs/{run.id}/messages/", {"topic": "approval", "value": "yes"},
+                       format="json")  # fmt: skip
+    assert sent.status_code == 201
+    assert execute(run.id).outcome is ExecutionOutcome.SUSPENDED  # now waits for the signal
+    paid = {"name": "tests.api.paid", "payload": {"order": "o-1", "amount": 3}}
+    assert client.post("/api/signals/", paid, format="json").json()["delivered"] == 1
+    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
+    by = {"user_id": User.objects.get(username="ada").pk, "username": "ada"}
+    received = {
+        e.type: e.payload
+        for e in Event.objects.filter(run_id=run.id, type__in=["message_received",
+                                                               "signal_received"])
+    }  # fmt: skip
+    assert received["message_received"]["by"] == by
+    assert received["signal_received"]["by"] == by
+    assert Run.objects.get(id=run.id).result == {
+        "message": "yes", "paid": {"order": "o-1", "amount": 3}
+    }  # fmt: skip
