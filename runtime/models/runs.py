@@ -20,62 +20,16 @@ from runtime.core.identity import MAX_NAME_LENGTH
 from runtime.core.writes import StepRow
 from runtime.models.flow import admission_indexes
 from runtime.models.payloads import PayloadField
+from runtime.models.states import (
+    ACTIVE_RUN_STATES,
+    FINISHED_RUN_STATES,
+    EventType,
+    RunStatus,
+    StepKind,
+    StepStatus,
+)
 
-
-class RunStatus(models.TextChoices):
-    PENDING = "pending"
-    RUNNING = "running"
-    WAITING = "waiting"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-FINISHED_RUN_STATES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
-ACTIVE_RUN_STATES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
 ADMISSION_INDEXES = admission_indexes([s.value for s in ACTIVE_RUN_STATES])
-
-
-class StepStatus(models.TextChoices):
-    PENDING = "pending"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-class StepKind(models.TextChoices):
-    STEP = "step"
-    SLEEP = "sleep"
-    CALLBACK = "callback"
-    CHILD = "child"
-    MARKER = "marker"  # a `ctx.patched` answer
-    MESSAGE = "message"  # `ctx.recv`
-    SIGNAL = "signal"  # `ctx.wait_for_signal`
-    VALUE = "value"  # `ctx.set_value`
-    SEND = "send"  # `send` from workflow code
-
-
-class EventType(models.TextChoices):
-    RUN_CREATED = "run_created"
-    RUN_STARTED = "run_started"
-    STEP_CREATED = "step_created"
-    STEP_STARTED = "step_started"
-    STEP_RETRYING = "step_retrying"
-    STEP_COMPLETED = "step_completed"
-    STEP_FAILED = "step_failed"
-    WAIT_CREATED = "wait_created"
-    WAIT_COMPLETED = "wait_completed"
-    CALLBACK_CREATED = "callback_created"
-    CALLBACK_RECEIVED = "callback_received"
-    CALLBACK_TIMED_OUT = "callback_timed_out"
-    MARKER_RECORDED = "marker_recorded"
-    MESSAGE_RECEIVED = "message_received"
-    VALUE_SET = "value_set"
-    SIGNAL_RECEIVED = "signal_received"
-    RUN_COMPLETED = "run_completed"
-    RUN_FAILED = "run_failed"
-    RUN_CANCELLED = "run_cancelled"
 
 
 _DELETE_CHUNK = 500  # runs per DELETE: far below any database's parameter limit
