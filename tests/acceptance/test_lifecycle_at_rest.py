@@ -27,7 +27,12 @@ from runtime.testing import callback_token
 from tests.support.services import wait_until
 from tests.support.workers import running_worker
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+# It reads the Redis broker (MONITOR and its keys): the RabbitMQ pass leaves it out.
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.worker,
+    pytest.mark.redis_transport,
+]
 
 KEY = generate_key()
 _BASE64 = re.compile(rb"[A-Za-z0-9+/=_-]{16,}")
