@@ -25,7 +25,6 @@ import functools
 import logging
 import queue
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -251,9 +250,7 @@ def cancel_finished_runs() -> int:
 def drain(timeout: float) -> bool:
     """Wait up to `timeout` seconds for this process's async bodies and their reports to
     end (a warm shutdown); True if none is left."""
-    deadline = time.monotonic() + timeout
-    state = _state.get()
-    return state.idle.wait(max(deadline - time.monotonic(), 0.0))
+    return _state.get().idle.wait(max(timeout, 0.0))
 
 
 watcher = BackgroundLoop("fanfold-async-cancel", lambda: WATCH_INTERVAL, cancel_finished_runs)
