@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from bench import environment, flow_workflows
 from bench.environment import Pool
-from bench.sequential import _run_seconds
+from bench.sequential import run_seconds
 from bench.stats import median
 from runtime.handles import RunHandle, start
 from runtime.store.ratelimit import reserve_turn
@@ -33,7 +33,7 @@ def _round(workflow: str, runs: int, steps: int, timeout: float) -> float:
     handles: list[RunHandle] = [start(workflow, steps) for _ in range(runs)]
     for handle in handles:
         handle.wait(timeout=timeout, poll_interval=0.01)
-    return _run_seconds(handles)
+    return run_seconds(handles)
 
 
 def _start_latency_ms(workflow: str, samples: int, timeout: float) -> float:

@@ -1,12 +1,23 @@
-"""`bench history`: a sequential run on an empty database, on a full one, and beside a purge.
+"""`bench history`: sequential runs on an empty database, on a full one, and beside a purge.
 
 The full database holds RUNS finished runs of EVENTS events each (5,000,000 events by
 default), loaded by INSERT ... SELECT over generate_series, finished ten days ago: history
 within the default retention (30 days), which the workers' own retention leaves alone. The
 loader then runs VACUUM ANALYZE on the tables it filled, as autovacuum would long have done
-in a deployment whose history grew over days. Then: a sequential run on it
-(steps_per_second_full), and another while `fanfold purge --older-than 5d` deletes those runs
-in a process of its own (steps_per_second_during_purge, purge_runs_per_second), with the peak
+in a deployment whose history grew over days, and a CHECKPOINT: loading writes gigabytes of
+WAL, and for minutes afterwards the checkpoint it set off writes the loaded pages out while
+every commit's first touch of a page logs the whole page, which halved the first rounds on
+the full database. A history that grew over days carries no such debt, so the bench pays it
+before measuring; the empty rounds come after a VACUUM and a CHECKPOINT too, so that the dead
+rows and the WAL an earlier purge left (its autovacuum ran through them) are not theirs.
+
+One prefork worker (the default pool) serves every phase. Each phase runs sequential runs of
+STEPS no-op steps, and reports the median of its rounds: ROUNDS on the empty database
+(steps_per_second_empty), ROUNDS on the full one (steps_per_second_full), then as many as end
+while `fanfold purge --older-than 5d` deletes those runs in a process of its own
+(steps_per_second_during_purge; a round the purge outlives counts, one it does not is left
+out). Runs of a few seconds on a shared machine swing by a fifth; the medians of several
+rounds in one worker are what the ratios compare. Then purge_runs_per_second, and the peak
 RSS of the worker and of the purge.
 """
 
@@ -17,13 +28,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 
-from bench.sequential import run_sequential
+from bench import environment
+from bench.environment import Pool
+from bench.sequential import run_seconds, warm_up
+from bench.stats import median
 from bench.workers import ROOT, database_url
+from runtime.handles import start
+from runtime.lifecycle.retention import DEFAULT_PACE
 from runtime.models import Event, Run, Step
 
 _LOAD_RUNS = (
@@ -49,6 +66,25 @@ _LOAD_EVENTS = (
 )
 
 
+def settle(vacuum: bool = False) -> bool:
+    """CHECKPOINT (after VACUUM of the history's tables with `vacuum`), so that the next
+    rounds pay neither for the WAL nor for the dead rows that came before them; False where
+    the role may not checkpoint (PostgreSQL 15+ asks for superuser or pg_checkpoint)."""
+    if vacuum:
+        with connection.cursor() as cursor:
+            cursor.execute(f"VACUUM {_history_tables()}")
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("CHECKPOINT")
+    except DatabaseError:
+        return False
+    return True
+
+
+def _history_tables() -> str:
+    return ", ".join(m._meta.db_table for m in (Run, Step, Event))
+
+
 def load(runs: int, events: int, chunk: int = 5000) -> float:
     """Insert the finished runs with their events (and a step per two events); returns s."""
     began = time.monotonic()
@@ -58,8 +94,9 @@ def load(runs: int, events: int, chunk: int = 5000) -> float:
             cursor.execute(_LOAD_RUNS, [events, first, last])
             cursor.execute(_LOAD_STEPS, [first, last, events // 2])
             cursor.execute(_LOAD_EVENTS, [first, last, events])
-        tables = ", ".join(m._meta.db_table for m in (Run, Step, Event))
-        cursor.execute(f"VACUUM ANALYZE {tables}")  # the visibility map and the statistics
+        cursor.execute(
+            f"VACUUM ANALYZE {_history_tables()}"
+        )  # the visibility map and the statistics
     return time.monotonic() - began
 
 
@@ -72,16 +109,21 @@ class _PeakRss(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
-        while not self.stop.wait(0.5):
-            for status in Path("/proc").glob("[0-9]*/status"):
-                try:
-                    text = status.read_text()
-                except OSError:
-                    continue
-                if "celery" not in _cmdline(status.parent) or "VmHWM" not in text:
-                    continue
-                kib = int(text.split("VmHWM:")[1].split()[0])
-                self.peak_kib = max(self.peak_kib, kib)
+        while True:
+            self._sample()
+            if self.stop.wait(0.5):
+                return
+
+    def _sample(self) -> None:
+        for status in Path("/proc").glob("[0-9]*/status"):
+            try:
+                text = status.read_text()
+            except OSError:
+                continue
+            if "celery" not in _cmdline(status.parent) or "VmHWM" not in text:
+                continue
+            kib = int(text.split("VmHWM:")[1].split()[0])
+            self.peak_kib = max(self.peak_kib, kib)
 
 
 def _cmdline(proc: Path) -> str:
@@ -91,41 +133,91 @@ def _cmdline(proc: Path) -> str:
         return ""
 
 
-def _purge_process() -> subprocess.Popen[bytes]:
-    command = [sys.executable, "manage.py", "fanfold", "purge", "--older-than", "5d", "--json"]
-    env = {**os.environ, "DATABASE_URL": database_url()}
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE)
+class _Purge(threading.Thread):
+    """`fanfold purge --older-than 5d` in a process of its own; `ended` is set when it exits,
+    with the exit status, its resource usage and how long it took."""
+
+    def __init__(self, pace: float) -> None:
+        super().__init__(daemon=True)
+        self.pace = pace
+        self.ended = threading.Event()
+        self.exit_status = -1
+        self.peak_rss_kib = 0
+        self.seconds = 0.0
+
+    def run(self) -> None:
+        command = [sys.executable, "manage.py", "fanfold", "purge", "--older-than", "5d",
+                   "--pace", repr(self.pace)]  # fmt: skip
+        env = {**os.environ, "DATABASE_URL": database_url()}
+        began = time.monotonic()
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(process.pid, 0)  # wait4: the child's own peak RSS
+        self.seconds = time.monotonic() - began
+        self.exit_status = os.waitstatus_to_exitcode(status)
+        self.peak_rss_kib = usage.ru_maxrss
+        self.ended.set()
 
 
-def run_history(runs: int, events: int, steps: int, timeout: float) -> dict[str, Any]:
+def _round(steps: int, timeout: float) -> float:
+    """One sequential run of `steps` no-op steps on the bench's worker; its steps per second."""
+    handle = start("examples.noop_loop", steps)
+    handle.wait(timeout=timeout)  # woken by the run's end: no polling beside the worker
+    return round(steps / run_seconds([handle]), 1)
+
+
+def _rounds_while(going: Callable[[], bool], steps: int, timeout: float) -> list[float]:
+    """Rounds for as long as `going()`; only those that end while it still holds count."""
+    rates = []
+    while going():
+        rate = _round(steps, timeout)
+        if going():
+            rates.append(rate)
+    return rates
+
+
+def _ratio(part: float | None, whole: float | None) -> float | None:
+    return round(part / whole, 3) if part and whole else None
+
+
+def run_history(
+    runs: int, events: int, steps: int, rounds: int, timeout: float, pace: float = DEFAULT_PACE
+) -> dict[str, Any]:
     """The figures of `bench history` (see the module's docstring)."""
     Run.objects.filter(workflow="bench.history").delete()
-    empty = run_sequential(steps, timeout)["steps_per_second"]
-    load_seconds = load(runs, events)
-    full = run_sequential(steps, timeout)["steps_per_second"]
-    rss = _PeakRss()
-    rss.start()
-    purge = _purge_process()
-    began = time.monotonic()
-    during = run_sequential(steps, timeout)["steps_per_second"]
-    _, status, usage = os.wait4(purge.pid, 0)
-    purge_seconds = time.monotonic() - began
-    rss.stop.set()
+    rss, purge = _PeakRss(), _Purge(pace)
+    with environment.workers(Pool()):
+        warm_up(timeout)
+        rss.start()
+        settled = settle(vacuum=True)
+        empty = [_round(steps, timeout) for _ in range(rounds)]
+        load_seconds = load(runs, events)
+        settled = settle() and settled
+        full = [_round(steps, timeout) for _ in range(rounds)]
+        purge.start()
+        during = _rounds_while(lambda: not purge.ended.is_set(), steps, timeout)
+        purge.ended.wait(timeout)
+        rss.stop.set()
+        rss.join()
     left = Run.objects.filter(workflow="bench.history").count()
+    phases = {"empty": empty, "full": full, "during": during}
+    medians = {name: round(median(rates), 1) if rates else None for name, rates in phases.items()}
     return {
         "scenario": "history",
         "runs": runs,
         "events_per_run": events,
         "load_seconds": round(load_seconds, 1),
+        "checkpointed": settled,
         "steps": steps,
-        "steps_per_second_empty": empty,
-        "steps_per_second_full": full,
-        "steps_per_second_during_purge": during,
-        "full_to_empty": round(full / empty, 3),
-        "during_purge_to_full": round(during / full, 3),
-        "purge_runs_per_second": round((runs - left) / purge_seconds, 1),
-        "purge_exit_status": os.waitstatus_to_exitcode(status),
-        "purge_peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        "rounds": {"empty": empty, "full": full, "during_purge": during},
+        "steps_per_second_empty": medians["empty"],
+        "steps_per_second_full": medians["full"],
+        "steps_per_second_during_purge": medians["during"],
+        "full_to_empty": _ratio(medians["full"], medians["empty"]),
+        "during_purge_to_full": _ratio(medians["during"], medians["full"]),
+        "purge_pace": pace,
+        "purge_runs_per_second": round((runs - left) / purge.seconds, 1) if purge.seconds else None,
+        "purge_exit_status": purge.exit_status,
+        "purge_peak_rss_mib": round(purge.peak_rss_kib / 1024, 1),
         "worker_peak_rss_mib": round(rss.peak_kib / 1024, 1),
         "runs_left": left,
     }

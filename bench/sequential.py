@@ -50,7 +50,7 @@ def bare_commit_rate(samples: int = 1000) -> float | None:
             cursor.execute("DROP TABLE fanfold_bench_commit")
 
 
-def _run_seconds(handles: list[RunHandle]) -> float:
+def run_seconds(handles: list[RunHandle]) -> float:
     """From the first run's creation to the last one's end, by the runs' own timestamps.
 
     Not by polling: `wait` backs off to half a second between reads, which would swamp
@@ -62,7 +62,7 @@ def _run_seconds(handles: list[RunHandle]) -> float:
     return float((span["last"] - span["first"]).total_seconds())
 
 
-def _warm_up(timeout: float) -> None:
+def warm_up(timeout: float) -> None:
     """One short run first: the worker's first task pays for connections and prepares."""
     start("examples.noop_loop", 10).wait(timeout=timeout, poll_interval=0.01)
 
@@ -76,14 +76,14 @@ def run_sequential(
     """One run of `steps` no-op steps: one worker process executes it, whatever the pool."""
     pool = pool or Pool()
     with environment.workers(pool, **(worker_env or {})) as workers:
-        _warm_up(timeout)
+        warm_up(timeout)
         tx_before = environment.write_transactions()
         cpu_before = workers.cpu_seconds()
         handle = start("examples.noop_loop", steps)
         handle.wait(timeout=timeout, poll_interval=0.01)
         cpu_after = workers.cpu_seconds()
         tx_after = environment.write_transactions()
-    seconds = _run_seconds([handle])
+    seconds = run_seconds([handle])
     gaps = _stso_ms(handle.id)
     report: dict[str, Any] = {
         "scenario": "seq",
@@ -135,13 +135,13 @@ def run_concurrent(
         env["FANFOLD_RUN_QUEUE"] = RUN_QUEUE
         layout = override_settings(FANFOLD={**settings.FANFOLD, "RUN_QUEUE": RUN_QUEUE})
     with layout, environment.workers(pools[0], *pools[1:], **env):
-        _warm_up(timeout)
+        warm_up(timeout)
         tx_before = environment.write_transactions()
         handles: list[RunHandle] = [start("examples.noop_loop", steps) for _ in range(runs)]
         for handle in handles:
             handle.wait(timeout=timeout, poll_interval=0.01)
         tx_after = environment.write_transactions()
-    seconds = _run_seconds(handles)
+    seconds = run_seconds(handles)
     total = runs * steps
     return {
         "scenario": "concurrent",

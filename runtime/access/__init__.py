@@ -7,7 +7,7 @@ column read with the run, and the checks are Django's cached model permissions.
 
 from __future__ import annotations
 
-from runtime.access.actors import actor_of
+from runtime.access.actors import actor_of, cli_actor
 from runtime.access.permissions import (
     ADD_RUN,
     CHANGE_RUN,
@@ -33,6 +33,7 @@ __all__ = [
     "can_see",
     "check_schedule_change",
     "check_start",
+    "cli_actor",
     "run_to_change",
     "sees_every_run",
     "visible_run",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import getpass
+import os
 from typing import Any
 
 
@@ -17,3 +19,13 @@ def actor_of(user: Any) -> dict[str, Any] | None:
     if user is None or not getattr(user, "is_authenticated", False):
         return None
     return {"user_id": user.pk, "username": user.get_username()}
+
+
+def cli_actor() -> dict[str, Any]:
+    """The `by` of what `manage.py fanfold` does: no Django user, so the login of whoever ran
+    the command, marked as the CLI's (`user_id` None) so it is never taken for an account."""
+    try:
+        login = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER (some containers)
+        login = f"uid {os.getuid()}"
+    return {"user_id": None, "username": login, "via": "cli"}

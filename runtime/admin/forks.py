@@ -15,9 +15,9 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from runtime.access import actor_of
+from runtime.access import actor_of, can_change, check_start
 from runtime.admin.display import run_link
-from runtime.core.errors import FanfoldError
+from runtime.core.errors import FanfoldError, NotPermitted, WorkflowNotFound
 from runtime.forks import first_failed_position, fork_run
 from runtime.models import Run
 
@@ -78,9 +78,21 @@ def source_and_fork_links(run: Run) -> SafeString:
     return format_html_join(" ", "{}", ((p,) for p in parts))
 
 
-def fork_buttons(run: Run) -> dict[str, Any]:
-    """What the run's page needs for its fork buttons and its retry button."""
+def fork_buttons(user: Any, run: Run) -> dict[str, Any]:
+    """What the run's page needs for its cancel, fork, retry and re-run buttons: only the
+    buttons `user` may use are shown (the actions check again when posted)."""
+    may_change = can_change(user, run)
     return {
+        "may_change": may_change,
+        "may_rerun": _may_start(user, run.workflow),
         "fork_url": reverse("admin:runtime_run_fork", args=[run.pk]),
-        "retry_position": first_failed_position(run),
+        "retry_position": first_failed_position(run) if may_change else None,
     }
+
+
+def _may_start(user: Any, workflow: str) -> bool:
+    try:
+        check_start(user, workflow)
+    except (NotPermitted, WorkflowNotFound):
+        return False
+    return True

@@ -42,7 +42,7 @@ def run_page_context(request: HttpRequest, run: Run) -> dict[str, Any]:
     return {
         **_steps_context(request, run),
         **_events_context(request, run),
-        **fork_buttons(run),
+        **fork_buttons(request.user, run),
         **timeline_context(run),
         **messaging_context(run),
     }

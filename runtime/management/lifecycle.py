@@ -19,7 +19,7 @@ from runtime import conf
 from runtime.core.durations import parse_duration
 from runtime.lifecycle.archive import restore
 from runtime.lifecycle.rekey import rekey_all
-from runtime.lifecycle.retention import candidates, older_than, purge
+from runtime.lifecycle.retention import DEFAULT_PACE, candidates, older_than, purge
 
 
 def add_parsers(sub: Any) -> list[argparse.ArgumentParser]:
@@ -30,6 +30,13 @@ def add_parsers(sub: Any) -> list[argparse.ArgumentParser]:
     )
     purge_.add_argument("--dry-run", action="store_true", help="count, delete nothing")
     purge_.add_argument(
+        "--pace",
+        type=_pace,
+        default=DEFAULT_PACE,
+        help="rest this many times each batch's time after it, so running workflows keep "
+        f"their commit rate (default {DEFAULT_PACE}; 0: no rest)",
+    )
+    purge_.add_argument(
         "--archive",
         action="store_true",
         help='write each run to STORAGES["fanfold_archive"] first (also FANFOLD_ARCHIVE)',
@@ -38,6 +45,16 @@ def add_parsers(sub: Any) -> list[argparse.ArgumentParser]:
     restore_.add_argument("run")
     rekey_ = sub.add_parser("rekey", help="re-encrypt stored payloads with the first key")
     return [purge_, restore_, rekey_]
+
+
+def _pace(text: str) -> float:
+    try:
+        pace = float(text)
+    except ValueError:
+        pace = -1.0
+    if not 0 <= pace <= 10:  # also NaN
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 10, got {text!r}")
+    return pace
 
 
 def actions(stdout: OutputWrapper) -> dict[str, Callable[[dict[str, Any]], None]]:
@@ -53,7 +70,7 @@ def actions(stdout: OutputWrapper) -> dict[str, Callable[[dict[str, Any]], None]
             out(options, {"runs": n, "dry_run": True}, f"{n} finished runs would be deleted")
             return
         archive = options["archive"] or conf.get().ARCHIVE
-        report = purge(rule, archive=archive)
+        report = purge(rule, archive=archive, pace=options["pace"])
         record = {
             "runs": report.runs,
             "archived": report.archived,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -91,24 +90,6 @@ class RunQuerySet(models.QuerySet["Run"]):
             # Deleted exactly as locked (the base manager's plain delete, in chunks).
             deleted = _delete_pks(self.using(db), _locked_pks(self.using(db)))
             return sum(deleted.values()), deleted
-
-    def delete_unlocked(
-        self, limit: int, before: Callable[[list[Any]], object] | None = None
-    ) -> tuple[list[Any], dict[str, int]]:
-        """Delete up to `limit` of these runs, oldest finished first, in one short transaction.
-
-        The deletion of `delete`, but runs another transaction holds are skipped (SKIP LOCKED)
-        rather than waited for, so a purge never holds up a checkpoint; `before(pks)` runs
-        under the locks before anything is deleted (an archive). Returns the deleted keys and
-        the counts by model.
-        """
-        db = self._db or router.db_for_write(self.model)  # type: ignore[attr-defined]
-        with transaction.atomic(using=db):
-            runs = self.using(db).select_for_update(skip_locked=True, of=("self",))
-            pks = list(runs.order_by("finished_at", "pk").values_list("pk", flat=True)[:limit])
-            if pks and before is not None:
-                before(pks)
-            return pks, _delete_pks(self.using(db), pks)
 
 
 class Run(models.Model):

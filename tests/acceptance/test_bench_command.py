@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from typing import Any
@@ -147,6 +148,22 @@ def test_bench_signals_resumes_by_signals_and_callbacks_and_cleans_up(counters_r
     assert (latency["waiting"], latency["samples"]) == (40, 20)
     assert 0 < latency["emit_ms"]["p50"] <= latency["emit_ms"]["p95"]
     assert not Run.objects.filter(workflow__startswith="bench.signals.").exists()
+
+
+def test_bench_history_loads_measures_and_purges_the_whole_history(counters_redis: Any) -> None:
+    report = bench("history", "--runs", "600", "--events", "20", "--steps", "20", "--rounds", "2")
+
+    assert (report["scenario"], report["runs"], report["events_per_run"]) == ("history", 600, 20)
+    assert len(report["rounds"]["empty"]) == len(report["rounds"]["full"]) == 2
+    assert report["steps_per_second_empty"] > 0 and report["steps_per_second_full"] > 0
+    during = report["rounds"]["during_purge"]  # however many rounds the purge outlived
+    assert report["steps_per_second_during_purge"] == (
+        statistics.median(during) if during else None
+    )
+    assert (report["purge_exit_status"], report["runs_left"]) == (0, 0)
+    assert report["purge_runs_per_second"] > 0
+    assert report["purge_peak_rss_mib"] > 0 and report["worker_peak_rss_mib"] > 0
+    assert not Run.objects.filter(workflow="bench.history").exists()
 
 
 def test_bench_rejects_a_bad_size() -> None:

@@ -21,11 +21,12 @@ from bench.replaycheck import run_replay_check
 from bench.sequential import run_concurrent, run_sequential
 from bench.signals import run_signals
 from bench.streams import run_stream
+from runtime.lifecycle.retention import DEFAULT_PACE
 
 # Options that count something: each must be at least 1.
 COUNTS = (
     "steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients", "workers",
-    "concurrency", "waiting",
+    "concurrency", "waiting", "rounds",
 )  # fmt: skip
 # Scenarios that start worker processes of their own on the configured broker.
 WITH_WORKERS = frozenset({"seq", "concurrent", "fanout", "flow", "stream", "history", "signals"})
@@ -52,8 +53,8 @@ def _sample_traces(ratio: float) -> None:
 
 class Command(BaseCommand):
     help = (
-        "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream, flow or "
-        "signals."
+        "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream, flow, "
+        "history or signals."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -141,7 +142,11 @@ class Command(BaseCommand):
         history = sub.add_parser("history", help="steps on an empty and a full database, purge")
         history.add_argument("--runs", type=int, default=50_000)
         history.add_argument("--events", type=int, default=100)
-        history.add_argument("--steps", type=int, default=2000)
+        history.add_argument("--steps", type=int, default=2000, help="steps per round")
+        history.add_argument("--rounds", type=int, default=5, help="rounds, empty and full")
+        history.add_argument(
+            "--purge-pace", type=float, default=DEFAULT_PACE, help="the purge's --pace"
+        )
         history.add_argument("--timeout", type=float, default=600.0)
         history.add_argument("--json", action="store_true")
         flow = sub.add_parser("flow", help="admission and rate-limit overhead, limits off vs on")
@@ -193,7 +198,12 @@ class Command(BaseCommand):
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
         if scenario == "history":
             return run_history(
-                options["runs"], options["events"], options["steps"], options["timeout"]
+                options["runs"],
+                options["events"],
+                options["steps"],
+                options["rounds"],
+                options["timeout"],
+                options["purge_pace"],
             )
         if scenario == "flow":
             return run_flow(

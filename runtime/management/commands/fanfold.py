@@ -7,7 +7,8 @@
     fanfold retry RUN                                       fork from the first failed step
     fanfold replay [--workflow W] [--status S] [--limit N] [--run RUN]
                                                             the replay check; exit 1 on a mismatch
-    fanfold purge --older-than D [--dry-run] [--archive]    delete finished runs (data lifecycle)
+    fanfold purge --older-than D [--dry-run] [--archive] [--pace F]
+                                                            delete finished runs (data lifecycle)
     fanfold restore RUN                                     bring an archived run back
     fanfold rekey                                           re-encrypt payloads with the first key
     fanfold send RUN TOPIC VALUE_JSON [--idempotency-key K] a message to a run's mailbox
@@ -28,6 +29,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runtime.access import cli_actor
 from runtime.core.errors import FanfoldError
 from runtime.forks import fork_run, retry_run
 from runtime.management import lifecycle
@@ -109,11 +111,16 @@ class Command(BaseCommand):
         actions: dict[str, Callable[[dict[str, Any]], Any]] = {
             "runs": self._runs,
             "show": self._show,
-            "cancel": lambda o: self._one(cancel_run(o["run"], reason="cancelled from the CLI"), o),
-            "fork": lambda o: self._one(
-                fork_run(o["run"], o["position"], o.get("new_args"), o.get("new_kwargs")), o
+            "cancel": lambda o: self._one(
+                cancel_run(o["run"], reason="cancelled from the CLI", by=cli_actor()), o
             ),
-            "retry": lambda o: self._one(retry_run(o["run"]), o),
+            "fork": lambda o: self._one(
+                fork_run(
+                    o["run"], o["position"], o.get("new_args"), o.get("new_kwargs"), by=cli_actor()
+                ),
+                o,
+            ),
+            "retry": lambda o: self._one(retry_run(o["run"], by=cli_actor()), o),
             "replay": self._replay,
             **lifecycle.actions(self.stdout),
             "send": self._send,
@@ -168,7 +175,7 @@ class Command(BaseCommand):
     def _send(self, options: dict[str, Any]) -> None:
         value = _json_argument(options["value"], "VALUE_JSON")
         sent = send_message(options["run"], options["topic"], value,
-                            idempotency_key=options["idempotency_key"])  # fmt: skip
+                            idempotency_key=options["idempotency_key"], by=cli_actor())  # fmt: skip
         if options["json"]:
             self._json({"message_id": sent.id, "created": sent.created})
             return
@@ -177,7 +184,7 @@ class Command(BaseCommand):
 
     def _signal(self, options: dict[str, Any]) -> None:
         payload = _json_argument(options["payload"], "PAYLOAD_JSON")
-        emitted = emit(options["name"], payload, options["idempotency_key"])
+        emitted = emit(options["name"], payload, options["idempotency_key"], by=cli_actor())
         if options["json"]:
             self._json({"signal_id": emitted.id, "delivered": emitted.delivered,
                         "created": emitted.created})  # fmt: skip

@@ -18,7 +18,7 @@ from runtime import conf
 from runtime.core.callbacks import derive_token, token_digest
 from runtime.models import Run, RunStatus, Schedule, Step, StepKind, StepStatus
 from tests.support.run_rows import add_steps, finished_run, waiting_run
-from tests.support.users import grant
+from tests.support.users import grant, operator
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -123,3 +123,25 @@ def test_admin_security_callback_token_shown_to_the_owner_only(client: Client) -
     assert token in client.get(change_url(run)).content.decode()
     client.force_login(User.objects.create_user("mallory", is_staff=True))
     assert token not in client.get(change_url(run), follow=True).content.decode()
+
+
+def test_admin_security_run_page_offers_only_the_actions_the_user_may_take(
+    client: Client, alice: User
+) -> None:
+    asleep = waiting_run(owner=alice)
+    failed = finished_run(owner=alice)
+    Run.objects.filter(pk=failed.pk).update(status=RunStatus.FAILED)
+    Step.objects.filter(run=failed, position=2).update(status=StepStatus.FAILED)
+    buttons = ("Cancel run", "Retry from the failed step", "Fork from this step", "Re-run")
+
+    client.force_login(grant(User.objects.create_user("viewer", is_staff=True), "view_run"))
+    for run in (asleep, failed):
+        page = client.get(change_url(run))
+        assert page.status_code == 200
+        assert not any(label in page.content.decode() for label in buttons)
+
+    client.force_login(operator("olga", is_staff=True))
+    on_asleep = client.get(change_url(asleep)).content.decode()
+    on_failed = client.get(change_url(failed)).content.decode()
+    assert "Cancel run" in on_asleep and "Cancel run" not in on_failed
+    assert all(label in on_failed for label in buttons[1:])

@@ -3,6 +3,7 @@ bad JSON, an unknown run or a finished one is a CommandError (exit status 1 from
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import subprocess
@@ -16,8 +17,11 @@ from django.core.management import CommandError, call_command
 
 from bench.workers import ROOT, database_url
 from runtime import start
-from runtime.models import Message, Signal
+from runtime.models import Event, Message, Signal
 from runtime.testing import InMemoryDispatcher
+
+# Who the CLI's actions are recorded as: the login that ran the command.
+CLI = {"user_id": None, "username": getpass.getuser(), "via": "cli"}
 
 
 def fanfold(*args: str) -> str:
@@ -37,6 +41,8 @@ def test_messaging_cli_send_delivers_once_per_idempotency_key(runs: InMemoryDisp
     runs.join()
     assert run.wait(timeout=5) == [{"by": "ana"}]
     assert Message.objects.filter(run_id=run.id).count() == 1
+    received = Event.objects.get(run_id=run.id, type="message_received")
+    assert received.payload["by"] == CLI
 
 
 def test_messaging_cli_signal_reports_the_runs_that_took_it(runs: InMemoryDispatcher) -> None:
@@ -48,6 +54,7 @@ def test_messaging_cli_signal_reports_the_runs_that_took_it(runs: InMemoryDispat
     assert json.loads(repeat)["delivered"] == 0
     runs.join()
     assert waiting.wait(timeout=5) == {"order_id": "cli-42", "amount": 10}
+    assert Event.objects.get(run_id=waiting.id, type="signal_received").payload["by"] == CLI
     keyed = ("signal", "payment.settled", "{}", "--idempotency-key", "s-1", "--json")
     assert json.loads(fanfold(*keyed))["created"] is True
     assert json.loads(fanfold(*keyed))["created"] is False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 from io import StringIO
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from runtime.executor import execute
-from runtime.models import Run
+from runtime.models import Event, Run
 from runtime.services import start_run
 from runtime.testing import InMemoryDispatcher
 
@@ -63,6 +64,10 @@ def test_cli_fork_retry_and_cancel(dispatcher: InMemoryDispatcher) -> None:
     waiting, _ = start_run("tests.operate.waits")
     execute(waiting.id)
     assert json.loads(fanfold("cancel", str(waiting.id), "--json")[0])["status"] == "cancelled"
+    cli = {"user_id": None, "username": getpass.getuser(), "via": "cli"}
+    assert Event.objects.get(run_id=waiting.id, type="run_cancelled").payload["by"] == cli
+    for new in (forked, retried):
+        assert Event.objects.get(run_id=new["id"], type="run_created").payload["by"] == cli
 
 
 def test_cli_errors_exit_with_the_code_and_json_envelope(dispatcher: InMemoryDispatcher) -> None:

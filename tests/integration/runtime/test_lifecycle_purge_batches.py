@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from io import StringIO
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import lifecycle_flows  # noqa: F401  (registers the workflows)
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 from test_lifecycle_retention import age, finished_run, snapshot
 
@@ -120,3 +122,41 @@ def test_lifecycle_purge_archives_and_deletes_runs_in_batches(
     assert snapshot(real) == before
     assert snapshot(loaded[700]) == sample
     assert Run.objects.count() == 3
+
+
+def test_lifecycle_purge_rests_after_each_batch_by_its_pace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _load_finished_runs(25, 40)
+    monkeypatch.setattr(retention, "BATCH", 10)
+    clock = iter(float(t) for t in range(1000))  # every reading one second later
+    rests: list[float] = []
+    fake_time = SimpleNamespace(monotonic=lambda: next(clock), sleep=rests.append)
+    monkeypatch.setattr(retention, "time", fake_time)  # the retention module's clock only
+
+    report = retention.purge(retention.older_than(timedelta(days=30)), pace=0.5)
+
+    assert (report.runs, report.batches) == (25, 3)
+    assert rests == [0.5, 0.5, 0.5]  # half of each batch's (one second's) time
+    assert not Run.objects.exists()
+
+
+def test_lifecycle_purge_without_pace_never_rests(monkeypatch: pytest.MonkeyPatch) -> None:
+    _load_finished_runs(12, 40)
+    monkeypatch.setattr(retention, "BATCH", 5)
+    rests: list[float] = []
+    monkeypatch.setattr(
+        retention, "time", SimpleNamespace(monotonic=time.monotonic, sleep=rests.append)
+    )
+
+    call_command("fanfold", "purge", "--older-than", "30d", "--pace", "0", stdout=StringIO())
+
+    assert rests == [] and not Run.objects.exists()
+
+
+@pytest.mark.parametrize("pace", ["-1", "nan", "11", "fast"])
+def test_lifecycle_purge_refuses_a_pace_outside_zero_to_ten(pace: str) -> None:
+    _load_finished_runs(1, 40)
+    with pytest.raises(CommandError, match="--pace: must be a number from 0 to 10"):
+        call_command("fanfold", "purge", "--older-than", "30d", "--pace", pace)
+    assert Run.objects.count() == 1

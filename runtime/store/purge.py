@@ -1,0 +1,101 @@
+"""The purge's statements: lock a batch of finished runs, delete them with every row of theirs.
+
+Django's collector, which `QuerySet.delete()` goes through, reads each run as a model first
+and names every key in each statement: for the retention's 500-run batches that was five
+times the Python CPU of the statements below (which send the keys as one array parameter on
+PostgreSQL), taken from the same two cores the running workflows need.
+
+What goes with a run is read from the models, so that a model added later that references
+runs is deleted with them: CASCADE references are deleted, SET_NULL ones (forks) cleared,
+DO_NOTHING ones left; any other rule, or a cascade that would go further, is an error here
+rather than a row left behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.db import connections, models, transaction
+
+from runtime.models import Run
+
+_DELETE_CHUNK = 500  # keys per statement off PostgreSQL: below SQLite's parameter limit
+
+
+def delete_unlocked(
+    runs: models.QuerySet[Run], limit: int, before: Callable[[list[Any]], object] | None = None
+) -> tuple[list[Any], dict[str, int]]:
+    """Delete up to `limit` of these runs, oldest finished first, in one short transaction.
+
+    Runs another transaction holds are skipped (SKIP LOCKED) rather than waited for, so a
+    purge never holds up a checkpoint; `before(pks)` runs under the locks before anything is
+    deleted (an archive). Every write that adds steps or events to a run updates its row in
+    the same transaction, so with the rows locked no checkpoint adds rows meanwhile. Returns
+    the deleted keys and the rows deleted by model label.
+    """
+    locked = runs.select_for_update(skip_locked=True, of=("self",))
+    alias = locked.db  # the alias given to using(), else where the router sends writes
+    with transaction.atomic(using=alias):
+        pks = list(locked.order_by("finished_at", "pk").values_list("pk", flat=True)[:limit])
+        if pks and before is not None:
+            before(pks)
+        return pks, delete_runs(alias, pks) if pks else {}
+
+
+def delete_runs(alias: str, pks: Sequence[Any]) -> dict[str, int]:
+    """Delete the runs `pks`, locked by the caller, with their rows; counts by model label."""
+    connection = connections[alias]
+    counts: dict[str, int] = {}
+    with connection.cursor() as cursor:
+        for statement, label in _statements(connection.ops.quote_name):
+            for keys in _key_chunks(connection.vendor, pks):
+                placeholder, params = keys
+                cursor.execute(statement.format(keys=placeholder), params)
+                if label is not None:
+                    counts[label] = counts.get(label, 0) + max(cursor.rowcount, 0)
+    return {label: n for label, n in counts.items() if n}
+
+
+def _statements(quote: Callable[[str], str]) -> list[tuple[str, str | None]]:
+    """Each table's statement with a `{keys}` slot, and the label its count goes under (None:
+    an update, not counted); the run table's own DELETE last."""
+    statements: list[tuple[str, str | None]] = []
+    for relation in Run._meta.related_objects:
+        model, rule = relation.related_model, relation.on_delete
+        table, column = quote(model._meta.db_table), quote(str(relation.field.column))
+        if rule is models.CASCADE:
+            _refuse_further_cascades(model)
+            delete = f"DELETE FROM {table} WHERE {column} {{keys}}"
+            statements.append((delete, model._meta.label))
+        elif rule is models.SET_NULL:
+            clear = f"UPDATE {table} SET {column} = NULL WHERE {column} {{keys}}"
+            statements.append((clear, None))
+        elif rule is not models.DO_NOTHING:
+            raise TypeError(
+                f"{model._meta.label}.{relation.field.name}: cannot purge through {rule}"
+            )
+    run_table, key = quote(Run._meta.db_table), quote(str(Run._meta.pk.column))
+    statements.append((f"DELETE FROM {run_table} WHERE {key} {{keys}}", Run._meta.label))
+    return statements
+
+
+def _refuse_further_cascades(model: type[models.Model]) -> None:
+    for relation in model._meta.related_objects:
+        if relation.on_delete is not models.DO_NOTHING:
+            raise TypeError(
+                f"{relation.related_model._meta.label} references {model._meta.label} with "
+                f"{relation.on_delete}: the purge deletes one level only"
+            )
+
+
+def _key_chunks(vendor: str, pks: Sequence[Any]) -> list[tuple[str, list[Any]]]:
+    """`= ANY(%s)` with the keys as one array on PostgreSQL; `IN (%s, ...)` in chunks elsewhere
+    (as hex text, the form Django stores UUIDs in on SQLite)."""
+    if vendor == "postgresql":
+        return [("= ANY(%s)", [list(pks)])]
+    texts = [pk.hex for pk in pks]
+    return [
+        (f"IN ({', '.join(['%s'] * len(chunk))})", chunk)
+        for chunk in (texts[i : i + _DELETE_CHUNK] for i in range(0, len(texts), _DELETE_CHUNK))
+    ]
