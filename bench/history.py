@@ -12,23 +12,28 @@ before measuring; the empty rounds come after a VACUUM and a CHECKPOINT too, so 
 rows and the WAL an earlier purge left (its autovacuum ran through them) are not theirs.
 
 One prefork worker (the default pool) serves every phase. Each phase runs sequential runs of
-STEPS no-op steps, and reports the median of its rounds: ROUNDS on the empty database
-(steps_per_second_empty), ROUNDS on the full one (steps_per_second_full), then as many as end
-while `fanfold purge --older-than 5d` deletes those runs in a process of its own
-(steps_per_second_during_purge; a round the purge outlives counts, one it does not is left
-out). Runs of a few seconds on a shared machine swing by a fifth; the medians of several
-rounds in one worker are what the ratios compare. Then purge_runs_per_second, and the peak
+STEPS no-op steps and reports the median of its rounds: ROUNDS on the empty database
+(steps_per_second_empty), ROUNDS on the full one (steps_per_second_full). Then `fanfold purge
+--older-than 5d` deletes those runs in a process of its own, and the rounds go in pairs: one
+beside the purge, one with the purge process stopped (SIGSTOP, then SIGCONT). The host's
+speed drifts by a fifth or more over minutes, so a round beside the purge is compared with
+the round right after it, on the same database at the same moment: during_purge_to_full is
+the median of those pairs' ratios (each pair is listed, and the ratio of the phase medians is
+there too). A pair counts only if its first round ended before the purge did; the purge's
+rate leaves its paused time out. Then purge_runs_per_second, and the peak
 RSS of the worker and of the purge.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +47,7 @@ from bench.workers import ROOT, database_url
 from runtime.handles import start
 from runtime.lifecycle.retention import DEFAULT_PACE
 from runtime.models import Event, Run, Step
+from runtime.store.purge import compress_wal
 
 _LOAD_RUNS = (
     f"INSERT INTO {Run._meta.db_table} (id, workflow, input, status, result, created_at, "
@@ -135,15 +141,18 @@ def _cmdline(proc: Path) -> str:
 
 class _Purge(threading.Thread):
     """`fanfold purge --older-than 5d` in a process of its own; `ended` is set when it exits,
-    with the exit status, its resource usage and how long it took."""
+    with the exit status, its resource usage and how long it ran (paused time left out)."""
 
     def __init__(self, pace: float) -> None:
         super().__init__(daemon=True)
         self.pace = pace
+        self.started = threading.Event()
         self.ended = threading.Event()
+        self.pid = 0
         self.exit_status = -1
         self.peak_rss_kib = 0
         self.seconds = 0.0
+        self.paused_seconds = 0.0
 
     def run(self) -> None:
         command = [sys.executable, "manage.py", "fanfold", "purge", "--older-than", "5d",
@@ -151,11 +160,28 @@ class _Purge(threading.Thread):
         env = {**os.environ, "DATABASE_URL": database_url()}
         began = time.monotonic()
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+        self.pid = process.pid
+        self.started.set()
         _, status, usage = os.wait4(process.pid, 0)  # wait4: the child's own peak RSS
-        self.seconds = time.monotonic() - began
+        self.seconds = time.monotonic() - began - self.paused_seconds
         self.exit_status = os.waitstatus_to_exitcode(status)
         self.peak_rss_kib = usage.ru_maxrss
         self.ended.set()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The purge process stopped (SIGSTOP) for the block, then continued."""
+        began = time.monotonic()
+        self._signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self._signal(signal.SIGCONT)
+            self.paused_seconds += time.monotonic() - began
+
+    def _signal(self, number: int) -> None:
+        with contextlib.suppress(ProcessLookupError):  # it ended (and was reaped) meanwhile
+            os.kill(self.pid, number)
 
 
 def _round(steps: int, timeout: float) -> float:
@@ -165,14 +191,25 @@ def _round(steps: int, timeout: float) -> float:
     return round(steps / run_seconds([handle]), 1)
 
 
-def _rounds_while(going: Callable[[], bool], steps: int, timeout: float) -> list[float]:
-    """Rounds for as long as `going()`; only those that end while it still holds count."""
-    rates = []
-    while going():
-        rate = _round(steps, timeout)
-        if going():
-            rates.append(rate)
-    return rates
+def _pairs_beside(purge: _Purge, steps: int, timeout: float) -> list[tuple[float, float]]:
+    """Pairs of rounds while the purge lasts: one beside it, one with it paused. Only a pair
+    whose first round ended before the purge did counts."""
+    pairs = []
+    purge.started.wait()
+    while not purge.ended.is_set():
+        beside = _round(steps, timeout)
+        if purge.ended.is_set():
+            break
+        with purge.paused():
+            alone = _round(steps, timeout)
+        pairs.append((beside, alone))
+    return pairs
+
+
+def _wal_compression() -> str:
+    """What the purge's transactions compress their WAL with on this database ("" for none)."""
+    with transaction.atomic():
+        return compress_wal(connection.alias)
 
 
 def _ratio(part: float | None, whole: float | None) -> float | None:
@@ -194,13 +231,15 @@ def run_history(
         settled = settle() and settled
         full = [_round(steps, timeout) for _ in range(rounds)]
         purge.start()
-        during = _rounds_while(lambda: not purge.ended.is_set(), steps, timeout)
+        pairs = _pairs_beside(purge, steps, timeout)
         purge.ended.wait(timeout)
         rss.stop.set()
         rss.join()
     left = Run.objects.filter(workflow="bench.history").count()
-    phases = {"empty": empty, "full": full, "during": during}
+    during, paused = [p[0] for p in pairs], [p[1] for p in pairs]
+    phases = {"empty": empty, "full": full, "during": during, "paused": paused}
     medians = {name: round(median(rates), 1) if rates else None for name, rates in phases.items()}
+    paired = [round(beside / alone, 3) for beside, alone in pairs]
     return {
         "scenario": "history",
         "runs": runs,
@@ -208,13 +247,17 @@ def run_history(
         "load_seconds": round(load_seconds, 1),
         "checkpointed": settled,
         "steps": steps,
-        "rounds": {"empty": empty, "full": full, "during_purge": during},
+        "rounds": {"empty": empty, "full": full, "during_purge": during, "purge_paused": paused},
         "steps_per_second_empty": medians["empty"],
         "steps_per_second_full": medians["full"],
         "steps_per_second_during_purge": medians["during"],
+        "steps_per_second_purge_paused": medians["paused"],
         "full_to_empty": _ratio(medians["full"], medians["empty"]),
-        "during_purge_to_full": _ratio(medians["during"], medians["full"]),
+        "during_purge_to_full": round(median(paired), 3) if paired else None,
+        "during_purge_to_full_by_pair": paired,
+        "during_purge_to_full_phase": _ratio(medians["during"], medians["full"]),
         "purge_pace": pace,
+        "purge_wal_compression": _wal_compression(),
         "purge_runs_per_second": round((runs - left) / purge.seconds, 1) if purge.seconds else None,
         "purge_exit_status": purge.exit_status,
         "purge_peak_rss_mib": round(purge.peak_rss_kib / 1024, 1),

@@ -157,9 +157,10 @@ def test_bench_history_loads_measures_and_purges_the_whole_history(counters_redi
     assert len(report["rounds"]["empty"]) == len(report["rounds"]["full"]) == 2
     assert report["steps_per_second_empty"] > 0 and report["steps_per_second_full"] > 0
     during = report["rounds"]["during_purge"]  # however many rounds the purge outlived
-    assert report["steps_per_second_during_purge"] == (
-        statistics.median(during) if during else None
-    )
+    assert len(report["rounds"]["purge_paused"]) == len(during)  # each paired with a paused one
+    assert len(report["during_purge_to_full_by_pair"]) == len(during)
+    if during:
+        assert report["steps_per_second_during_purge"] == round(statistics.median(during), 1)
     assert (report["purge_exit_status"], report["runs_left"]) == (0, 0)
     assert report["purge_runs_per_second"] > 0
     assert report["purge_peak_rss_mib"] > 0 and report["worker_peak_rss_mib"] > 0

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import lifecycle_flows  # noqa: F401  (registers the workflows)
 import pytest
-from django.db import connection, models
+from django.db import connection, models, transaction
 from test_lifecycle_retention import age, finished_run, snapshot
 
 from runtime.executor import Execution
@@ -49,3 +49,46 @@ def test_purge_deletes_a_run_clears_its_forks_and_keeps_the_rest(
     assert all(not m._default_manager.filter(run_id=source).exists() for m in SECTIONS.values())
     assert Run.objects.get(pk=fork.pk).forked_from_id is None
     assert snapshot(other) == kept
+
+
+@pytest.fixture
+def unknown_wal_compression(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(purge, "_wal_compression", {})  # asked afresh, as in a new process
+
+
+def _wal_compression_now() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW wal_compression")
+        return str(cursor.fetchone()[0])
+
+
+def test_purge_compresses_its_own_transactions_wal_only(unknown_wal_compression: None) -> None:
+    server_default = _wal_compression_now()
+    with transaction.atomic():
+        method = purge.compress_wal(connection.alias)
+        assert method in {"lz4", "on"}  # the suite's role is a superuser
+        shown = {"on": {"on", "pglz"}}.get(method, {method})  # "on" is pglz
+        assert _wal_compression_now() in shown
+    assert _wal_compression_now() == server_default
+
+
+def test_purge_goes_on_uncompressed_where_the_role_may_not(
+    unknown_wal_compression: None,
+    monkeypatch: pytest.MonkeyPatch,
+    run_now: Callable[..., Execution],
+) -> None:
+    asked: list[str] = []
+
+    def refused(alias: str, name: str, value: str) -> bool:
+        asked.append(value)
+        return False
+
+    monkeypatch.setattr(purge, "_set_local", refused)
+    run_id = finished_run(run_now, "tests.lifecycle.tell", "plain")
+    age(run_id, 40)
+
+    for _ in range(2):
+        purge.delete_unlocked(Run.objects.filter(pk=run_id), 10)
+
+    assert asked == ["lz4", "on"]  # asked once, the refusal remembered
+    assert not Run.objects.filter(pk=run_id).exists()
