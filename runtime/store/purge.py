@@ -85,8 +85,7 @@ def delete_runs(alias: str, pks: Sequence[Any]) -> dict[str, int]:
     counts: dict[str, int] = {}
     with connection.cursor() as cursor:
         for statement, label in _statements(connection.ops.quote_name):
-            for keys in _key_chunks(connection.vendor, pks):
-                placeholder, params = keys
+            for placeholder, params in _key_chunks(connection.vendor, pks):
                 cursor.execute(statement.format(keys=placeholder), params)
                 if label is not None:
                     counts[label] = counts.get(label, 0) + max(cursor.rowcount, 0)
