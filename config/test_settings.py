@@ -2,6 +2,12 @@
 
 pytest-django imports this before any conftest runs, so the defaults must be set here.
 `scripts/test` exports the same values; an explicit environment wins.
+
+Under pytest-xdist each worker (PYTEST_XDIST_WORKER=gwN) gets services of its own: pytest-django
+suffixes the test database, and here the Redis database (the Nth of TEST_XDIST_REDIS_DBS, for the
+broker and the step counters alike), the RabbitMQ virtual host (`<vhost>_gwN`, made beforehand by
+scripts/rabbitmq-vhost) and the folder of test files. They are written back to the environment,
+so the worker processes an acceptance test starts inherit them.
 """
 
 from __future__ import annotations
@@ -10,12 +16,16 @@ import os
 import tempfile
 from pathlib import Path
 
+from tests.support.xdist_isolation import isolate_xdist_worker
+
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/fanfold")
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/14")
 os.environ.setdefault("FANFOLD_LEASE_SECONDS", "2")
 os.environ.setdefault("FANFOLD_SWEEP_INTERVAL", "0.5")
 
-from config.settings import *  # noqa: F403
+isolate_xdist_worker(os.environ)
+
+from config.settings import *  # noqa: E402, F403
 
 # In-process tests run no collectstatic: serve the apps' static files from their folders, and
 # name them unhashed (the manifest of hashed names is made by collectstatic). The browser tests
@@ -26,7 +36,9 @@ STORAGES = {
 }
 # Offloaded payloads and archives of test runs go to the temporary folder, not to var/: one
 # folder that the test process and its worker processes share (files are named by run id).
+# Each pytest-xdist worker has a folder of its own.
 _TEST_FILES = Path(tempfile.gettempdir()) / "fanfold-tests"
+_TEST_FILES /= os.environ.get("PYTEST_XDIST_WORKER", "")
 for _alias in ("fanfold_payloads", "fanfold_archive"):
     STORAGES[_alias] = {
         "BACKEND": "django.core.files.storage.FileSystemStorage",

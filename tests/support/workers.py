@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from bench.workers import ROOT, WorkerProcess
 
-ARTIFACTS = ROOT / "artifacts"
+# Worker logs are named by worker name: each pytest-xdist worker keeps them in a folder of its own.
+ARTIFACTS = ROOT / "artifacts" / os.environ.get("PYTEST_XDIST_WORKER", "")
 
 __all__ = ["ARTIFACTS", "WorkerProcess", "running_worker", "supervised_worker"]
 

@@ -89,7 +89,7 @@ def test_api_run_detail_of_failed_run_has_error(client: APIClient, clock: FakeCl
 
 
 @pytest.mark.parametrize("suffix", ["", "steps/", "events/", "cancel/"])
-@pytest.mark.parametrize("run_id", [str(uuid.uuid4()), "not-a-uuid", "1"])
+@pytest.mark.parametrize("run_id", ["6f1c2a9e-4d3b-4a57-9e0f-2b8d7c5a1e34", "not-a-uuid", "1"])
 def test_api_run_unknown_or_malformed_id_is_404(
     client: APIClient, suffix: str, run_id: str
 ) -> None:
