@@ -19,10 +19,16 @@ from tests.support.services import (
     require,
 )
 
+# Tiers that scripts/test runs in one process after the parallel part: they start real worker
+# processes and web servers, drive a browser, build a wheel or time what they see.
+SERIAL_TIERS = ("/acceptance/", "/docs/", "/packaging/")
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = str(item.path)
+        if any(tier in path for tier in SERIAL_TIERS):
+            item.add_marker(pytest.mark.serial)
         if "/integration/" in path:
             item.add_marker(pytest.mark.postgres)
         if "/acceptance/" in path:
