@@ -23,6 +23,7 @@ pytestmark = pytest.mark.wheel
 SHIPPED = {"runtime", "publisher", "api"}
 
 CELERY_APP = """\
+import os
 
 from celery import Celery
 

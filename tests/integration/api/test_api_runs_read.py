@@ -52,6 +52,9 @@ def test_api_runs_list_filters_status_and_workflow(client: APIClient, clock: Fak
         "cursor=nonsense",
         "cursor=cD1ub3RhZGF0ZQ==",  # p=notadate: a well-formed cursor at a forged position
         "cursor=cD0yMDI2LTEzLTQwVDAwOjAwOjAwWg==",  # p=2026-13-40T00:00:00Z
+        "cursor=AAAA",  # junk that decodes to no offset, direction or position
+        "cursor=====",
+        "cursor=%00",
         "workflow=" + "w" * 201,
     ],
 )
