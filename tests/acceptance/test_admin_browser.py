@@ -146,6 +146,11 @@ def test_admin_browser_is_styled_and_cancels_a_waiting_run_under_gunicorn(
         expect(timeline.nth(1)).to_contain_text("+0.012 s")
         expect(timeline.last).to_contain_text("run_completed")
         assert computed(page, "#header", "backgroundColor") == ADMIN_HEADER
+        # Every "Fork from this step" button in one font (the first one was once larger).
+        forks = page.locator("#steps .fanfold-fork button")
+        expect(forks).to_have_count(4)
+        fonts = forks.evaluate_all("bs => bs.map(b => getComputedStyle(b).font)")
+        assert len(set(fonts)) == 1, fonts
         screenshot(page, "admin-run.png", for_docs=True)
 
         page.goto(server + reverse("admin:runtime_run_changelist"))
