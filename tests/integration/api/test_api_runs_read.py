@@ -109,7 +109,7 @@ def test_api_run_steps_in_position_order(client: APIClient, clock: FakeClock) ->
     steps = body["results"]
     assert [(s["position"], s["kind"], s["status"]) for s in steps] == [
         (1, "step", "completed"),
-        (2, "sleep", "running"),
+        (2, "sleep", "waiting"),  # an open wait reads as its run does
     ]
     assert steps[0]["result"] == 2
     assert body["next"] is None
