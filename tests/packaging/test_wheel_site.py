@@ -46,6 +46,15 @@ def site_database() -> Iterator[str]:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def _rollbacks(database_url: str) -> int:
+    """Transactions rolled back in that database so far (its processes have ended)."""
+    parts = urlsplit(database_url)
+    with psycopg.connect(urlunsplit(parts._replace(path="/postgres"))) as server:
+        stats = "SELECT xact_rollback FROM pg_stat_database WHERE datname = %s"
+        row = server.execute(stats, [parts.path.strip("/")]).fetchone()
+    return int(row[0]) if row else 0
+
+
 @contextmanager
 def _process(args: list[str], cwd: Path, env: dict[str, str], log: Path) -> Iterator[None]:
     with log.open("wb") as out:
@@ -142,4 +151,7 @@ def test_wheel_serves_the_docs_site_with_a_worker_and_gunicorn(
     logged = access_log.read_text()
     assert "POST /api/callbacks/" in logged
     assert token not in logged
+    # A normal run: no guard statement failed (a `division by zero` in the server's log) and
+    # no psycopg pipeline was aborted.
     assert "pipeline aborted" not in worker_log.read_text()
+    assert _rollbacks(site_database) == 0
