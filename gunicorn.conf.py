@@ -33,6 +33,6 @@ forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1,
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
 # A callback's token is its credential: the access log masks it in `/callbacks/<token>/`
 # paths (and never prints Authorization headers), whatever access_log_format says.
-logger_class = "config.gunicorn_logging.TokenMaskingLogger"
+logger_class = "api.gunicorn_logging.TokenMaskingLogger"
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")

@@ -1,6 +1,6 @@
 """Callback tokens out of the logs: a token in a `/callbacks/<token>/` path is a credential.
 
-Pure (no Django import): gunicorn's access logger (config/gunicorn_logging.py) loads it before
+Pure (no Django import): gunicorn's access logger (api/gunicorn_logging.py) loads it before
 Django does, and Django's logging uses `CallbackTokenFilter` (config/settings.py's LOGGING).
 """
 

@@ -71,6 +71,10 @@ class RunCursorPagination(CursorPagination):
             # query as a created_at and fail there.
             position = cursor.position if cursor is not None else None
             forged = position is not None and not _is_datetime(position)
+            # A cursor this API hands out always carries an offset, a direction or a position;
+            # junk ("AAAA", "====") decodes to none of them and would read as the first page.
+            given = request.query_params.get(self.cursor_query_param)
+            forged = forged or bool(given and cursor and cursor == (0, False, None))
         if forged:
             raise InvalidQuery({"cursor": ["not a cursor this API handed out"]})
         return cursor

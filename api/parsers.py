@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from itertools import accumulate
 from typing import IO, Any
@@ -54,7 +55,12 @@ class LimitedJSONParser(JSONParser):
                 f"{settings.MAX_JSON_DEPTH} (FANFOLD_MAX_JSON_DEPTH)"
             )
         try:
-            return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+            return json.loads(
+                text,
+                parse_constant=_reject_constant,
+                parse_float=_finite_float,
+                parse_int=_bounded_int,
+            )
         except ValueError as exc:
             raise ParseError(f"the request body is not valid JSON: {exc}") from None
 
@@ -73,6 +79,15 @@ def nesting_depth(text: str) -> int:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
+
+
+def _bounded_int(literal: str) -> int:
+    # int() refuses long literals itself, but its message advises sys.set_int_max_str_digits(),
+    # which a client of the API cannot call: say what the client can change instead.
+    digits, limit = len(literal.lstrip("-")), sys.get_int_max_str_digits()
+    if limit and digits > limit:
+        raise ValueError(f"an integer of {digits} digits is too long (at most {limit} digits)")
+    return int(literal)
 
 
 def _finite_float(literal: str) -> float:

@@ -10,7 +10,8 @@ from rest_framework import serializers
 from api.includes import EVENT_PARTS, RUN_PARTS, STEP_PARTS, left_out
 from runtime import conf
 from runtime.core.callbacks import recover_token
-from runtime.models import Event, Run, RunStatus, Schedule, Step, StepStatus
+from runtime.models import Event, Run, RunStatus, Schedule, Step
+from runtime.models.states import SHOWN_STEP_STATUSES
 from runtime.selectors import step_counts
 
 CALLBACK_STATUSES = [("running", "running"), ("completed", "completed"), ("failed", "failed")]
@@ -152,7 +153,10 @@ class StepSerializer(serializers.ModelSerializer[Step]):
     input = serializers.JSONField(read_only=True, allow_null=True)
     result = serializers.JSONField(read_only=True, allow_null=True)
     error = serializers.JSONField(read_only=True, allow_null=True)
-    status = serializers.ChoiceField(choices=StepStatus.choices, read_only=True)
+    # An open wait (a sleep, a callback, ctx.recv, a signal) reads `waiting`, as its run does.
+    status = serializers.ChoiceField(
+        choices=SHOWN_STEP_STATUSES, source="shown_status", read_only=True
+    )
 
     class Meta:
         model = Step

@@ -212,7 +212,6 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "runtime.models.RunStatus",
-        "StepStatusEnum": "runtime.models.StepStatus",
         "StepKindEnum": "runtime.models.StepKind",
         "EventTypeEnum": "runtime.models.EventType",
         "CallbackStatusEnum": "api.serializers.CALLBACK_STATUSES",

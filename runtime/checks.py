@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from dataclasses import fields
 from typing import Any
 
 from django.conf import settings
@@ -83,3 +85,34 @@ def check_data_lifecycle_storages(app_configs: Any = None, **kwargs: Any) -> lis
             )
         )
     return errors
+
+
+@register()
+def check_unread_environment(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """`FANFOLD_*` environment variables that `settings.FANFOLD` does not carry.
+
+    The runtime reads `settings.FANFOLD` only: a site that exports FANFOLD_PAYLOAD_KEYS but
+    never reads it into its settings stores payloads in clear while its operator believes them
+    encrypted. Variables that are no Fanfold setting (a project's own) are left alone.
+    """
+    configured = getattr(settings, "FANFOLD", {})
+    names = {f.name for f in fields(conf.FanfoldSettings)}
+    warnings: list[CheckMessage] = []
+    for variable in sorted(os.environ):
+        name = variable.removeprefix("FANFOLD_")
+        if name == variable or name not in names or name in configured:
+            continue
+        warnings.append(
+            Warning(
+                f"{variable} is set in the environment, but settings.FANFOLD has no "
+                f"{name!r}: Fanfold does not read it",
+                hint=f'Read it in your settings (FANFOLD = {{"{name}": '
+                f'os.environ["{variable}"], ...}}), or unset it.',
+                id="fanfold.W007",
+            )
+        )
+        try:
+            conf.parse({name: os.environ[variable]})
+        except conf.SettingsError as exc:
+            warnings.append(Warning(f"{variable} in the environment: {exc}", id="fanfold.W008"))
+    return warnings

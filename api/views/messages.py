@@ -74,7 +74,8 @@ class RunMessagesView(GenericAPIView[Any]):
         summary="Send a message to a run's mailbox (404 unknown run, 409 finished run)",
     )
     def post(self, request: Request, run_id: str) -> Response:
-        run = run_to_change(request.user, run_id)  # a message acts on the run: 404 / 403
+        # A message acts on the run: 404 / 403.
+        run = run_to_change(request.user, run_id, action="sending messages to")
         body = SendMessageSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data

@@ -65,12 +65,16 @@ def visible_run(user: Any, run_id: uuid.UUID | str) -> Run:
     return run
 
 
-def run_to_change(user: Any, run_id: uuid.UUID | str) -> Run:
+def run_to_change(
+    user: Any, run_id: uuid.UUID | str, action: str = "cancelling, forking or retrying"
+) -> Run:
     """The run `run_id` if `user` may act on it; RunNotFound if they may not even see it,
-    NotPermitted if they may see it only."""
+    NotPermitted (naming `action`, what the user tried) if they may see it only."""
     run = visible_run(user, run_id)
     if not can_change(user, run):
-        raise NotPermitted(f"cancelling, forking or retrying run {run.id} needs {CHANGE_RUN}")
+        raise NotPermitted(
+            f"{action} run {run.id} needs its owner or {CHANGE_RUN}",
+        )
     return run
 
 

@@ -21,6 +21,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from runtime.core.identity import child_run_key, child_run_key_prefix
 from runtime.models import Event, EventType, FanoutGroup, Run, Step, StepKind
+from runtime.models.states import WAIT_STEP_KINDS, shown_step_status
 
 MAX_STEPS = 5000  # a longer run shows its first steps and says how many are left out
 MAX_RETRY_MARKS = 5000
@@ -94,7 +95,7 @@ def _bars(run: Run) -> tuple[list[Bar], int]:
             row["position"],
             row["name"],
             row["kind"],
-            row["status"],
+            shown_step_status(row["status"], row["kind"]),
             row["attempt"],
             row["started_at"] or row["created_at"],
             row["finished_at"],
@@ -239,7 +240,7 @@ def _bar(bar: Bar, axis: Axis) -> str:
     left = axis.at(bar.start)
     width = max(axis.at(end) - left, 0.15)
     seconds = (end - bar.start).total_seconds()
-    wait = " fanfold-wait" if bar.kind in (StepKind.SLEEP, StepKind.CALLBACK) else ""
+    wait = " fanfold-wait" if bar.kind in WAIT_STEP_KINDS else ""
     title = f"#{bar.position} {bar.name}: {bar.status}, attempt {bar.attempt}, {seconds:.3f} s"
     if bar.retries:
         title += f", {len(bar.retries)} retr{'y' if len(bar.retries) == 1 else 'ies'}"

@@ -26,6 +26,7 @@ from runtime.models.states import (
     RunStatus,
     StepKind,
     StepStatus,
+    shown_step_status,
 )
 
 ADMISSION_INDEXES = admission_indexes([s.value for s in ACTIVE_RUN_STATES])
@@ -298,6 +299,11 @@ class Step(models.Model):
                 condition=Q(status__in=[s.value for s in StepStatus]), name="step_status_valid"
             ),
         ]
+
+    @property
+    def shown_status(self) -> str:
+        """The status as people read it: an open wait (ctx.recv, a sleep...) is `waiting`."""
+        return shown_step_status(self.status, self.kind)
 
     def __str__(self) -> str:
         return f"#{self.position} {self.name} ({self.status})"

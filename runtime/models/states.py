@@ -59,3 +59,16 @@ class EventType(models.TextChoices):
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"
+
+
+# Steps that wait for the outside world (a timer, a callback, a message, a signal): while such a
+# step is open its run waits, holding no worker, so people are shown it as waiting.
+WAIT_STEP_KINDS = frozenset({StepKind.SLEEP, StepKind.CALLBACK, StepKind.MESSAGE, StepKind.SIGNAL})
+STEP_WAITING = "waiting"
+SHOWN_STEP_STATUSES = [*StepStatus.choices, (STEP_WAITING, "Waiting")]
+
+
+def shown_step_status(status: str, kind: str) -> str:
+    """A step's status as the admin and the API show it: an open wait is `waiting` (it is
+    stored as `running`, the state every unfinished step that has begun is in)."""
+    return STEP_WAITING if status == StepStatus.RUNNING and kind in WAIT_STEP_KINDS else status

@@ -8,10 +8,14 @@ writes what such a report writes (the steps, the counters, the events and their 
 the pipeline that carries BEGIN, the run's row lock, the batch's claims and COMMIT, provided
 that statement fails whenever the batch is not quiet: a report that is stale, a run that is no
 longer active, a group that is settled, has branches left to release, or would be decided by
-these counts. It fails by dividing by zero, as the checkpoint fast path does
-(runtime.store.pg_statements); the caller then writes the batch through the two rounds, which
-decide it exactly. So the fast path commits only what the two rounds would have committed,
-with the same receipts (recorded; nothing to release, nothing to wake).
+these counts. The groups are checked before anything is written: a batch that would decide
+or release (the usual end of a fan-out) writes nothing and says so, without an error in the
+server's log, and the caller writes its reports through the two rounds, which decide them
+exactly (the claims of the pipeline committed with it). A batch whose writes disagree with the
+check (a stale report, a run no longer active) fails by dividing by zero, as the checkpoint
+fast path does (runtime.store.pg_statements), and goes through the two rounds whole. So the
+fast path commits only what the two rounds would have committed, with the same receipts
+(recorded; nothing to release, nothing to wake).
 
 A group stays quiet after `n` more successes while it has not failed past its limit, its
 successes stay below `need` and its finished branches below `total` (runtime.core.fanin.
@@ -47,6 +51,11 @@ class QuietBatch:
     claims: ClaimBatch
     statements: list[Statement]
 
+    def wrote_reports(self, results: Sequence[Sequence[tuple[Any, ...]]]) -> bool:
+        """Whether the report statement wrote the reports (else it wrote nothing: a group
+        would be decided or must release branches; the claims committed all the same)."""
+        return bool(results[1] and results[1][0][0] == 1)
+
     def receipts(self, results: Sequence[Sequence[tuple[Any, ...]]]) -> Receipts:
         """The receipts to deliver once the pipeline committed (`results`: its rows)."""
         receipts = Receipts()
@@ -75,22 +84,29 @@ def quiet_batch(writes: Sequence[BranchReport | BranchClaim], now: datetime) -> 
     return QuietBatch(reports, claims, statements)
 
 
+# Whether the batch's groups stay quiet, read before anything is written (the `q` CTE).
+_QUIET = "(SELECT quiet FROM q)"
+
+
 def report_statement(reports: list[BranchReport], now: datetime) -> Statement:
-    """One statement writing one run's reports as if quiet; it divides by zero if they are not."""
+    """One statement writing one run's reports as if quiet. It returns 1 if it wrote them, 0
+    (having written nothing) if a group they add to would be decided or must release branches,
+    the usual end of a fan-out; it divides by zero only if the writes disagree with that (a
+    stale report, a run no longer active), so that the pipeline rolls back."""
     run_id = reports[0].run_id
-    steps, step_params = values_list("v", sql.STEP_COLUMNS, sql.step_rows(reports))
-    update, update_params = sql.step_update()
-    ctes = [steps, f"w AS ({update})"]
-    params: list[Any] = [*step_params, *update_params]
     successes = Counter(r.group_id for r in reports if r.outcome == "completed")
+    ctes, params = _quiet_check(successes)
+    steps, step_params = values_list("v0", sql.STEP_COLUMNS, sql.step_rows(reports))
+    update, update_params = sql.step_update()
+    ctes += [steps, f"v AS (SELECT * FROM v0 WHERE {_QUIET})", f"w AS ({update})"]
+    params += [*step_params, *update_params]
     if successes:
-        groups, group_params = _groups_update(successes)
-        ctes += groups
-        params += group_params
+        ctes.append(_groups_update())
     drafts = [draft for r in reports for draft in sql.report_events(r)]
-    events, event_params = values_list("e", sql.EVENT_COLUMNS, sql.event_rows(run_id, drafts))
-    seqs, seq_params = sql.seqs_cte(run_id, len(drafts), False, now)
-    ctes += [events, seqs, f"i AS ({sql.event_insert('s')})"]
+    events, event_params = values_list("e0", sql.EVENT_COLUMNS, sql.event_rows(run_id, drafts))
+    seqs, seq_params = sql.seqs_cte(run_id, len(drafts), False, now, gate=_QUIET)
+    ctes += [events, f"e AS (SELECT * FROM e0 WHERE {_QUIET})", seqs]
+    ctes.append(f"i AS ({sql.event_insert('s')})")
     params += [*event_params, *seq_params]
     # `w` writes no step of a run that is no longer active: then its count is short too.
     checks = ["(SELECT count(*) FROM w) = %s"]
@@ -98,18 +114,35 @@ def report_statement(reports: list[BranchReport], now: datetime) -> Statement:
     if successes:
         checks.append("(SELECT count(*) FROM g) = %s")
         params.append(len(successes))
-    return f"WITH {', '.join(ctes)} SELECT 1 / ({' AND '.join(checks)})::int", params
+    guard = f"CASE WHEN {_QUIET} THEN 1 / ({' AND '.join(checks)})::int ELSE 0 END"
+    return f"WITH {', '.join(ctes)} SELECT {guard}", params
 
 
-def _groups_update(successes: Counter[uuid.UUID]) -> tuple[list[str], list[Any]]:
-    """The `gv` rows and the `g` update: each group's successes added while it stays quiet."""
+# A group stays quiet after `gv.g_n` more successes (see the module's docstring).
+_AFTER = "succeeded + gv.g_n::integer"
+_STAYS_QUIET = (
+    "id = gv.g_id::uuid AND verdict IS NULL AND released >= total "
+    f"AND failed <= failure_limit AND (need IS NULL OR {_AFTER} < need) "
+    f"AND {_AFTER} + failed < total"
+)
+
+
+def _quiet_check(successes: Counter[uuid.UUID]) -> tuple[list[str], list[Any]]:
+    """The `gv` rows (each group's successes) and `q`: whether every such group stays quiet."""
+    if not successes:
+        return ["q AS (SELECT TRUE AS quiet)"], []
     rows = [(uuid_param(gid), n) for gid, n in sorted(successes.items(), key=lambda i: str(i[0]))]
     values, params = values_list("gv", ["g_id", "g_n"], rows)
-    after = "succeeded + gv.g_n::integer"
-    update = (
-        f"g AS (UPDATE {FanoutGroup._meta.db_table} SET succeeded = {after} FROM gv "
-        "WHERE id = gv.g_id::uuid AND verdict IS NULL AND released >= total "
-        f"AND failed <= failure_limit AND (need IS NULL OR {after} < need) "
-        f"AND {after} + failed < total RETURNING id)"
+    check = (
+        f"q AS (SELECT count(*) = %s AS quiet FROM {FanoutGroup._meta.db_table}, gv "
+        f"WHERE {_STAYS_QUIET})"
     )
-    return [values, update], params
+    return [values, check], [*params, len(successes)]
+
+
+def _groups_update() -> str:
+    """`g`: each group's successes added, if the batch is quiet and the group stays so."""
+    return (
+        f"g AS (UPDATE {FanoutGroup._meta.db_table} SET succeeded = {_AFTER} FROM gv "
+        f"WHERE {_QUIET} AND {_STAYS_QUIET} RETURNING id)"
+    )

@@ -222,12 +222,15 @@ def seq_and_events_statement(
     return f"{cte.rstrip()}, {seqs} {event_insert('s')}", [*params, *seq_params]
 
 
-def seqs_cte(run_id: uuid.UUID, count: int, wake: bool, now: datetime) -> Statement:
+def seqs_cte(
+    run_id: uuid.UUID, count: int, wake: bool, now: datetime, gate: str = "TRUE"
+) -> Statement:
     """`s AS (...)`: `seq_statement` as a CTE that returns the run's id and new last_seq, for
-    `event_insert("s")` (PostgreSQL)."""
+    `event_insert("s")` (PostgreSQL); it takes no seqs unless the SQL condition `gate` holds."""
     sets, params = _seq_sets(count, wake, now)
+    where = f"WHERE id = %s AND {gate}"
     return (
-        f"s AS (UPDATE {Run._meta.db_table} SET {sets} WHERE id = %s RETURNING id, last_seq)",
+        f"s AS (UPDATE {Run._meta.db_table} SET {sets} {where} RETURNING id, last_seq)",
         [*params, uuid_param(run_id)],
     )
 

@@ -144,6 +144,10 @@ class DatabaseSink:
             return False
         if self._quiet_reports(writes, now):
             return True
+        return self._two_rounds(writes, now)
+
+    def _two_rounds(self, writes: Sequence[BranchWrite], now: datetime) -> bool:
+        """Branch writes in two round trips, BEGIN in the first and COMMIT in the second."""
         txn = PipelinedTransaction()
         try:
             with txn:
@@ -168,6 +172,11 @@ class DatabaseSink:
             _raise_if_cut_off(exc.__cause__)  # its COMMIT went out with it
             return False  # the server rolled it back: the two rounds decide the batch exactly
         self.transactions += 1
+        if not batch.wrote_reports(results):
+            # The reports would decide or release: none was written, the claims committed.
+            for fill in batch.claims.receipts(results[2:]):
+                fill()
+            return self._two_rounds(batch.reports, now)
         batch.receipts(results).deliver()
         return True
 

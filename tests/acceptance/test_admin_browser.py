@@ -146,6 +146,12 @@ def test_admin_browser_is_styled_and_cancels_a_waiting_run_under_gunicorn(
         expect(timeline.nth(1)).to_contain_text("+0.012 s")
         expect(timeline.last).to_contain_text("run_completed")
         assert computed(page, "#header", "backgroundColor") == ADMIN_HEADER
+        # Every "Fork from this step" button in one font: the first one, in a <form> nested in
+        # the admin's own and so dropped by the parser, was once unstyled and larger.
+        forks = page.locator("#steps button.fanfold-fork")
+        expect(forks).to_have_count(4)
+        fonts = forks.evaluate_all("bs => bs.map(b => getComputedStyle(b).font)")
+        assert len(set(fonts)) == 1, fonts
         screenshot(page, "admin-run.png", for_docs=True)
 
         page.goto(server + reverse("admin:runtime_run_changelist"))
@@ -159,10 +165,19 @@ def test_admin_browser_is_styled_and_cancels_a_waiting_run_under_gunicorn(
         expect(row.locator("td.field-status")).to_have_text("Cancelled")
         screenshot(page, "admin-runs-cancelled.png")
 
+        # The first fork button posts to the fork view (it once submitted the change form
+        # instead); these made-up rows start at position 0, which the view refuses by name.
+        page.goto(server + reverse("admin:runtime_run_change", args=[done.pk]))
+        page.locator("#steps button.fanfold-fork").first.click()
+        expect(page.locator(".messagelist .error")).to_contain_text("not 0")
+        page.locator("#steps button.fanfold-fork").nth(1).click()
+        expect(page.locator(".messagelist .success")).to_contain_text("from position 1")
+
     assert off_site(requests) == []
     assert any("/static/admin/css/base." in url for url in requests)
     assert Run.objects.get(pk=asleep.pk).status == RunStatus.CANCELLED
     assert Run.objects.get(pk=done.pk).status == RunStatus.COMPLETED
+    assert Run.objects.filter(forked_from=done.pk, forked_from_position=1).count() == 1
 
 
 def schema_operations(page: sync_api.Page, base: str) -> set[str]:

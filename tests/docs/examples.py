@@ -2,7 +2,9 @@
 
 Every ```python block of a page runs, in order, in one namespace per page, so a later block can
 use what an earlier one defined. A block right after the line `<!-- docs: skip -->` is
-illustrative only (settings of another project, say) and is not run.
+illustrative only (settings of another project, say) and is not run. A block right after
+`<!-- docs: file PATH -->` (or `<!-- docs: file PATH append -->`) is a file of a site of the
+reader's own: it is not run here, and `site_files` gives it to the tests that build that site.
 
 `python tests/docs/examples.py docs/PAGE.md` runs one page on the demo's embedded defaults: a
 fresh SQLite database, migrated, and the in-process Celery worker.
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SKIP_MARKER = "<!-- docs: skip -->"
+_FILE_MARKER = re.compile(r"^<!-- docs: file (\S+)( append)? -->$")
 _FENCE = re.compile(r"^(`{3,})(\S*)\s*$")
 
 
@@ -26,6 +29,16 @@ class Example:
     line: int  # the line of the block's first code line, 1-based
     code: str
     skipped: bool
+    marker: str = ""  # the HTML comment on the line before the block, if any
+
+
+@dataclass(frozen=True)
+class SiteFile:
+    """A file of the reader's own site, as a page writes it (or appends it)."""
+
+    path: str
+    code: str
+    append: bool
 
 
 def examples(page: Path) -> list[Example]:
@@ -45,9 +58,21 @@ def examples(page: Path) -> list[Example]:
         if language == "python":
             previous = next((ln.strip() for ln in reversed(lines[:index]) if ln.strip()), "")
             code = "\n".join(lines[start:end]) + "\n"
-            found.append(Example(page, start + 1, code, previous == SKIP_MARKER))
+            marker = previous if previous.startswith("<!-- docs:") else ""
+            skipped = previous == SKIP_MARKER or _FILE_MARKER.match(previous) is not None
+            found.append(Example(page, start + 1, code, skipped, marker))
         index = end + 1
     return found
+
+
+def site_files(page: Path) -> list[SiteFile]:
+    """The files a page tells the reader to write, in order."""
+    files = []
+    for example in examples(page):
+        match = _FILE_MARKER.match(example.marker)
+        if match is not None:
+            files.append(SiteFile(match.group(1), example.code, match.group(2) is not None))
+    return files
 
 
 def run_page(page: Path) -> int:

@@ -9,9 +9,6 @@ runs on SQLite with the embedded `memory://` broker, so no server is needed.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
 import textwrap
 import zipfile
@@ -19,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.workers import ROOT
+from tests.support.site import clean_env, run
 
 pytestmark = pytest.mark.wheel
 
@@ -79,42 +76,6 @@ def checkout(ctx, skus):
 """
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 600) -> str:
-    done = subprocess.run(
-        args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if done.returncode != 0:
-        raise AssertionError(
-            f"{' '.join(args)} exited {done.returncode}\n"
-            f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}"
-        )
-    return done.stdout
-
-
-def _clean_env() -> dict[str, str]:
-    """This environment without anything of the repository's own settings or virtualenv."""
-    drop = ("DJANGO_", "FANFOLD_", "DATABASE_URL", "CELERY_", "VIRTUAL_ENV", "PYTHONPATH")
-    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-
-
-# Never copied into the build: a stale build/ of an earlier layout would leak into the wheel.
-NOT_SOURCE = shutil.ignore_patterns(
-    ".git", ".venv", "var", "artifacts", "build", "*.egg-info", "__pycache__", ".*_cache"
-)
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel, built from a copy of this checkout's source."""
-    source = tmp_path_factory.mktemp("build") / "fanfold"
-    shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
-    dist = tmp_path_factory.mktemp("dist")
-    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist)]
-    _run([*pip_wheel, str(source)], cwd=source, env=_clean_env())
-    (built,) = dist.glob("fanfold-*.whl")
-    return built
-
-
 def test_wheel_ships_the_apps_and_nothing_that_collides(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
@@ -125,29 +86,29 @@ def test_wheel_ships_the_apps_and_nothing_that_collides(wheel: Path) -> None:
 
 
 def test_wheel_runs_a_fanout_in_a_new_startproject_site(wheel: Path, tmp_path: Path) -> None:
-    env = _clean_env()
+    env = clean_env()
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path, env=env)
+    run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path, env=env)
     python = str(venv / "bin" / "python")
-    _run([python, "-m", "pip", "install", "--quiet", str(wheel)], cwd=tmp_path, env=env)
+    run([python, "-m", "pip", "install", "--quiet", str(wheel)], cwd=tmp_path, env=env)
 
     site = tmp_path / "site"
     site.mkdir()
-    _run([str(venv / "bin" / "django-admin"), "startproject", "mysite", str(site)], site, env)
+    run([str(venv / "bin" / "django-admin"), "startproject", "mysite", str(site)], site, env)
     (site / "mysite" / "celery.py").write_text(CELERY_APP)
     (site / "mysite" / "__init__.py").write_text(
         "from .celery import app as celery_app\n\n__all__ = ['celery_app']\n"
     )
-    _run([python, "manage.py", "startapp", "shop"], site, env)
+    run([python, "manage.py", "startapp", "shop"], site, env)
     (site / "shop" / "workflows.py").write_text(WORKFLOWS)
     with (site / "mysite" / "settings.py").open("a") as settings:
         settings.write(textwrap.dedent(SETTINGS))
 
-    _run([python, "manage.py", "check", "--fail-level", "WARNING"], site, env)
-    _run([python, "manage.py", "migrate", "--verbosity", "0"], site, env)
+    run([python, "manage.py", "check", "--fail-level", "WARNING"], site, env)
+    run([python, "manage.py", "migrate", "--verbosity", "0"], site, env)
     skus = json.dumps([["a", "bb", "ccc"]])
     startrun = [python, "manage.py", "startrun", "shop.checkout", "--args", skus]
-    out = _run([*startrun, "--wait", "--timeout", "60"], site, env, timeout=120)
+    out = run([*startrun, "--wait", "--timeout", "60"], site, env, timeout=120)
     result = json.loads(out.strip().splitlines()[-1])
     assert result["status"] == "completed"
     assert result["result"]["total"] == 60

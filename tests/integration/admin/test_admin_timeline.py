@@ -35,7 +35,7 @@ def test_admin_timeline_draws_one_bar_per_sequential_step(staff_client: Client) 
 def test_admin_timeline_refreshes_a_run_that_has_not_finished(staff_client: Client) -> None:
     html = staff_client.get(change_url(waiting_run())).content.decode()
     assert '<meta http-equiv="refresh" content="3">' in html
-    assert "fanfold-running fanfold-wait" in timeline(html)  # the sleep, drawn as a wait
+    assert "fanfold-waiting fanfold-wait" in timeline(html)  # the sleep, drawn as a wait
 
 
 def test_admin_timeline_packs_fanout_branches_into_lanes_with_retries_and_children(

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Event, Message, Run, RunStatus, RunValue
 from runtime.services import start_run
-from tests.support.users import starter
+from tests.support.users import grant, starter
 
 
 def _run(status: str = RunStatus.WAITING) -> Run:
@@ -119,6 +119,20 @@ def test_api_messaging_another_users_run_is_not_found_and_signals_need_change_ru
     assert other.get(f"/api/runs/{run.id}/values/progress/").status_code == 404
     emitted = other.post("/api/signals/", {"name": "n", "payload": {}}, format="json")
     assert (emitted.status_code, _code(emitted)) == (403, "permission_denied")
+    assert not Message.objects.filter(run_id=run.id).exists()
+
+
+def test_api_messaging_a_viewer_is_told_that_sending_needs_change_rights(
+    client: APIClient,
+) -> None:
+    run = _run()
+    viewer = APIClient()
+    user = grant(starter("vi"), "view_run")
+    viewer.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    sent = viewer.post(f"/api/runs/{run.id}/messages/", {"topic": "t", "value": 1}, format="json")
+    assert (sent.status_code, _code(sent)) == (403, "permission_denied")
+    message = sent.json()["error"]["message"]
+    assert message == f"sending messages to run {run.id} needs its owner or runtime.change_run"
     assert not Message.objects.filter(run_id=run.id).exists()
 
 

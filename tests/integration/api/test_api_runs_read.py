@@ -52,6 +52,9 @@ def test_api_runs_list_filters_status_and_workflow(client: APIClient, clock: Fak
         "cursor=nonsense",
         "cursor=cD1ub3RhZGF0ZQ==",  # p=notadate: a well-formed cursor at a forged position
         "cursor=cD0yMDI2LTEzLTQwVDAwOjAwOjAwWg==",  # p=2026-13-40T00:00:00Z
+        "cursor=AAAA",  # junk that decodes to no offset, direction or position
+        "cursor=====",
+        "cursor=%00",
         "workflow=" + "w" * 201,
     ],
 )
@@ -106,7 +109,7 @@ def test_api_run_steps_in_position_order(client: APIClient, clock: FakeClock) ->
     steps = body["results"]
     assert [(s["position"], s["kind"], s["status"]) for s in steps] == [
         (1, "step", "completed"),
-        (2, "sleep", "running"),
+        (2, "sleep", "waiting"),  # an open wait reads as its run does
     ]
     assert steps[0]["result"] == 2
     assert body["next"] is None

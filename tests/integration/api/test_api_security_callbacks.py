@@ -17,8 +17,8 @@ import pytest
 from api_security import client_of, post, start, users
 from rest_framework.test import APIClient
 
+from api.gunicorn_logging import TokenMaskingLogger
 from api.log_masking import CallbackTokenFilter, mask_callback_tokens
-from config.gunicorn_logging import TokenMaskingLogger
 from runtime.core.clock import FakeClock
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Event, Step

@@ -81,3 +81,20 @@ def test_api_parser_refuses_nesting_over_the_limit(settings: Any, body: bytes) -
     with pytest.raises(ParseError, match="FANFOLD_MAX_JSON_DEPTH"):
         parse(body)
     conf.reset()
+
+
+def test_api_parser_refuses_a_huge_integer_with_advice_a_client_can_follow(
+    settings: Any,
+) -> None:
+    settings.FANFOLD = {}
+    conf.reset()
+    with pytest.raises(ParseError) as refused:
+        parse(b'{"value": ' + b"7" * 5000 + b"}")
+    message = str(refused.value.detail)
+    assert message == (
+        "the request body is not valid JSON: an integer of 5000 digits is too long "
+        "(at most 4300 digits)"
+    )
+    assert "sys." not in message
+    assert parse(b'{"value": -' + b"7" * 4300 + b"}")["value"] < 0
+    conf.reset()

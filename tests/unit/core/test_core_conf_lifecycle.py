@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 from django.core.checks import run_checks
 
 from runtime import conf
-from runtime.checks import check_data_lifecycle_storages
+from runtime.checks import check_data_lifecycle_storages, check_unread_environment
 from runtime.core.payload_keys import generate_key
 
 
@@ -143,3 +144,38 @@ def test_checks_leave_bad_settings_to_the_settings_check(settings: Any) -> None:
     _without(settings, "fanfold_payloads", "fanfold_archive")
     settings.FANFOLD = {"ARCHIVE": "sometimes"}
     assert check_data_lifecycle_storages() == []
+
+
+def _without_fanfold_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in [v for v in os.environ if v.startswith("FANFOLD_")]:
+        monkeypatch.delenv(variable)
+
+
+def test_checks_warn_of_a_fanfold_variable_the_settings_do_not_read(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.FANFOLD = {"LEASE_SECONDS": 30}
+    _without_fanfold_environment(monkeypatch)
+    monkeypatch.setenv("FANFOLD_PAYLOAD_KEYS", generate_key())
+    monkeypatch.setenv("FANFOLD_LEASE_SECONDS", "30")  # read: no warning
+    monkeypatch.setenv("FANFOLD_SITE_COLOUR", "blue")  # no Fanfold setting: the site's own
+    found = [(e.id, e.msg) for e in check_unread_environment()]
+    assert found == [
+        (
+            "fanfold.W007",
+            "FANFOLD_PAYLOAD_KEYS is set in the environment, but settings.FANFOLD has no "
+            "'PAYLOAD_KEYS': Fanfold does not read it",
+        )
+    ]
+
+
+def test_checks_warn_of_malformed_payload_keys_in_the_environment(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.FANFOLD = {}
+    _without_fanfold_environment(monkeypatch)
+    monkeypatch.setenv("FANFOLD_PAYLOAD_KEYS", "garbage")
+    found = {e.id: e for e in run_checks() if e.id in ("fanfold.W007", "fanfold.W008")}
+    assert set(found) == {"fanfold.W007", "fanfold.W008"}
+    assert found["fanfold.W008"].msg.startswith("FANFOLD_PAYLOAD_KEYS in the environment: ")
+    assert not any(e.is_serious() for e in found.values())

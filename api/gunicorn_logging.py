@@ -1,4 +1,6 @@
-"""gunicorn's access log without callback tokens (`logger_class` in gunicorn.conf.py).
+"""gunicorn's access log without callback tokens, shipped in the wheel for every site.
+
+Set `logger_class = "api.gunicorn_logging.TokenMaskingLogger"` in a gunicorn configuration.
 
 Every atom an access log format may print (the request line, the path, headers, environ) is
 masked, and the Authorization header (which may carry a callback token as a Bearer
