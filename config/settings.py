@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from importlib.util import find_spec
 from pathlib import Path
 
 import dj_database_url
@@ -245,3 +246,14 @@ FANFOLD = {
     and key not in _PROJECT_ONLY
     and not key.startswith("FANFOLD_TEST_")
 }
+
+# Django's Tasks framework (django.tasks on Django 6, the django_tasks backport on 5.2) runs
+# its tasks as Fanfold runs: docs/django-tasks.md.
+if find_spec("django.tasks") is not None or find_spec("django_tasks") is not None:
+    TASKS = {
+        "default": {
+            "BACKEND": "runtime.django_tasks.backend.FanfoldBackend",
+            "QUEUES": ["default"],
+            "OPTIONS": {"retry": {"max_attempts": 3}},
+        }
+    }

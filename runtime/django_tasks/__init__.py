@@ -1,0 +1,80 @@
+"""Django's Tasks framework on Fanfold (docs/django-tasks.md).
+
+`runtime.django_tasks.backend.FanfoldBackend` is the backend; `runtime.django_tasks.runner`
+the workflow each task runs as. Neither is imported here: Django's Tasks framework may be
+missing (Django 5.2 without the backport), and only a project that configures the backend
+needs it. `install()` (called by the runtime app when it is ready) registers the workflow in
+such a project, so that every worker knows it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from django.conf import settings
+from django.core import checks
+from django.utils.module_loading import import_string
+
+from runtime.django_tasks.options import BadTaskOptions, TaskOptions
+
+BACKEND_PATH = "runtime.django_tasks.backend.FanfoldBackend"
+
+
+def configured_aliases() -> list[str]:
+    """The aliases of settings.TASKS whose backend is Fanfold's (or a subclass of it)."""
+    tasks: Any = getattr(settings, "TASKS", None)
+    if not isinstance(tasks, dict):
+        return []
+    aliases = []
+    for alias, params in tasks.items():
+        backend = params.get("BACKEND") if isinstance(params, dict) else None
+        if backend == BACKEND_PATH or (isinstance(backend, str) and _is_ours(backend)):
+            aliases.append(alias)
+    return aliases
+
+
+def _is_ours(path: str) -> bool:
+    try:
+        found = import_string(path)
+    except ImportError:
+        return False  # Django reports a backend it cannot import when it is used
+    bases = getattr(found, "__mro__", ())
+    return any(f"{base.__module__}.{base.__qualname__}" == BACKEND_PATH for base in bases)
+
+
+def check_options(**kwargs: Any) -> list[checks.CheckMessage]:
+    """A system check: each Fanfold Tasks backend's OPTIONS can be used."""
+    errors = []
+    for alias in configured_aliases():
+        try:
+            TaskOptions.parse(alias, settings.TASKS[alias].get("OPTIONS"))
+        except BadTaskOptions as exc:
+            errors.append(checks.Error(str(exc), id="fanfold.E900"))
+    return errors
+
+
+def install() -> None:
+    """Register the tasks' workflow when a TASKS backend is Fanfold's."""
+    checks.register(check_options)
+    if configured_aliases():
+        importlib.import_module("runtime.django_tasks.runner")
+
+
+def step_of(task: Any) -> Any:
+    """The Django task `task` as a registered Fanfold step, for `ctx.step` and `ctx.map` in a
+    workflow: its body runs as the workflow's step (or fan-out branch), with the task's retry
+    policy, not as a task run of its own. Registered once per task, named by its path."""
+    from runtime.django_tasks.compat import Task
+    from runtime.registry import registry, step
+
+    if not isinstance(task, Task):
+        raise TypeError(f"step_of takes a Django task, not {type(task).__name__}")
+    if task.takes_context:
+        raise TypeError(f"task {task.module_path} takes a TaskContext: it cannot be a step")
+    name = task.module_path
+    known = registry.steps.get(name)
+    if known is not None:
+        return known
+    policy = getattr(task, "retry", None)
+    return step(name=name, retry=policy)(task.func)
