@@ -9,7 +9,7 @@ from importlib.util import find_spec
 from django.core.exceptions import ImproperlyConfigured
 
 if find_spec("django.tasks") is not None:
-    from django.tasks import task_backends
+    from django.tasks import default_task_backend, task_backends
     from django.tasks.backends.base import BaseTaskBackend
     from django.tasks.base import (
         DEFAULT_TASK_PRIORITY,
@@ -28,7 +28,7 @@ if find_spec("django.tasks") is not None:
 
     FRAMEWORK = "django.tasks"
 elif find_spec("django_tasks") is not None:
-    from django_tasks import task_backends  # type: ignore[no-redef]
+    from django_tasks import default_task_backend, task_backends  # type: ignore[no-redef]
     from django_tasks.backends.base import BaseTaskBackend  # type: ignore[no-redef,assignment]
     from django_tasks.base import (  # type: ignore[no-redef,assignment]
         DEFAULT_TASK_PRIORITY,
@@ -74,6 +74,7 @@ __all__ = [
     "TaskResult",
     "TaskResultDoesNotExist",
     "TaskResultStatus",
+    "default_task_backend",
     "normalize_json",
     "task",
     "task_backends",

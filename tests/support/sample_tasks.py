@@ -1,4 +1,5 @@
-"""Django tasks the Tasks backend tests enqueue (module level, as Django requires)."""
+"""Django tasks the Tasks backend tests enqueue (module level, as Django requires), from
+this process and from real workers alike."""
 
 from __future__ import annotations
 
