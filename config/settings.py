@@ -257,3 +257,7 @@ if find_spec("django.tasks") is not None or find_spec("django_tasks") is not Non
             "OPTIONS": {"retry": {"max_attempts": 3}},
         }
     }
+    # `bench tasks` compares with django-tasks-db's worker where it is installed (extra `bench`).
+    if find_spec("django_tasks_db") is not None:
+        INSTALLED_APPS.append("django_tasks_db")
+        TASKS["db"] = {"BACKEND": "django_tasks_db.DatabaseBackend"}

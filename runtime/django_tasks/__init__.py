@@ -4,7 +4,8 @@
 the workflow each task runs as. Neither is imported here: Django's Tasks framework may be
 missing (Django 5.2 without the backport), and only a project that configures the backend
 needs it. `install()` (called by the runtime app when it is ready) registers the workflow in
-such a project, so that every worker knows it.
+such a project, so that every worker knows it. `runtime.django_tasks.steps.step_of` makes a
+task's function a step of a workflow.
 """
 
 from __future__ import annotations
@@ -59,22 +60,3 @@ def install() -> None:
     checks.register(check_options)
     if configured_aliases():
         importlib.import_module("runtime.django_tasks.runner")
-
-
-def step_of(task: Any) -> Any:
-    """The Django task `task` as a registered Fanfold step, for `ctx.step` and `ctx.map` in a
-    workflow: its body runs as the workflow's step (or fan-out branch), with the task's retry
-    policy, not as a task run of its own. Registered once per task, named by its path."""
-    from runtime.django_tasks.compat import Task
-    from runtime.registry import registry, step
-
-    if not isinstance(task, Task):
-        raise TypeError(f"step_of takes a Django task, not {type(task).__name__}")
-    if task.takes_context:
-        raise TypeError(f"task {task.module_path} takes a TaskContext: it cannot be a step")
-    name = task.module_path
-    known = registry.steps.get(name)
-    if known is not None:
-        return known
-    policy = getattr(task, "retry", None)
-    return step(name=name, retry=policy)(task.func)

@@ -16,7 +16,6 @@ from typing import Any
 
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from django.db import transaction
 from django.utils import timezone
 
 from runtime.core.retry import RetryPolicy
@@ -101,15 +100,16 @@ class FanfoldBackend(BaseTaskBackend):
             "run_after": None if task.run_after is None else task.run_after.isoformat(),
             "enqueued_at": enqueued_at.isoformat(),
         }
-        with transaction.atomic():
-            handle = start(
-                TASK_WORKFLOW,
-                task.module_path,
-                result.args,
-                result.kwargs,
-                meta,
-                priority=run_priority(task.priority),
-            )
+        # One start: its run and first event are written in one transaction (the caller's,
+        # when there is one), and its message sent when that commits.
+        handle = start(
+            TASK_WORKFLOW,
+            task.module_path,
+            result.args,
+            result.kwargs,
+            meta,
+            priority=run_priority(task.priority),
+        )
         object.__setattr__(result, "id", str(handle.id))
         task_enqueued.send(type(self), task_result=result)
         return result
