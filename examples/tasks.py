@@ -1,4 +1,4 @@
-"""Example Django tasks (Django's Tasks framework, run by Fanfold's backend): docs/django-tasks.md."""
+"""Example Django tasks, run by Fanfold's Tasks backend: docs/django-tasks.md."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ def send_welcome(user_id: int, template: str = "welcome") -> dict[str, object]:
     return {"user": user_id, "template": template, "sent": True}
 
 
-@task(takes_context=True, retry=RetryPolicy(max_attempts=3, initial_delay=0.1, jitter=False))
+# `retry=` is Fanfold's option (FanfoldBackend's task class); Django's stubs know only theirs.
+@task(  # type: ignore[call-overload]
+    takes_context=True, retry=RetryPolicy(max_attempts=3, initial_delay=0.1, jitter=False)
+)
 def sync_contacts(context: TaskContext, account: str) -> str:
     """Fails its first attempt, as a flaky partner API would; Fanfold's policy retries it."""
     if context.attempt == 1:

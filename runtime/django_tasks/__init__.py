@@ -46,7 +46,7 @@ def _is_ours(path: str) -> bool:
 
 def check_options(**kwargs: Any) -> list[checks.CheckMessage]:
     """A system check: each Fanfold Tasks backend's OPTIONS can be used."""
-    errors = []
+    errors: list[checks.CheckMessage] = []
     for alias in configured_aliases():
         try:
             TaskOptions.parse(alias, settings.TASKS[alias].get("OPTIONS"))

@@ -36,7 +36,7 @@ from runtime.handles import start
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FanfoldTask(Task):  # type: ignore[misc,type-arg]
+class FanfoldTask(Task):
     """A Django task with Fanfold's extra option: `@task(retry=RetryPolicy(...))` retries its
     body by that policy (else the backend's OPTIONS["retry"], else Fanfold's default)."""
 
@@ -75,11 +75,11 @@ class FanfoldBackend(BaseTaskBackend):
         """The retry policy of this backend's tasks that name none."""
         return self.settings.retry
 
-    def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:  # type: ignore[type-arg]
+    def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
         """Start the task's run (in the caller's transaction, sent when it commits)."""
         self.validate_task(task)
         enqueued_at = timezone.now()
-        result = TaskResult(
+        result: TaskResult[..., Any] = TaskResult(
             task=task,
             id=str(uuid.UUID(int=0)),  # replaced below by the run's id
             status=TaskResultStatus.READY,
@@ -114,7 +114,7 @@ class FanfoldBackend(BaseTaskBackend):
         task_enqueued.send(type(self), task_result=result)
         return result
 
-    def get_result(self, result_id: str) -> TaskResult:  # type: ignore[type-arg]
+    def get_result(self, result_id: str) -> TaskResult:
         """The task's result as its run's records say now; TaskResultDoesNotExist if none."""
         try:
             run_id = uuid.UUID(str(result_id))

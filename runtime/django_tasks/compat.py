@@ -5,10 +5,12 @@ imports the framework's names from here, so one backend class serves both."""
 from __future__ import annotations
 
 from importlib.util import find_spec
+from typing import TYPE_CHECKING
 
 from django.core.exceptions import ImproperlyConfigured
 
-if find_spec("django.tasks") is not None:
+# Type checkers read django.tasks (django-stubs has it); the backport has the same names.
+if TYPE_CHECKING or find_spec("django.tasks") is not None:
     from django.tasks import default_task_backend, task_backends
     from django.tasks.backends.base import BaseTaskBackend
     from django.tasks.base import (
@@ -28,9 +30,9 @@ if find_spec("django.tasks") is not None:
 
     FRAMEWORK = "django.tasks"
 elif find_spec("django_tasks") is not None:
-    from django_tasks import default_task_backend, task_backends  # type: ignore[no-redef]
-    from django_tasks.backends.base import BaseTaskBackend  # type: ignore[no-redef,assignment]
-    from django_tasks.base import (  # type: ignore[no-redef,assignment]
+    from django_tasks import default_task_backend, task_backends
+    from django_tasks.backends.base import BaseTaskBackend
+    from django_tasks.base import (
         DEFAULT_TASK_PRIORITY,
         TASK_MAX_PRIORITY,
         TASK_MIN_PRIORITY,
@@ -41,18 +43,18 @@ elif find_spec("django_tasks") is not None:
         TaskResultStatus,
         task,
     )
-    from django_tasks.exceptions import (  # type: ignore[no-redef,assignment]
+    from django_tasks.exceptions import (
         InvalidTaskError as InvalidTask,
     )
-    from django_tasks.exceptions import (  # type: ignore[no-redef,assignment]
+    from django_tasks.exceptions import (
         TaskResultDoesNotExist,
     )
-    from django_tasks.signals import (  # type: ignore[no-redef,assignment]
+    from django_tasks.signals import (
         task_enqueued,
         task_finished,
         task_started,
     )
-    from django_tasks.utils import normalize_json  # type: ignore[no-redef]
+    from django_tasks.utils import normalize_json
 
     FRAMEWORK = "django_tasks"
 else:

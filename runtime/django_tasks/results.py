@@ -30,7 +30,7 @@ _FINISHED = {
 }
 
 
-def load_task(path: str, meta: dict[str, Any]) -> Task:  # type: ignore[type-arg]
+def load_task(path: str, meta: dict[str, Any]) -> Task:
     """The task at `path` as it was enqueued: its priority, queue, run_after and backend."""
     found = import_string(path)
     if not isinstance(found, Task):
@@ -44,7 +44,7 @@ def load_task(path: str, meta: dict[str, Any]) -> Task:  # type: ignore[type-arg
     )
 
 
-def result_of(run_id: uuid.UUID) -> TaskResult | None:  # type: ignore[type-arg]
+def result_of(run_id: uuid.UUID) -> TaskResult | None:
     """The task result whose id is `run_id`, or None if no task's run has that id."""
     record = load_task_run(run_id, TASK_WORKFLOW, ATTEMPTS_STREAM)
     if record is None:
@@ -52,7 +52,7 @@ def result_of(run_id: uuid.UUID) -> TaskResult | None:  # type: ignore[type-arg]
     path, args, kwargs, meta = record.input.get("args", [None, [], {}, {}])
     task = load_task(path, meta)
     attempts = record.attempts
-    result = TaskResult(
+    result: TaskResult[..., Any] = TaskResult(
         task=task,
         id=str(record.run_id),
         status=_status(record),
@@ -71,13 +71,13 @@ def result_of(run_id: uuid.UUID) -> TaskResult | None:  # type: ignore[type-arg]
     return result
 
 
-def _status(record: TaskRunRecord) -> str:
+def _status(record: TaskRunRecord) -> TaskResultStatus:
     finished = _FINISHED.get(RunStatus(record.status))
     if finished is not None:
-        return str(finished)
+        return finished
     if record.task_step_started:
-        return str(TaskResultStatus.RUNNING)
-    return str(TaskResultStatus.READY)
+        return TaskResultStatus.RUNNING
+    return TaskResultStatus.READY
 
 
 def _cancelled(record: TaskRunRecord) -> list[TaskError]:

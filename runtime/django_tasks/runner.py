@@ -43,11 +43,11 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def task_policy(task: Task) -> RetryPolicy:  # type: ignore[type-arg]
+def task_policy(task: Task) -> RetryPolicy:
     """The task's own policy, else its backend's default, else Fanfold's default."""
     own = getattr(task, "retry", None)
     if own is not None:
-        return own  # type: ignore[no-any-return]
+        return own
     backend = task.get_backend()
     default = getattr(backend, "default_policy", None)
     return (default() if callable(default) else None) or DEFAULT_POLICY
@@ -68,7 +68,7 @@ def run_django_task(
 
 
 def attempt(
-    task: Task,  # type: ignore[type-arg]
+    task: Task,
     run_id: uuid.UUID,
     meta: dict[str, Any],
     *args: Any,
@@ -81,7 +81,7 @@ def attempt(
     stream(ATTEMPTS_STREAM).write({"attempt": number, "worker": me})
     now = timezone.now()
     workers = [me] if number == 1 else [*attempt_workers(run_id, ATTEMPTS_STREAM)]
-    result = TaskResult(
+    result: TaskResult[..., Any] = TaskResult(
         task=task,
         id=str(run_id),
         status=TaskResultStatus.RUNNING,
@@ -111,7 +111,7 @@ def attempt(
 
 
 def _settled(
-    result: TaskResult,  # type: ignore[type-arg]
+    result: TaskResult,
     status: str,
     value: Any = None,
     errors: list[Any] | None = None,

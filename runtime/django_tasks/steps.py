@@ -9,7 +9,7 @@ from runtime.django_tasks.compat import Task
 from runtime.registry import StepFunction, registry, step
 
 
-def step_of(task: Task) -> StepFunction[..., Any]:  # type: ignore[type-arg]
+def step_of(task: Task) -> StepFunction[..., Any]:
     """The Django task `task` as a registered Fanfold step, for `ctx.step` and `ctx.map` in a
     workflow: its body runs as the workflow's step (or fan-out branch), with the task's retry
     policy, not as a task run of its own. Registered once, named by the task's path: call it

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from runtime import RetryPolicy, workflow
-from runtime.django_tasks.steps import step_of
 from runtime.django_tasks.compat import TaskContext, task
+from runtime.django_tasks.steps import step_of
 from tests.support.services import counters_redis_client
 
 MODULE = __name__

@@ -21,9 +21,9 @@ from runtime.django_tasks.compat import (
     TaskResultStatus,
     default_task_backend,
     task,
+    task_backends,
     task_enqueued,
     task_finished,
-    task_backends,
     task_started,
 )
 from runtime.models import Run
