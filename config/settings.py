@@ -253,7 +253,8 @@ if find_spec("django.tasks") is not None or find_spec("django_tasks") is not Non
     TASKS = {
         "default": {
             "BACKEND": "runtime.django_tasks.backend.FanfoldBackend",
-            "QUEUES": ["default"],
+            # Each a Celery queue ("default": the run queue); workers pick theirs with -Q.
+            "QUEUES": _list("DJANGO_TASKS_QUEUES") or ["default"],
             "OPTIONS": {"retry": {"max_attempts": 3}},
         }
     }

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core import checks
 from django.utils.module_loading import import_string
 
+from runtime import dispatch
 from runtime.django_tasks.options import BadTaskOptions, TaskOptions
 
 BACKEND_PATH = "runtime.django_tasks.backend.FanfoldBackend"
@@ -56,7 +57,10 @@ def check_options(**kwargs: Any) -> list[checks.CheckMessage]:
 
 
 def install() -> None:
-    """Register the tasks' workflow when a TASKS backend is Fanfold's."""
+    """Register the tasks' workflow when a TASKS backend is Fanfold's, and route its runs to
+    their tasks' queues."""
     checks.register(check_options)
     if configured_aliases():
         importlib.import_module("runtime.django_tasks.runner")
+        queues = importlib.import_module("runtime.django_tasks.queues")
+        dispatch.route_runs(queues.queue_of)

@@ -19,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
 from runtime.core.retry import RetryPolicy
+from runtime.django_tasks import queues
 from runtime.django_tasks.compat import (
     TASK_MAX_PRIORITY,
     TASK_MIN_PRIORITY,
@@ -110,6 +111,7 @@ class FanfoldBackend(BaseTaskBackend):
             meta,
             priority=run_priority(task.priority),
         )
+        queues.remember(handle.id, task.queue_name)
         object.__setattr__(result, "id", str(handle.id))
         task_enqueued.send(type(self), task_result=result)
         return result

@@ -22,6 +22,7 @@ from django.utils import timezone
 from runtime.context import DurableContext
 from runtime.core.errors import describe_exception
 from runtime.core.retry import DEFAULT_POLICY, GiveUp, RetryPolicy, decide
+from runtime.django_tasks import queues
 from runtime.django_tasks.compat import (
     Task,
     TaskContext,
@@ -59,6 +60,7 @@ def run_django_task(
 ) -> Any:
     """Run the Django task at `path` once durably: its run's one step."""
     task = load_task(path, meta)
+    queues.remember(ctx.run_id, task.queue_name)  # its resumes go to the same queue
     if meta.get("run_after"):
         due = datetime.fromisoformat(meta["run_after"])
         # A replay finds the recorded timer whatever the seconds: only the first pass counts.

@@ -98,3 +98,11 @@ def attempt_workers(run_id: uuid.UUID, attempts_stream: str) -> list[str]:
         for value in chunks.values_list("value", flat=True)
         if isinstance(value, dict) and "worker" in value
     ]
+
+
+def task_queue_name(run_id: uuid.UUID, workflow: str) -> str | None:
+    """The `queue_name` a task's run was enqueued with; None if it is no run of `workflow`."""
+    found = Run.objects.filter(id=run_id, workflow=workflow).values_list("input", flat=True).first()
+    args = found.get("args") if isinstance(found, dict) else None
+    meta = args[3] if isinstance(args, list) and len(args) == 4 else None
+    return meta.get("queue_name") if isinstance(meta, dict) else None

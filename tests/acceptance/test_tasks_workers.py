@@ -55,3 +55,18 @@ def test_tasks_workers_a_workflow_steps_and_maps_over_a_task(counters_redis: Any
         handle = start(flows.sum_of_squares, [1, 2, 3, 4])
         assert handle.wait(timeout=60) == 30
     assert sorted(int(x) for x in counters_redis.lrange(flows.SQUARES, 0, -1)) == [1, 2, 3, 4]
+
+
+def test_tasks_workers_a_named_queue_is_the_celery_queue_its_workers_consume(
+    counters_redis: Any, settings: Any
+) -> None:
+    settings.TASKS = {
+        "default": {
+            "BACKEND": "runtime.django_tasks.backend.FanfoldBackend",
+            "QUEUES": ["default", "fanfold-test-reports"],
+        }
+    }
+    env = {**WORKER_ENV, "DJANGO_TASKS_QUEUES": "default,fanfold-test-reports"}
+    with running_worker("tasks-reports", "prefork", 1, queue="fanfold-test-reports", **env):
+        result = flows.square.using(queue_name="fanfold-test-reports").enqueue(9)
+        assert get_run(result.id).wait(timeout=60) == 81

@@ -236,3 +236,24 @@ def test_tasks_backend_a_cancelled_task_has_failed() -> None:
     fetched = default_task_backend.get_result(result.id)
     assert fetched.status == TaskResultStatus.FAILED
     assert [e.exception_class_path for e in fetched.errors] == ["runtime.RunCancelled"]
+
+
+def test_tasks_backend_queue_names_are_the_runs_celery_queues(settings: Any) -> None:
+    from runtime import dispatch, start
+    from runtime.django_tasks import queues
+
+    settings.TASKS = {
+        "default": {
+            "BACKEND": "runtime.django_tasks.backend.FanfoldBackend",
+            "QUEUES": ["default", "reports"],
+        }
+    }
+    on_reports = tasks.add.using(queue_name="reports").enqueue(1, 2)
+    on_default = tasks.add.enqueue(3, 4)
+    plain = start("examples.noop_loop", 1)
+    with queues._lock:
+        queues._known.clear()  # as in another process: read from the runs
+    assert dispatch.run_queue(uuid.UUID(on_reports.id)) == "reports"
+    assert dispatch.run_queue(uuid.UUID(on_default.id)) is None
+    assert dispatch.run_queue(plain.id) is None
+    assert default_task_backend.get_result(on_reports.id).task.queue_name == "reports"
