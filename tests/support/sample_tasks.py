@@ -46,3 +46,14 @@ async def async_double(x: int) -> int:
 @_task(retry=RetryPolicy(max_attempts=1))
 def always_fails() -> None:
     raise KeyError("missing")
+
+
+@_task()
+def fails_once() -> int:
+    """No policy of its own: the backend's OPTIONS["retry"] (or Fanfold's default) applies."""
+    from runtime import current_step
+
+    attempt = current_step().attempt
+    if attempt == 1:
+        raise ConnectionError("first attempt fails")
+    return attempt

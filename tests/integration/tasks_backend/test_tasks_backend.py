@@ -257,3 +257,25 @@ def test_tasks_backend_queue_names_are_the_runs_celery_queues(settings: Any) -> 
     assert dispatch.run_queue(uuid.UUID(on_default.id)) is None
     assert dispatch.run_queue(plain.id) is None
     assert default_task_backend.get_result(on_reports.id).task.queue_name == "reports"
+
+
+def test_tasks_backend_options_retry_is_the_default_policy(
+    settings: Any, drive: Callable[[str], str]
+) -> None:
+    settings.TASKS = {
+        "default": {
+            "BACKEND": "runtime.django_tasks.backend.FanfoldBackend",
+            "OPTIONS": {"retry": {"max_attempts": 1}},
+        }
+    }
+    once = tasks.fails_once.enqueue()
+    assert drive(once.id) == "failed"
+    settings.TASKS = {
+        "default": {
+            "BACKEND": "runtime.django_tasks.backend.FanfoldBackend",
+            "OPTIONS": {"retry": {"max_attempts": 2, "initial_delay": 0.01, "jitter": False}},
+        }
+    }
+    twice = tasks.fails_once.enqueue()
+    assert drive(twice.id) == "completed"
+    assert default_task_backend.get_result(twice.id).attempts == 2
