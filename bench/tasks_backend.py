@@ -25,6 +25,7 @@ from django.db.models import Max, Min
 from bench import environment
 from bench.environment import Pool
 from bench.workers import ROOT, database_url
+from runtime import dispatch
 from runtime.models import Run, RunStatus
 
 POLL_SECONDS = 0.05
@@ -57,6 +58,9 @@ def _fanfold_side(count: int, timeout: float, pool: Pool) -> dict[str, Any]:
         enqueued = time.monotonic() - began
         runs = Run.objects.filter(id__in=ids)
         _until(lambda: runs.filter(status=RunStatus.COMPLETED).count() == count, timeout)
+        # Messages still queued (duplicates a backlog draws) are consumed here, not by the
+        # next round's workers, whose runs these no longer are.
+        _until(lambda: dispatch.queue_depth() in (0, None), timeout)
     span = runs.aggregate(first=Min("created_at"), last=Max("finished_at"))
     runs.delete()
     return _side(span["first"], span["last"], enqueued)
