@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
@@ -29,6 +29,7 @@ from runtime.django_tasks.compat import (
     TaskResult,
     TaskResultDoesNotExist,
     TaskResultStatus,
+    normalize_json,
     task_enqueued,
 )
 from runtime.django_tasks.options import BadTaskOptions, TaskOptions
@@ -80,20 +81,9 @@ class FanfoldBackend(BaseTaskBackend):
         """Start the task's run (in the caller's transaction, sent when it commits)."""
         self.validate_task(task)
         enqueued_at = timezone.now()
-        result: TaskResult[..., Any] = TaskResult(
-            task=task,
-            id=str(uuid.UUID(int=0)),  # replaced below by the run's id
-            status=TaskResultStatus.READY,
-            enqueued_at=enqueued_at,
-            started_at=None,
-            finished_at=None,
-            last_attempted_at=None,
-            args=list(args),
-            kwargs=dict(kwargs),
-            backend=self.alias,
-            errors=[],
-            worker_ids=[],
-        )  # normalizes the arguments: a value that is not JSON raises TypeError here
+        # As TaskResult does: a value that is not JSON raises TypeError, before any write.
+        call_args = cast(list[Any], normalize_json(list(args)))  # a list stays a list
+        call_kwargs = cast(dict[str, Any], normalize_json(dict(kwargs)))
         meta = {
             "backend": self.alias,
             "priority": task.priority,
@@ -106,13 +96,26 @@ class FanfoldBackend(BaseTaskBackend):
         handle = start(
             TASK_WORKFLOW,
             task.module_path,
-            result.args,
-            result.kwargs,
+            call_args,
+            call_kwargs,
             meta,
             priority=run_priority(task.priority),
         )
         queues.remember(handle.id, task.queue_name)
-        object.__setattr__(result, "id", str(handle.id))
+        result: TaskResult[..., Any] = TaskResult(
+            task=task,
+            id=str(handle.id),
+            status=TaskResultStatus.READY,
+            enqueued_at=enqueued_at,
+            started_at=None,
+            finished_at=None,
+            last_attempted_at=None,
+            args=call_args,
+            kwargs=call_kwargs,
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
         task_enqueued.send(type(self), task_result=result)
         return result
 
