@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from importlib.util import find_spec
 from pathlib import Path
 
 import dj_database_url
@@ -244,3 +245,19 @@ FANFOLD = {
     and key not in _PROJECT_ONLY
     and not key.startswith("FANFOLD_TEST_")
 }
+
+# Django's Tasks framework (django.tasks on Django 6, the django_tasks backport on 5.2) runs
+# its tasks as Fanfold runs: docs/django-tasks.md.
+if find_spec("django.tasks") is not None or find_spec("django_tasks") is not None:
+    TASKS = {
+        "default": {
+            "BACKEND": "runtime.django_tasks.backend.FanfoldBackend",
+            # Each a Celery queue ("default": the run queue); workers pick theirs with -Q.
+            "QUEUES": _list("DJANGO_TASKS_QUEUES") or ["default"],
+            "OPTIONS": {"retry": {"max_attempts": 3}},
+        }
+    }
+    # `bench tasks` compares with django-tasks-db's worker where it is installed (extra `bench`).
+    if find_spec("django_tasks_db") is not None:
+        INSTALLED_APPS.append("django_tasks_db")
+        TASKS["db"] = {"BACKEND": "django_tasks_db.DatabaseBackend"}

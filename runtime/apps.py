@@ -17,11 +17,12 @@ class RuntimeConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported here, not at module level: these modules need the app registry ready.
-        from runtime import checks, conf, dispatch, embedded  # noqa: F401  (checks register)
+        from runtime import checks, conf, dispatch, django_tasks, embedded  # noqa: F401
 
         # With the `memory://` broker every send first makes sure the in-process worker runs.
         dispatch.install(dispatch.CeleryDispatcher(before_send=embedded.ensure_worker))
         autodiscover_modules("workflows")
+        django_tasks.install()  # the Django Tasks workflow, where TASKS uses Fanfold's backend
         try:
             settings = conf.get()
         except conf.SettingsError:

@@ -140,7 +140,7 @@ class CeleryDispatcher:
             countdown=countdown or None,
             ignore_result=True,
             priority=self._level(app, priority),
-            queue=conf.get().RUN_QUEUE or None,
+            queue=run_queue(run_id),
         )
 
     def publish_branches(
@@ -201,6 +201,21 @@ class CeleryDispatcher:
 
 
 _dispatcher: Dispatcher = CeleryDispatcher()
+# Which Celery queue a run's execution messages go to, when not FANFOLD_RUN_QUEUE: a Django
+# task's run goes to its task's queue (runtime.django_tasks.queues installs this).
+_run_queue_of: Callable[[uuid.UUID], str | None] | None = None
+
+
+def route_runs(queue_of: Callable[[uuid.UUID], str | None] | None) -> None:
+    """Send each run's execution messages to `queue_of(run_id)` (None: the run queue)."""
+    global _run_queue_of
+    _run_queue_of = queue_of
+
+
+def run_queue(run_id: uuid.UUID) -> str | None:
+    """The Celery queue of `run_id`'s execution messages; None is Celery's default queue."""
+    routed = _run_queue_of(run_id) if _run_queue_of is not None else None
+    return routed or conf.get().RUN_QUEUE or None
 
 
 def install(dispatcher: Dispatcher) -> Dispatcher:

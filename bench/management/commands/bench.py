@@ -21,15 +21,18 @@ from bench.replaycheck import run_replay_check
 from bench.sequential import run_concurrent, run_sequential
 from bench.signals import run_signals
 from bench.streams import run_stream
+from bench.tasks_backend import run_tasks
 from runtime.lifecycle.retention import DEFAULT_PACE
 
 # Options that count something: each must be at least 1.
 COUNTS = (
     "steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients", "workers",
-    "concurrency", "waiting", "rounds",
+    "concurrency", "waiting", "rounds", "tasks",
 )  # fmt: skip
 # Scenarios that start worker processes of their own on the configured broker.
-WITH_WORKERS = frozenset({"seq", "concurrent", "fanout", "flow", "stream", "history", "signals"})
+WITH_WORKERS = frozenset(
+    {"seq", "concurrent", "fanout", "flow", "stream", "history", "signals", "tasks"}
+)
 
 
 def _refuse_other_workers() -> None:
@@ -54,7 +57,7 @@ def _sample_traces(ratio: float) -> None:
 class Command(BaseCommand):
     help = (
         "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream, flow, "
-        "history or signals."
+        "history, signals or tasks."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -104,7 +107,12 @@ class Command(BaseCommand):
         )
         sig.add_argument("--samples", type=int, default=1000, help="emits timed among them")
         sig.add_argument("--repeat", type=int, default=1, help="rounds to take the medians of")
-        for p in (seq, conc, fan, sig):
+        tasks = sub.add_parser("tasks", help="Django tasks: Fanfold's backend vs django-tasks-db")
+        tasks.add_argument("--tasks", type=int, default=1000, help="no-op tasks per side")
+        tasks.add_argument(
+            "--interval", type=float, default=0.1, help="db_worker's idle poll interval (s)"
+        )
+        for p in (seq, conc, fan, sig, tasks):
             p.add_argument(
                 "--pool",
                 choices=("prefork", "threads"),
@@ -153,7 +161,7 @@ class Command(BaseCommand):
         flow.add_argument("--runs", type=int, default=100)
         flow.add_argument("--steps", type=int, default=20)
         flow.add_argument("--repeat", type=int, default=3, help="rounds to take the medians of")
-        for p in (seq, conc, probe, fan, check, streams, flow, sig):
+        for p in (seq, conc, probe, fan, check, streams, flow, sig, tasks):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -214,6 +222,10 @@ class Command(BaseCommand):
                 options["chunks"], options["clients"], options["pause_ms"], options["timeout"]
             )
         pool = _pool(options, threads_default=DEFAULT_CONCURRENCY["threads"])
+        if scenario == "tasks":
+            if options["interval"] <= 0:
+                raise CommandError("--interval must be positive")
+            return run_tasks(options["tasks"], options["timeout"], pool, options["interval"])
         if scenario == "signals":
             return run_signals(
                 options["runs"], options["waiting"], options["samples"], options["repeat"],

@@ -25,6 +25,7 @@ FUNCTION_IMPORTS_ALLOWED = {
     ("runtime.apps", "runtime.conf"): "AppConfig.ready: settings are read once apps load",
     ("runtime.apps", "runtime.dispatch"): "AppConfig.ready: wires the dispatcher",
     ("runtime.apps", "runtime.embedded"): "AppConfig.ready: the embedded worker hook",
+    ("runtime.apps", "runtime.django_tasks"): "AppConfig.ready: the Django Tasks workflow",
 }
 # Pairs of runtime's units (a subpackage, or a top-level module) that may import each other:
 # why the two cannot be one unit or be layered. Longer cycles are never allowed.

@@ -1,0 +1,143 @@
+"""`FanfoldBackend`: Django's Tasks framework on durable runs.
+
+`TASKS = {"default": {"BACKEND": "runtime.django_tasks.backend.FanfoldBackend"}}`. Enqueuing
+a task starts a run of the one-step workflow `runtime.django_tasks.runner` (the result id is
+the run id); the task's body is that run's step, so it is retried by a retry policy, taken over
+when its worker dies, and its result is read from the run's records (runtime.django_tasks
+.results). The run is written in the caller's transaction and its message sent when that
+commits: a rolled-back enqueue runs nothing, and the task sees what its caller committed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, cast
+
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+from django.utils import timezone
+
+from runtime.core.retry import RetryPolicy
+from runtime.django_tasks import queues
+from runtime.django_tasks.compat import (
+    TASK_MAX_PRIORITY,
+    TASK_MIN_PRIORITY,
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    normalize_json,
+    task_enqueued,
+)
+from runtime.django_tasks.options import BadTaskOptions, TaskOptions
+from runtime.django_tasks.results import TASK_WORKFLOW, result_of
+from runtime.handles import start
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FanfoldTask(Task):
+    """A Django task with Fanfold's extra option: `@task(retry=RetryPolicy(...))` retries its
+    body by that policy (else the backend's OPTIONS["retry"], else Fanfold's default)."""
+
+    retry: RetryPolicy | None = None
+
+    def __post_init__(self) -> None:
+        if self.retry is not None and not isinstance(self.retry, RetryPolicy):
+            raise InvalidTask("task(retry=...) takes a runtime.RetryPolicy")
+        Task.__post_init__(self)
+
+
+def run_priority(priority: int) -> int:
+    """A task's priority (-100 to 100) as a run's (0 to 9): ten equal bands, order kept."""
+    span = TASK_MAX_PRIORITY - TASK_MIN_PRIORITY + 1
+    return (int(priority) - TASK_MIN_PRIORITY) * 10 // span
+
+
+class FanfoldBackend(BaseTaskBackend):
+    """Runs Django tasks as Fanfold runs: durable, retried, taken over after a crash."""
+
+    task_class = FanfoldTask
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        try:
+            self.settings = TaskOptions.parse(alias, self.options)
+        except BadTaskOptions as exc:
+            raise ImproperlyConfigured(str(exc)) from None
+        self.bad_queues = sorted(q for q in self.queues if not isinstance(q, str) or not q)
+
+    def default_policy(self) -> RetryPolicy | None:
+        """The retry policy of this backend's tasks that name none."""
+        return self.settings.retry
+
+    def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
+        """Start the task's run (in the caller's transaction, sent when it commits)."""
+        self.validate_task(task)
+        enqueued_at = timezone.now()
+        # As TaskResult does: a value that is not JSON raises TypeError, before any write.
+        call_args = cast(list[Any], normalize_json(list(args)))  # a list stays a list
+        call_kwargs = cast(dict[str, Any], normalize_json(dict(kwargs)))
+        meta = {
+            "backend": self.alias,
+            "priority": task.priority,
+            "queue_name": task.queue_name,
+            "run_after": None if task.run_after is None else task.run_after.isoformat(),
+            "enqueued_at": enqueued_at.isoformat(),
+        }
+        # One start: its run and first event are written in one transaction (the caller's,
+        # when there is one), and its message sent when that commits.
+        handle = start(
+            TASK_WORKFLOW,
+            task.module_path,
+            call_args,
+            call_kwargs,
+            meta,
+            priority=run_priority(task.priority),
+        )
+        queues.remember(handle.id, task.queue_name)
+        result: TaskResult[..., Any] = TaskResult(
+            task=task,
+            id=str(handle.id),
+            status=TaskResultStatus.READY,
+            enqueued_at=enqueued_at,
+            started_at=None,
+            finished_at=None,
+            last_attempted_at=None,
+            args=call_args,
+            kwargs=call_kwargs,
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def get_result(self, result_id: str) -> TaskResult:
+        """The task's result as its run's records say now; TaskResultDoesNotExist if none."""
+        try:
+            run_id = uuid.UUID(str(result_id))
+        except ValueError:
+            raise TaskResultDoesNotExist(result_id) from None
+        found = result_of(run_id)
+        if found is None:
+            raise TaskResultDoesNotExist(result_id)
+        return found
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        """Queue names must be non-empty strings."""
+        if self.bad_queues:
+            return [
+                checks.Error(
+                    f'TASKS["{self.alias}"]["QUEUES"] holds invalid queue names',
+                    hint="Each queue is a non-empty string, the name of a Celery queue.",
+                    id="fanfold.E901",
+                )
+            ]
+        return []

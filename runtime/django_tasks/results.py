@@ -1,0 +1,107 @@
+"""A task's `TaskResult`, made from its run's records (runtime.store.django_tasks).
+
+Status: READY while the body has not started (the run is pending, or waits for `run_after`),
+RUNNING while it runs or waits between attempts, SUCCESSFUL when the run completed, FAILED
+when it failed or was cancelled. `errors` holds one TaskError per failed attempt.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.utils.module_loading import import_string
+
+from runtime.django_tasks.compat import InvalidTask, Task, TaskError, TaskResult, TaskResultStatus
+from runtime.models import RunStatus
+from runtime.store.django_tasks import TaskRunRecord, load_task_run
+
+TASK_WORKFLOW = "fanfold.django_task"
+# Each attempt of a task's body writes {"attempt", "worker"} here as it starts.
+ATTEMPTS_STREAM = "fanfold.task_attempts"
+
+_FINISHED = {
+    RunStatus.COMPLETED: TaskResultStatus.SUCCESSFUL,
+    RunStatus.FAILED: TaskResultStatus.FAILED,
+    RunStatus.CANCELLED: TaskResultStatus.FAILED,
+}
+
+
+def load_task(path: str, meta: dict[str, Any]) -> Task:
+    """The task at `path` as it was enqueued: its priority, queue, run_after and backend."""
+    found = import_string(path)
+    if not isinstance(found, Task):
+        raise InvalidTask(f"{path!r} is not a task")
+    run_after = meta.get("run_after")
+    return found.using(
+        priority=meta.get("priority"),
+        queue_name=meta.get("queue_name"),
+        run_after=None if run_after is None else datetime.fromisoformat(run_after),
+        backend=meta.get("backend"),
+    )
+
+
+def result_of(run_id: uuid.UUID) -> TaskResult | None:
+    """The task result whose id is `run_id`, or None if no task's run has that id."""
+    record = load_task_run(run_id, TASK_WORKFLOW, ATTEMPTS_STREAM)
+    if record is None:
+        return None
+    path, args, kwargs, meta = record.input.get("args", [None, [], {}, {}])
+    task = load_task(path, meta)
+    attempts = record.attempts
+    result: TaskResult[..., Any] = TaskResult(
+        task=task,
+        id=str(record.run_id),
+        status=_status(record),
+        enqueued_at=datetime.fromisoformat(meta["enqueued_at"]),
+        started_at=attempts[0].started_at if attempts else None,
+        finished_at=record.finished_at,
+        last_attempted_at=attempts[-1].started_at if attempts else None,
+        args=args,
+        kwargs=kwargs,
+        backend=meta["backend"],
+        errors=[task_error(e) for e in record.failures] + _cancelled(record),
+        worker_ids=[a.worker_id for a in attempts],
+    )
+    if record.status == RunStatus.COMPLETED:
+        object.__setattr__(result, "_return_value", record.result)
+    return result
+
+
+def _status(record: TaskRunRecord) -> TaskResultStatus:
+    finished = _FINISHED.get(RunStatus(record.status))
+    if finished is not None:
+        return finished
+    if record.task_step_started:
+        return TaskResultStatus.RUNNING
+    return TaskResultStatus.READY
+
+
+def _cancelled(record: TaskRunRecord) -> list[TaskError]:
+    if record.status != RunStatus.CANCELLED:
+        return []
+    reason = (record.error or {}).get("message") or "cancelled"
+    return [TaskError(exception_class_path="runtime.RunCancelled", traceback=str(reason))]
+
+
+def task_error(record: dict[str, Any]) -> TaskError:
+    """A step's error record as Django's TaskError: the exception's class path and traceback."""
+    traceback = str(record.get("traceback") or "")
+    return TaskError(
+        exception_class_path=class_path(str(record.get("type") or "Exception"), traceback),
+        traceback=traceback,
+    )
+
+
+def class_path(name: str, traceback: str) -> str:
+    """The exception class's dotted path: a step's error record keeps the class name and the
+    formatted traceback, whose exception line names the class by module and qualified name
+    (builtins by name alone)."""
+    line = re.compile(rf"^((?:[\w]+\.)*{re.escape(name)})(?::|$)", re.MULTILINE)
+    found = line.findall(traceback)
+    if found and "." in found[-1]:
+        return str(found[-1])
+    return f"builtins.{name}" if isinstance(getattr(builtins, name, None), type) else name

@@ -1,0 +1,125 @@
+"""The workflow every Django task runs as, and the body of its one step.
+
+`fanfold.django_task(ctx, path, args, kwargs, meta)` waits durably until the task's
+`run_after` (when it has one), then runs the task's function as one step named after the
+task, retried by the task's policy (`@task(retry=...)`), else the backend's OPTIONS["retry"],
+else Fanfold's default. Each attempt writes the worker that took it to the run's stream
+`ATTEMPTS_STREAM` and sends Django's `task_started`; the attempt that settles the task sends
+`task_finished`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from runtime.context import DurableContext
+from runtime.core.errors import describe_exception
+from runtime.core.retry import DEFAULT_POLICY, GiveUp, RetryPolicy, decide
+from runtime.django_tasks import queues
+from runtime.django_tasks.compat import (
+    Task,
+    TaskContext,
+    TaskResult,
+    TaskResultStatus,
+    normalize_json,
+    task_finished,
+    task_started,
+)
+from runtime.django_tasks.results import ATTEMPTS_STREAM, TASK_WORKFLOW, load_task, task_error
+from runtime.durable.stepinfo import current_step
+from runtime.registry import workflow
+from runtime.store.django_tasks import attempt_workers
+from runtime.streaming.writer import stream
+
+
+def worker_id() -> str:
+    """This worker process, as a task result's `worker_ids` name it."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def task_policy(task: Task) -> RetryPolicy:
+    """The task's own policy, else its backend's default, else Fanfold's default."""
+    own = getattr(task, "retry", None)
+    if own is not None:
+        return own
+    backend = task.get_backend()
+    default = getattr(backend, "default_policy", None)
+    return (default() if callable(default) else None) or DEFAULT_POLICY
+
+
+@workflow(name=TASK_WORKFLOW)
+def run_django_task(
+    ctx: DurableContext, path: str, args: list[Any], kwargs: dict[str, Any], meta: dict[str, Any]
+) -> Any:
+    """Run the Django task at `path` once durably: its run's one step."""
+    task = load_task(path, meta)
+    queues.remember(ctx.run_id, task.queue_name)  # its resumes go to the same queue
+    if meta.get("run_after"):
+        due = datetime.fromisoformat(meta["run_after"])
+        # A replay finds the recorded timer whatever the seconds: only the first pass counts.
+        ctx.sleep(max((due - timezone.now()).total_seconds(), 0.0))
+    body = functools.partial(attempt, task, ctx.run_id, meta)
+    return ctx.step(body, *args, name=path, retry=task_policy(task), **kwargs)
+
+
+def attempt(
+    task: Task,
+    run_id: uuid.UUID,
+    meta: dict[str, Any],
+    *args: Any,
+    **kwargs: Any,
+) -> Any:
+    """One attempt of the task's body, inside its step: the worker is recorded, Django's
+    signals sent, the context given when the task takes one."""
+    number = current_step().attempt
+    me = worker_id()
+    stream(ATTEMPTS_STREAM).write({"attempt": number, "worker": me})
+    now = timezone.now()
+    workers = [me] if number == 1 else [*attempt_workers(run_id, ATTEMPTS_STREAM)]
+    result: TaskResult[..., Any] = TaskResult(
+        task=task,
+        id=str(run_id),
+        status=TaskResultStatus.RUNNING,
+        enqueued_at=datetime.fromisoformat(meta["enqueued_at"]),
+        started_at=now if number == 1 else None,
+        finished_at=None,
+        last_attempted_at=now,
+        args=list(args),
+        kwargs=dict(kwargs),
+        backend=task.backend,
+        errors=[],
+        worker_ids=workers,
+    )
+    task_started.send(type(task.get_backend()), task_result=result)
+    try:
+        if task.takes_context:
+            value = task.call(TaskContext(task_result=result), *args, **kwargs)
+        else:
+            value = task.call(*args, **kwargs)
+        value = normalize_json(value)
+    except Exception as exc:
+        if isinstance(decide(task_policy(task), number, exc, lambda: 0.0), GiveUp):
+            _settled(result, TaskResultStatus.FAILED, errors=[task_error(describe_exception(exc))])
+        raise
+    _settled(result, TaskResultStatus.SUCCESSFUL, value=value)
+    return value
+
+
+def _settled(
+    result: TaskResult,
+    status: str,
+    value: Any = None,
+    errors: list[Any] | None = None,
+) -> None:
+    object.__setattr__(result, "status", status)
+    object.__setattr__(result, "finished_at", timezone.now())
+    object.__setattr__(result, "errors", errors or [])
+    object.__setattr__(result, "_return_value", value)
+    task_finished.send(type(result.task.get_backend()), task_result=result)

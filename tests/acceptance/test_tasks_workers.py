@@ -1,0 +1,72 @@
+"""Django tasks on real `celery -A config worker` processes and PostgreSQL: a task completes
+on a prefork worker, survives its worker's SIGKILL (retried, finished once), and a workflow
+steps and maps over a task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime import get_run, start
+from runtime.django_tasks.compat import TaskResultStatus
+from tests.acceptance import task_flows as flows
+from tests.support.services import wait_until
+from tests.support.workers import running_worker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WORKER_ENV = {"FANFOLD_WORKFLOW_MODULES": flows.MODULE}
+
+
+def test_tasks_workers_a_task_completes_on_a_prefork_worker(counters_redis: Any) -> None:
+    with running_worker("tasks-a", "prefork", 2, **WORKER_ENV):
+        result = flows.square.enqueue(7)
+        get_run(result.id).wait(timeout=60)
+    result.refresh()
+    assert (result.status, result.return_value, result.attempts) == (
+        TaskResultStatus.SUCCESSFUL,
+        49,
+        1,
+    )
+    assert result.worker_ids[0].split(":")[-1].isdigit()  # host:pid of the worker process
+    assert result.enqueued_at <= result.started_at <= result.finished_at
+
+
+def test_tasks_workers_sigkill_mid_task_retries_and_finishes_once(counters_redis: Any) -> None:
+    with running_worker("tasks-doomed", "prefork", 1, **WORKER_ENV) as doomed:
+        result = flows.hold_then_finish.enqueue("order-9")
+        wait_until(lambda: counters_redis.llen(flows.RUNS) >= 1, 60, "the task to start")
+        assert flows.hold_then_finish.get_result(result.id).status == TaskResultStatus.RUNNING
+        doomed.kill()
+
+    with running_worker("tasks-rescue", "prefork", 1, **WORKER_ENV):
+        assert get_run(result.id).wait(timeout=90) == {"label": "order-9", "attempt": 2}
+
+    assert [int(a) for a in counters_redis.lrange(flows.RUNS, 0, -1)] == [1, 2]
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.attempts == 2 and len(set(result.worker_ids)) == 2
+    assert result.errors == []  # the killed attempt raised nothing: it was taken over
+
+
+def test_tasks_workers_a_workflow_steps_and_maps_over_a_task(counters_redis: Any) -> None:
+    with running_worker("tasks-map", "prefork", 2, **WORKER_ENV):
+        handle = start(flows.sum_of_squares, [1, 2, 3, 4])
+        assert handle.wait(timeout=60) == 30
+    assert sorted(int(x) for x in counters_redis.lrange(flows.SQUARES, 0, -1)) == [1, 2, 3, 4]
+
+
+def test_tasks_workers_a_named_queue_is_the_celery_queue_its_workers_consume(
+    counters_redis: Any, settings: Any
+) -> None:
+    settings.TASKS = {
+        "default": {
+            "BACKEND": "runtime.django_tasks.backend.FanfoldBackend",
+            "QUEUES": ["default", "fanfold-test-reports"],
+        }
+    }
+    env = {**WORKER_ENV, "DJANGO_TASKS_QUEUES": "default,fanfold-test-reports"}
+    with running_worker("tasks-reports", "prefork", 1, queue="fanfold-test-reports", **env):
+        result = flows.square.using(queue_name="fanfold-test-reports").enqueue(9)
+        assert get_run(result.id).wait(timeout=60) == 81
