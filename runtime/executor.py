@@ -33,11 +33,12 @@ from runtime.durable.session import ExecutionSession
 from runtime.flow.admission import run_finished
 from runtime.leases.keepers import run_leases
 from runtime.leases.liveness import process_key
-from runtime.models import Run, RunStatus
+from runtime.models import RunStatus
 from runtime.observe import metrics
 from runtime.observe.attempts import RunPass
 from runtime.registry import registry
 from runtime.store import writer
+from runtime.store.leases import give_back_run_lease, run_wakeups
 from runtime.store.runs import RunClaim, claim_run, load_history
 from runtime.streaming.wakeups import announce
 from runtime.streaming.writer import WorkflowScope, workflow_scope
@@ -232,8 +233,7 @@ def _suspend(
         session.checkpoint(cp, sync=True)
     except Abort as abort:
         if isinstance(abort.failure.__cause__, WokenUp):
-            fresh = Run.objects.filter(id=session.run_id).values_list("wakeups", flat=True).first()
-            raise _Replay(int(fresh or 0)) from None
+            raise _Replay(run_wakeups(session.run_id)) from None
         return _aborted(session, abort.failure)
     if wake_at is not None:
         delay = max((wake_at - clock.now()).total_seconds(), 0.0)
@@ -249,7 +249,5 @@ def _aborted(session: ExecutionSession, failure: Exception) -> Execution:
     # A database failure: give the lease back so the Celery task's retry can claim the run at
     # once (instead of after the lease expires), then let the task retry.
     with suppress(Exception):
-        Run.objects.filter(id=session.run_id, lease_token=session.token).update(
-            lease_token=None, lease_expires_at=None
-        )
+        give_back_run_lease(session.run_id, session.token)
     raise failure
