@@ -18,8 +18,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from runtime import conf
 from runtime.models import RunStatus
+from runtime.models.run_queue import counts_by_status, oldest_pending_created_at
 from runtime.observe.exporter import process_registry
-from runtime.store.run_queue import counts_by_status, oldest_pending_created_at
 
 QUEUE_STATES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
 
