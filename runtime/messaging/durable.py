@@ -25,11 +25,12 @@ from runtime.core.writes import EventDraft, StepRow, step_created
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.steps import record_value
 from runtime.messaging.mailbox import check_topic, send_message
-from runtime.messaging.signals import check_signal_name, close_wait_timed_out, emit, open_wait
+from runtime.messaging.signals import check_signal_name, emit
 from runtime.messaging.values import check_key, store_value
 from runtime.models import SignalWait, StepKind
 from runtime.models.messaging import Signal
 from runtime.store.messages import take_message
+from runtime.store.signals import close_wait_timed_out, open_wait
 
 MESSAGE, SIGNAL, VALUE, SEND = StepKind.MESSAGE, StepKind.SIGNAL, StepKind.VALUE, StepKind.SEND
 
