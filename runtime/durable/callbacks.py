@@ -9,7 +9,6 @@ posted, or suspends the run until the nearest deadline.
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import datetime, timedelta
 
 from runtime import conf
@@ -30,7 +29,7 @@ from runtime.core.errors import CallbackFailed, CallbackTimedOut, FanfoldError, 
 from runtime.core.identity import check_name, step_id
 from runtime.core.writes import EventDraft, HistoryWrite, OpenStepGuard, StepRow, step_created
 from runtime.durable.cursor import ReplayCursor
-from runtime.models import Step
+from runtime.store.callback_steps import recorded_step, step_inputs
 
 log = logging.getLogger("fanfold.callbacks")
 UNRECOVERABLE = (
@@ -121,7 +120,7 @@ def record_timeout(
         if not isinstance(abort.failure.__cause__, StepChanged):
             raise
         session.writer.reset_session(session.key)
-        cursor.remember(_reload(cursor.run_id, recorded.position))
+        cursor.remember(recorded_step(cursor.run_id, recorded.position))
         return False
     cursor.remember(history.RecordedStep.of(row))
     return True
@@ -147,11 +146,7 @@ def expire_due_callbacks(cursor: ReplayCursor) -> None:
     if not due:
         return
     positions = [r.position for r in due]
-    inputs = dict(
-        Step.objects.filter(run_id=cursor.run_id, position__in=positions).values_list(
-            "position", "input"
-        )
-    )
+    inputs = step_inputs(cursor.run_id, positions)
     for recorded in due:
         if recorded.wake_at is None:
             continue
@@ -227,7 +222,3 @@ def create_callback(
 def _identity(recorded: history.RecordedStep, name: str) -> history.StepAction:
     history.check_identity(recorded, name, "callback")
     return history.ReturnRecorded(None)
-
-
-def _reload(run_id: uuid.UUID, position: int) -> history.RecordedStep:
-    return history.RecordedStep.of(Step.objects.get(run_id=run_id, position=position).as_row())

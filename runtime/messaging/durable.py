@@ -27,10 +27,9 @@ from runtime.durable.steps import record_value
 from runtime.messaging.mailbox import check_topic, send_message
 from runtime.messaging.signals import check_signal_name, emit
 from runtime.messaging.values import check_key, store_value
-from runtime.models import SignalWait, StepKind
-from runtime.models.messaging import Signal
+from runtime.models import StepKind
 from runtime.store.messages import take_message
-from runtime.store.signals import close_wait_timed_out, open_wait
+from runtime.store.signals import close_wait_timed_out, emitter_of, open_wait, wait_at
 
 MESSAGE, SIGNAL, VALUE, SEND = StepKind.MESSAGE, StepKind.SIGNAL, StepKind.VALUE, StepKind.SEND
 
@@ -179,18 +178,17 @@ def wait_for_signal(
     if done is not _OPEN:
         return done
     rid = cursor.run_id
-    row = SignalWait.objects.filter(run_id=rid, position=position).first()
+    row = wait_at(rid, position)
     if row is None:
         open_wait(rid, position, name, match, wait.started, timedelta(seconds=lookback or 0))
-        row = SignalWait.objects.filter(run_id=rid, position=position).first()
+        row = wait_at(rid, position)
     deadline = wait.deadline(timeout)
     expired = deadline is not None and deadline <= wait.now
     if row is not None and row.signal_id is None and expired:
         row = close_wait_timed_out(rid, position)
     if row is not None and row.signal_id is not None:
         payload = {"name": name, "signal_id": row.signal_id, "payload": row.payload}
-        emitted_by = Signal.objects.filter(id=row.signal_id).values_list("emitted_by", flat=True)
-        by = emitted_by.first()
+        by = emitter_of(row.signal_id)
         if by is not None:  # emitted through the API: the log names who emitted it
             payload["by"] = by
         return wait.complete(

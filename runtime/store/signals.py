@@ -124,7 +124,7 @@ def close_wait_timed_out(run_id: uuid.UUID, position: int) -> SignalWait | None:
     SignalWait.objects.filter(run_id=run_id, position=position, closed_at__isnull=True).update(
         closed_at=timezone.now()
     )
-    return SignalWait.objects.filter(run_id=run_id, position=position).first()
+    return wait_at(run_id, position)
 
 
 def purge_signals_before(cutoff: datetime, batch: int) -> int:
@@ -135,3 +135,13 @@ def purge_signals_before(cutoff: datetime, batch: int) -> int:
         return 0
     deleted, _ = Signal.objects.filter(id__in=ids).delete()
     return deleted
+
+
+def wait_at(run_id: uuid.UUID, position: int) -> SignalWait | None:
+    """The run's signal wait at `position`, as it is now, or None."""
+    return SignalWait.objects.filter(run_id=run_id, position=position).first()
+
+
+def emitter_of(signal_id: int) -> Any:
+    """Who emitted the signal through the API (its `by`), or None."""
+    return Signal.objects.filter(id=signal_id).values_list("emitted_by", flat=True).first()
