@@ -10,7 +10,7 @@ from rest_framework import serializers
 from api.includes import EVENT_PARTS, RUN_PARTS, STEP_PARTS, left_out
 from runtime import conf
 from runtime.core.callbacks import recover_token
-from runtime.models import Event, Run, RunStatus, Schedule, Step, StepStatus
+from runtime.models import Event, Run, RunStatus, Schedule, Step, StepStatus, choices
 from runtime.selectors import step_counts
 
 CALLBACK_STATUSES = [("running", "running"), ("completed", "completed"), ("failed", "failed")]
@@ -67,7 +67,7 @@ class ForkRunSerializer(serializers.Serializer[Any]):
 
 
 class RunFilterSerializer(serializers.Serializer[Any]):
-    status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
+    status = serializers.ChoiceField(choices=choices(RunStatus), required=False)
     workflow = serializers.CharField(max_length=200, required=False)
 
 
@@ -152,7 +152,7 @@ class StepSerializer(serializers.ModelSerializer[Step]):
     input = serializers.JSONField(read_only=True, allow_null=True)
     result = serializers.JSONField(read_only=True, allow_null=True)
     error = serializers.JSONField(read_only=True, allow_null=True)
-    status = serializers.ChoiceField(choices=StepStatus.choices, read_only=True)
+    status = serializers.ChoiceField(choices=choices(StepStatus), read_only=True)
 
     class Meta:
         model = Step

@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from runtime.core.schedule import describe
-from runtime.models import Event, Run, RunStatus, Step, StepStatus
+from runtime.models import Event, Run, RunStatus, Step, StepStatus, values
 from runtime.registry import WorkflowFunction, registry
 from runtime.services import get_run_row
 
@@ -19,8 +19,8 @@ def list_runs(status: str | None = None, workflow: str | None = None) -> QuerySe
     """Runs, newest first, optionally only those with this status or workflow name."""
     runs = Run.objects.all()
     if status:
-        if status not in RunStatus.values:
-            raise ValueError(f"unknown status {status!r}; one of {', '.join(RunStatus.values)}")
+        if status not in values(RunStatus):
+            raise ValueError(f"unknown status {status!r}; one of {', '.join(values(RunStatus))}")
         runs = runs.filter(status=status)
     if workflow:
         runs = runs.filter(workflow=workflow)
@@ -30,7 +30,7 @@ def list_runs(status: str | None = None, workflow: str | None = None) -> QuerySe
 def step_counts(run_id: uuid.UUID) -> dict[str, int]:
     """How many of the run's steps are in each status (every status, zeros included)."""
     return {
-        **dict.fromkeys(StepStatus.values, 0),
+        **dict.fromkeys(values(StepStatus), 0),
         **Step.objects.filter(run_id=run_id).counts_by_status(),
     }
 

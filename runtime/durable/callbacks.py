@@ -27,6 +27,7 @@ from runtime.core.callbacks import (
 from runtime.core.control import Abort, Suspend
 from runtime.core.errors import CallbackFailed, CallbackTimedOut, FanfoldError, StepChanged
 from runtime.core.identity import check_name, step_id
+from runtime.core.states import StepStatus
 from runtime.core.writes import EventDraft, HistoryWrite, OpenStepGuard, StepRow, step_created
 from runtime.durable.cursor import ReplayCursor
 from runtime.store.callback_steps import recorded_step, step_inputs
@@ -102,7 +103,7 @@ def record_timeout(
     now = cursor.clock.now()
     sid = step_id(cursor.run_id, recorded.position)
     error = timed_out_error(recorded.name, reason, deadline)
-    row = StepRow(sid, recorded.position, recorded.name, "callback", history.FAILED,
+    row = StepRow(sid, recorded.position, recorded.name, "callback", StepStatus.FAILED,
                   recorded.attempt, recorded.started_at or now, error=error,
                   started_at=recorded.started_at, finished_at=now,
                   callback_token=recorded.callback_token)  # fmt: skip
@@ -130,7 +131,7 @@ def _open_callbacks(cursor: ReplayCursor) -> list[history.RecordedStep]:
     return [
         r
         for r in cursor.recorded_steps()
-        if r.kind == "callback" and r.status in (history.PENDING, history.RUNNING)
+        if r.kind == "callback" and r.status in (StepStatus.PENDING, StepStatus.RUNNING)
     ]
 
 
@@ -191,7 +192,7 @@ def create_callback(
         position,
         name,
         "callback",
-        history.RUNNING,
+        StepStatus.RUNNING,
         1,
         now,
         input=terms.as_input(),

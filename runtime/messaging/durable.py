@@ -21,6 +21,7 @@ from runtime.core.control import Suspend
 from runtime.core.errors import RunFinished, RunNotFound, StepFailed
 from runtime.core.identity import step_id
 from runtime.core.matching import check_match
+from runtime.core.states import StepStatus
 from runtime.core.writes import EventDraft, StepRow, step_created
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.steps import record_value
@@ -95,9 +96,9 @@ class _Wait:
     def finished(self) -> Any:
         """The recorded outcome, if the call finished before; raises a recorded failure."""
         recorded = self.recorded
-        if recorded is None or recorded.status in (history.PENDING, history.RUNNING):
+        if recorded is None or recorded.status in (StepStatus.PENDING, StepStatus.RUNNING):
             return _OPEN
-        if recorded.status == history.COMPLETED:
+        if recorded.status == StepStatus.COMPLETED:
             return recorded.result
         raise StepFailed.from_record(self.name, self.position, recorded.error)
 
@@ -112,7 +113,7 @@ class _Wait:
         return [step_created(self.sid, self.position, self.name, self.kind, self.terms, self.now)]
 
     def complete(self, result: Any, event: EventDraft) -> Any:
-        row = StepRow(self.sid, self.position, self.name, self.kind, history.COMPLETED, 1,
+        row = StepRow(self.sid, self.position, self.name, self.kind, StepStatus.COMPLETED, 1,
                       self.started, input=self.terms, result=result, started_at=self.started,
                       finished_at=self.now)  # fmt: skip
         # Async is enough: what it records is keyed by the position, so a replay after a
@@ -125,7 +126,7 @@ class _Wait:
 
     def suspend(self, deadline: datetime | None) -> Suspend:
         if self.recorded is None:
-            row = StepRow(self.sid, self.position, self.name, self.kind, history.RUNNING, 1,
+            row = StepRow(self.sid, self.position, self.name, self.kind, StepStatus.RUNNING, 1,
                           self.now, input=self.terms, started_at=self.now,
                           wake_at=deadline)  # fmt: skip
             wake = deadline.isoformat() if deadline else None
@@ -208,7 +209,7 @@ def set_value(cursor: ReplayCursor, key: str, value: Any, position: int | None =
     value, size = cursor.checked(value, f"value {key!r}")
     store_value(cursor.run_id, key, value, position)
     now, sid = cursor.clock.now(), step_id(cursor.run_id, position)
-    row = StepRow(sid, position, key, VALUE, history.COMPLETED, 1, now, started_at=now,
+    row = StepRow(sid, position, key, VALUE, StepStatus.COMPLETED, 1, now, started_at=now,
                   finished_at=now)  # fmt: skip
     events = [
         step_created(sid, position, key, VALUE, None, now),
@@ -237,7 +238,7 @@ def send(
     position = cursor.next_position() if position is None else position
     recorded = _answer(cursor, position, topic, SEND)
     if recorded is not None:
-        if recorded.status == history.COMPLETED:
+        if recorded.status == StepStatus.COMPLETED:
             return int((recorded.result or {}).get("message_id", 0))
         error = recorded.error or {}
         raise _SEND_ERRORS.get(str(error.get("type")), RunNotFound)(str(error.get("message")))
@@ -249,13 +250,13 @@ def send(
                             source=(cursor.run_id, position))  # fmt: skip
     except (RunNotFound, RunFinished) as exc:
         error = {"type": type(exc).__name__, "message": str(exc)}
-        row = StepRow(sid, position, topic, SEND, history.FAILED, 1, now, input=terms,
+        row = StepRow(sid, position, topic, SEND, StepStatus.FAILED, 1, now, input=terms,
                       error=error, started_at=now, finished_at=now)  # fmt: skip
         cursor.write([created, EventDraft("step_failed", now, sid, {"error": error})], row,
                      sync=False)  # fmt: skip
         raise
     result = {"message_id": sent.id}
-    row = StepRow(sid, position, topic, SEND, history.COMPLETED, 1, now, input=terms,
+    row = StepRow(sid, position, topic, SEND, StepStatus.COMPLETED, 1, now, input=terms,
                   result=result, started_at=now, finished_at=now)  # fmt: skip
     completed = EventDraft("step_completed", now, sid, {"attempt": 1, "result": result})
     cursor.write([created, completed], row, sync=False)

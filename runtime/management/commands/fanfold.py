@@ -36,7 +36,7 @@ from runtime.management import lifecycle
 from runtime.management.console import ProgressBar, table
 from runtime.messaging.mailbox import send_message
 from runtime.messaging.signals import emit
-from runtime.models import Run, RunStatus, Step
+from runtime.models import Run, RunStatus, Step, values
 from runtime.replay_check import ReplayReport, replay_runs
 from runtime.selectors import fork_ids, list_runs, runs_to_replay, steps_of
 from runtime.services import cancel_run, get_run_row
@@ -72,7 +72,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
         runs = sub.add_parser("runs", help="list runs, newest first")
-        runs.add_argument("--status", choices=RunStatus.values)
+        runs.add_argument("--status", choices=values(RunStatus))
         runs.add_argument("--workflow")
         runs.add_argument("--limit", type=int, default=50)
         for name, text in (("show", "one run and its steps"), ("cancel", "cancel a run")):
@@ -90,7 +90,9 @@ class Command(BaseCommand):
         sub.add_parser("retry", help="fork a run from its first failed step").add_argument("run")
         check = sub.add_parser("replay", help="check recorded histories against the code")
         check.add_argument("--workflow")
-        check.add_argument("--status", choices=RunStatus.values, action="append", help="repeatable")
+        check.add_argument(
+            "--status", choices=values(RunStatus), action="append", help="repeatable"
+        )
         check.add_argument("--limit", type=int, help="the newest N runs only")
         check.add_argument("--run", action="append", help="this run (repeatable)")
         send = sub.add_parser("send", help="send a message to a run's mailbox")
