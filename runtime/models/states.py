@@ -17,10 +17,10 @@ from runtime.core.states import (
 __all__ = [
     "ACTIVE_RUN_STATES",
     "EVENT_TYPE_CHOICES",
+    "FINISHED_RUN_STATES",
     "RUN_STATUS_CHOICES",
     "STEP_KIND_CHOICES",
     "STEP_STATUS_CHOICES",
-    "FINISHED_RUN_STATES",
     "EventType",
     "RunStatus",
     "StepKind",
