@@ -26,6 +26,7 @@ from runtime.core.clock import Clock, SystemClock
 from runtime.core.control import Abort, Suspend
 from runtime.core.errors import LeaseLost, WokenUp, describe_exception
 from runtime.core.jsonvalues import checked
+from runtime.core.states import EventType
 from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, SuspendGuard
 from runtime.dispatch import enqueue_run
 from runtime.durable.callbacks import expire_due_callbacks, next_callback_deadline
@@ -184,7 +185,7 @@ def _invoke(ctx: DurableContext, claimed: RunClaim) -> Any:
 def _announce_start(session: ExecutionSession, claimed: RunClaim, now: datetime) -> None:
     if claimed.status == RunStatus.PENDING:
         metrics.run_started(claimed.workflow)
-        events: tuple[EventDraft, ...] = (EventDraft("run_started", now),)
+        events: tuple[EventDraft, ...] = (EventDraft(EventType.RUN_STARTED, now),)
         patch = RunPatch(status=RunStatus.RUNNING, started_at=now, wake_at=None)
     elif claimed.status == RunStatus.WAITING:
         events, patch = (), RunPatch(status=RunStatus.RUNNING, wake_at=None)

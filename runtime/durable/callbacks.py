@@ -27,7 +27,7 @@ from runtime.core.callbacks import (
 from runtime.core.control import Abort, Suspend
 from runtime.core.errors import CallbackFailed, CallbackTimedOut, FanfoldError, StepChanged
 from runtime.core.identity import check_name, step_id
-from runtime.core.states import StepStatus
+from runtime.core.states import EventType, StepStatus
 from runtime.core.writes import EventDraft, HistoryWrite, OpenStepGuard, StepRow, step_created
 from runtime.durable.cursor import ReplayCursor
 from runtime.store.callback_steps import recorded_step, step_inputs
@@ -108,7 +108,7 @@ def record_timeout(
                   started_at=recorded.started_at, finished_at=now,
                   callback_token=recorded.callback_token)  # fmt: skip
     payload = {"reason": reason, "deadline": deadline.isoformat()}
-    event = EventDraft("callback_timed_out", now, sid, payload)
+    event = EventDraft(EventType.CALLBACK_TIMED_OUT, now, sid, payload)
     guard = OpenStepGuard(sid, token=session.token, due_by=now)
     try:
         # Alone in its transaction, so a refused time-out takes nothing else down with it.

@@ -21,7 +21,7 @@ from runtime.core.control import Suspend
 from runtime.core.errors import RunFinished, RunNotFound, StepFailed
 from runtime.core.identity import step_id
 from runtime.core.matching import check_match
-from runtime.core.states import StepStatus
+from runtime.core.states import EventType, StepStatus
 from runtime.core.writes import EventDraft, StepRow, step_created
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.steps import record_value
@@ -122,7 +122,9 @@ class _Wait:
         return result
 
     def timed_out(self) -> None:
-        self.complete(None, EventDraft("wait_completed", self.now, self.sid, {"timed_out": True}))
+        self.complete(
+            None, EventDraft(EventType.WAIT_COMPLETED, self.now, self.sid, {"timed_out": True})
+        )
 
     def suspend(self, deadline: datetime | None) -> Suspend:
         if self.recorded is None:
@@ -155,7 +157,9 @@ def recv(
         payload = {"topic": topic, "message_id": got.id, "value": got.value}
         if got.by is not None:  # sent through the API: the log names the sender
             payload["by"] = got.by
-        return wait.complete(got.value, EventDraft("message_received", wait.now, wait.sid, payload))
+        return wait.complete(
+            got.value, EventDraft(EventType.MESSAGE_RECEIVED, wait.now, wait.sid, payload)
+        )
     deadline = wait.deadline(timeout)
     if deadline is not None and deadline <= wait.now:
         return wait.timed_out()
@@ -193,7 +197,7 @@ def wait_for_signal(
         if by is not None:  # emitted through the API: the log names who emitted it
             payload["by"] = by
         return wait.complete(
-            row.payload, EventDraft("signal_received", wait.now, wait.sid, payload)
+            row.payload, EventDraft(EventType.SIGNAL_RECEIVED, wait.now, wait.sid, payload)
         )
     if row is not None and row.closed_at is not None:
         return wait.timed_out()
@@ -213,7 +217,7 @@ def set_value(cursor: ReplayCursor, key: str, value: Any, position: int | None =
                   finished_at=now)  # fmt: skip
     events = [
         step_created(sid, position, key, VALUE, None, now),
-        EventDraft("value_set", now, sid, {"key": key, "value": value}),
+        EventDraft(EventType.VALUE_SET, now, sid, {"key": key, "value": value}),
     ]
     cursor.write(events, row, sync=False, payload_bytes=size)
 
@@ -252,13 +256,13 @@ def send(
         error = {"type": type(exc).__name__, "message": str(exc)}
         row = StepRow(sid, position, topic, SEND, StepStatus.FAILED, 1, now, input=terms,
                       error=error, started_at=now, finished_at=now)  # fmt: skip
-        cursor.write([created, EventDraft("step_failed", now, sid, {"error": error})], row,
+        cursor.write([created, EventDraft(EventType.STEP_FAILED, now, sid, {"error": error})], row,
                      sync=False)  # fmt: skip
         raise
     result = {"message_id": sent.id}
     row = StepRow(sid, position, topic, SEND, StepStatus.COMPLETED, 1, now, input=terms,
                   result=result, started_at=now, finished_at=now)  # fmt: skip
-    completed = EventDraft("step_completed", now, sid, {"attempt": 1, "result": result})
+    completed = EventDraft(EventType.STEP_COMPLETED, now, sid, {"attempt": 1, "result": result})
     cursor.write([created, completed], row, sync=False)
     return sent.id
 

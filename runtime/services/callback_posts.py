@@ -20,6 +20,7 @@ from runtime.core.errors import (
     StepChanged,
 )
 from runtime.core.jsonvalues import checked
+from runtime.core.states import EventType
 from runtime.core.writes import EventDraft, HistoryWrite, OpenStepGuard, RunPatch
 from runtime.dispatch import enqueue_run
 from runtime.models import FINISHED_RUN_STATES, Step, StepStatus
@@ -77,13 +78,21 @@ def post_callback(
         row = replace(
             current, status=StepStatus.COMPLETED, result=value, finished_at=now, wake_at=None
         )
-        events = (EventDraft("callback_received", now, step.id, with_actor({"result": value}, by)),)
+        events = (
+            EventDraft(
+                EventType.CALLBACK_RECEIVED, now, step.id, with_actor({"result": value}, by)
+            ),
+        )
     else:
         record, size = checked(_error_record(error), f"callback {step.name!r} error", limit)
         row = replace(
             current, status=StepStatus.FAILED, error=record, finished_at=now, wake_at=None
         )
-        events = (EventDraft("callback_received", now, step.id, with_actor({"error": record}, by)),)
+        events = (
+            EventDraft(
+                EventType.CALLBACK_RECEIVED, now, step.id, with_actor({"error": record}, by)
+            ),
+        )
     # A result makes the run due now: if the enqueue below is lost, the sweep still finds it.
     due = None if heartbeat else RunPatch(wake_at=now)
     write = HistoryWrite(
