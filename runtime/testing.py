@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from runtime import conf, dispatch, executor, store
 from runtime.checkpoint.sink import Sink
 from runtime.checkpoint.writer import CheckpointWriter
+from runtime.core.branch_dispatch import BranchDispatch
 from runtime.core.callbacks import recover_token
-from runtime.core.fanin import BranchDispatch
 from runtime.fanout import async_branches, chunk
 from runtime.fanout.report import BranchAttempt
 from runtime.process.local import ProcessLocal

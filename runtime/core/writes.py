@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from runtime.core.fanin import BranchReceipt, ClaimReceipt
+from runtime.core.receipts import BranchReceipt, ClaimReceipt
 from runtime.core.states import EventType
 
 UNSET: Any = object()  # a RunPatch field that is not to change

@@ -23,20 +23,17 @@ from typing import Any
 from publisher import PublishError
 from runtime import conf
 from runtime.core import history
-from runtime.core.control import Suspend
-from runtime.core.errors import NonDeterminismError, StepFailed
-from runtime.core.fanin import (
-    FAILED,
+from runtime.core.branch_dispatch import (
     BranchDispatch,
-    Failure,
-    FanInRule,
     chunked,
     due_dispatches,
-    initial_release,
     republished_pending,
-    settle,
 )
+from runtime.core.control import Suspend
+from runtime.core.errors import NonDeterminismError, StepFailed
+from runtime.core.fanin import FAILED, FanInRule, initial_release
 from runtime.core.identity import group_id, step_id
+from runtime.core.settle import Failure, settle
 from runtime.core.states import StepStatus
 from runtime.core.writes import FanoutGroupRow, HistoryWrite, StepRow, step_created
 from runtime.dispatch import publish_branches, queue_depth

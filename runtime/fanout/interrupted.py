@@ -13,8 +13,8 @@ import uuid
 
 from django.utils import timezone
 
+from runtime.core.branch_dispatch import BranchDispatch
 from runtime.core.errors import StepInterrupted
-from runtime.core.fanin import BranchDispatch
 from runtime.dispatch import publish_branches
 from runtime.fanout.report import BranchAttempt, ClaimedBranch, report_failure
 from runtime.registry import registry, step_policy

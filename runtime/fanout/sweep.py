@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from publisher import PublishError
 from runtime import conf
-from runtime.core.fanin import BranchDispatch, BranchState, due_dispatches, republished_pending
+from runtime.core.branch_dispatch import BranchDispatch, due_dispatches, republished_pending
+from runtime.core.settle import BranchState
 from runtime.dispatch import publish_branches, queue_depth
 from runtime.fanout.interrupted import interrupt_at_most_once
 from runtime.models import ACTIVE_RUN_STATES, StepStatus
