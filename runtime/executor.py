@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from runtime import conf
 from runtime.checkpoint.errors import CheckpointFailed
-from runtime.context import DurableContext, call_workflow, workflow_context
+from runtime.context import DurableContext
 from runtime.core.clock import Clock, SystemClock
 from runtime.core.control import Abort, Suspend
 from runtime.core.errors import LeaseLost, WokenUp, describe_exception
@@ -43,6 +43,7 @@ from runtime.store.leases import give_back_run_lease, run_wakeups
 from runtime.store.runs import RunClaim, claim_run, load_history
 from runtime.streaming.wakeups import announce
 from runtime.streaming.writer import WorkflowScope, workflow_scope
+from runtime.workflow_call import call_workflow, workflow_context
 
 log = logging.getLogger("fanfold.executor")
 

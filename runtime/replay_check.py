@@ -20,7 +20,6 @@ from typing import Any, NoReturn, cast
 
 from runtime import conf
 from runtime.checkpoint.writer import CheckpointWriter
-from runtime.context import call_workflow, workflow_context
 from runtime.core.clock import SystemClock
 from runtime.core.control import Suspend
 from runtime.core.errors import NonDeterminismError, WorkflowNotFound
@@ -33,6 +32,7 @@ from runtime.models import Run, RunStatus
 from runtime.registry import registry
 from runtime.services import get_run_row
 from runtime.store.runs import load_histories, load_history
+from runtime.workflow_call import call_workflow, workflow_context
 
 # Why a replay did not match, as `Mismatch.reason` says it.
 CHANGED_NAME = "name"  # another step name at a recorded position
