@@ -10,7 +10,7 @@ from rest_framework import serializers
 from api.includes import EVENT_PARTS, RUN_PARTS, STEP_PARTS, left_out
 from runtime import conf
 from runtime.core.callbacks import recover_token
-from runtime.models import Event, Run, RunStatus, Schedule, Step
+from runtime.models import Event, Run, RunStatus, Schedule, Step, choices
 from runtime.models.states import SHOWN_STEP_STATUSES
 from runtime.selectors import step_counts
 
@@ -68,7 +68,7 @@ class ForkRunSerializer(serializers.Serializer[Any]):
 
 
 class RunFilterSerializer(serializers.Serializer[Any]):
-    status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
+    status = serializers.ChoiceField(choices=choices(RunStatus), required=False)
     workflow = serializers.CharField(max_length=200, required=False)
 
 

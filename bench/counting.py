@@ -16,7 +16,7 @@ from typing import Any
 import redis
 from celery.signals import task_postrun, task_prerun
 
-from runtime.core.fanin import summary_counts
+from runtime.core.branch_dispatch import summary_counts
 from runtime.dispatch import RUN_BRANCH
 
 ENV = "BENCH_COUNTER_REDIS_URL"

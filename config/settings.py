@@ -212,9 +212,9 @@ SPECTACULAR_SETTINGS = {
     # Swagger UI would otherwise send the schema to its public online validator.
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "ENUM_NAME_OVERRIDES": {
-        "RunStatusEnum": "runtime.models.RunStatus",
-        "StepKindEnum": "runtime.models.StepKind",
-        "EventTypeEnum": "runtime.models.EventType",
+        "RunStatusEnum": "runtime.models.states.RUN_STATUS_CHOICES",
+        "StepKindEnum": "runtime.models.states.STEP_KIND_CHOICES",
+        "EventTypeEnum": "runtime.models.states.EVENT_TYPE_CHOICES",
         "CallbackStatusEnum": "api.serializers.CALLBACK_STATUSES",
         "ParameterKindEnum": "api.serializers.PARAMETER_KINDS",
     },

@@ -9,7 +9,6 @@ through the same cursor.
 
 from __future__ import annotations
 
-import functools
 import logging
 import random as _random
 import uuid
@@ -25,15 +24,6 @@ from runtime.core.conditions import PollTerms
 from runtime.core.identity import deterministic_uuid
 from runtime.core.retry import RetryPolicy
 from runtime.durable import steps
-from runtime.durable.awaited import (
-    AsyncCallback,
-    AwaitedCalls,
-    Pending,
-    in_run_thread,
-    in_run_thread_now,
-    run_async_workflow,
-)
-from runtime.durable.body import StepBody, is_async_callable
 from runtime.durable.callbacks import Callback, create_callback
 from runtime.durable.conditions import wait_for_condition
 from runtime.durable.cursor import ReplayCursor
@@ -133,10 +123,7 @@ class DurableContext:
         seconds = duration.total_seconds() if isinstance(duration, timedelta) else duration
         if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
             raise ValueError("ctx.sleep takes a non-negative number of seconds or a timedelta")
-        return self._sleep(float(seconds))
-
-    def _sleep(self, seconds: float) -> Any:
-        steps.sleep(self.cursor, seconds)
+        return self._call(f"ctx.sleep({seconds})", steps.sleep, float(seconds))
 
     def wait_for_condition(
         self,
@@ -154,10 +141,7 @@ class DurableContext:
         `check` fails the wait at once (StepFailed, no retry). All polls are one step record.
         """
         terms = PollTerms.of(interval, backoff, max_interval, timeout)
-        return self._poll(check, args, terms)
-
-    def _poll(self, check: Callable[..., Any], args: tuple[Any, ...], terms: PollTerms) -> Any:
-        return wait_for_condition(self.cursor, check, args, terms)
+        return self._call("ctx.wait_for_condition(...)", wait_for_condition, check, args, terms)
 
     # -- callbacks and fan-outs ---------------------------------------------------------------
 
@@ -228,10 +212,8 @@ class DurableContext:
         """The oldest message on `topic` this run has not received yet, or None after
         `timeout`. Until one arrives the run suspends (no worker held); the message is recorded
         (`message_received`), so a replay returns the same one."""
-        return self._recv(topic, as_seconds(timeout, "timeout"))
-
-    def _recv(self, topic: str, timeout: float | None) -> Any:
-        return messaging.recv(self.cursor, topic, timeout)
+        seconds = as_seconds(timeout, "timeout")
+        return self._call(f"ctx.recv({topic!r})", messaging.recv, topic, seconds)
 
     def wait_for_signal(
         self,
@@ -245,136 +227,33 @@ class DurableContext:
         (a flat dict of JSON scalars), or None after `timeout`. With `lookback`, a signal
         emitted up to that long before the wait began counts too (the earliest such one)."""
         terms = (as_seconds(timeout, "timeout"), as_seconds(lookback, "lookback"))
-        return self._wait_for_signal(name, match, *terms)
-
-    def _wait_for_signal(
-        self, name: str, match: Any, timeout: float | None, lookback: float | None
-    ) -> Any:
-        return messaging.wait_for_signal(self.cursor, name, match, timeout, lookback)
+        label = f"ctx.wait_for_signal({name!r})"
+        return self._call(label, messaging.wait_for_signal, name, match, *terms)
 
     def set_value(self, key: str, value: Any) -> None:
         """Record `value` as this run's latest value of `key` (`value_set`), readable from
         outside with `get_run(id).get_value(key)` once it commits."""
-        messaging.set_value(self.cursor, key, value)
+        self._call_now(messaging.set_value, key, value)
 
     def send_durably(
         self, run_id: uuid.UUID | str, topic: str, value: Any, idempotency_key: str | None
     ) -> int:
         """`runtime.send` from this workflow's code: sent once however often the run replays."""
-        return messaging.send(self.cursor, run_id, topic, value, idempotency_key)
+        return int(self._call_now(messaging.send, run_id, topic, value, idempotency_key))
 
     def emit_durably(self, name: str, payload: Any, idempotency_key: str | None) -> int:
         """`runtime.emit_signal` from this workflow's code: emitted once across replays."""
-        return messaging.emit_signal(self.cursor, name, payload, idempotency_key)
-
-
-def workflow_context(
-    fn: Callable[..., Any],
-    session: ExecutionSession,
-    recorded: dict[int, history.RecordedStep],
-    clock: Clock,
-    *,
-    cursor: ReplayCursor | None = None,
-) -> DurableContext:
-    """The context workflow `fn` gets: awaited calls for an `async def` workflow."""
-    kind = AsyncDurableContext if is_async_callable(fn) else DurableContext
-    return kind(session, recorded, clock, cursor=cursor)
-
-
-def call_workflow(
-    fn: Callable[..., Any], ctx: DurableContext, args: list[Any], kwargs: dict[str, Any]
-) -> Any:
-    """Run workflow code `fn(ctx, *args, **kwargs)` to its end (or its suspension) from the
-    run's thread, on a loop of its own if it is async."""
-    with messaging.workflow_sender(ctx):
-        if isinstance(ctx, AsyncDurableContext):
-            return run_async_workflow(fn, ctx, ctx.calls, args, kwargs)
-        return fn(ctx, *args, **kwargs)
-
-
-class AsyncDurableContext(DurableContext):
-    """The `ctx` of an `async def` workflow: every call that waits is awaited.
-
-    `ctx.step`, `ctx.sleep`, `ctx.wait_for_condition`, `ctx.all`, `ctx.map` and a callback's
-    `wait()` take their positions when called and return an awaitable that is already under
-    way, so `asyncio.gather` of them replays in call order. The other calls stay plain.
-    """
-
-    @functools.cached_property
-    def calls(self) -> AwaitedCalls:
-        """The awaited calls this pass made (runtime.durable.awaited drives them)."""
-        return AwaitedCalls()
-
-    def _run_step(self, call: steps.StepCall) -> Pending[Any]:
-        return self.calls.start(f"ctx.step({call.name!r})", self._step(call))
-
-    async def _step(self, call: steps.StepCall) -> Any:
-        cursor = self.cursor
-        prepared = await in_run_thread(steps.prepare_step, cursor, call, self._rand)
-        if isinstance(prepared, steps.Answered):
-            return prepared.result
-        with StepBody(await in_run_thread(prepared.start)) as body:
-            outcome = await body.arun(cursor.payload_limit)
-            return await in_run_thread(prepared.finish, body, outcome)
-
-    def _sleep(self, seconds: float) -> Pending[None]:
-        position = self.cursor.next_position()
-        work = in_run_thread(steps.sleep, self.cursor, seconds, position)
-        return self.calls.start(f"ctx.sleep({seconds})", work)
-
-    def _poll(
-        self, check: Callable[..., Any], args: tuple[Any, ...], terms: PollTerms
-    ) -> Pending[Any]:
-        position = self.cursor.next_position()
-        work = in_run_thread(wait_for_condition, self.cursor, check, args, terms, position)
-        return self.calls.start("ctx.wait_for_condition(...)", work)
-
-    def _fan_out(self, signatures: list[Signature] | SignatureMap, **options: Any) -> Pending[Any]:
-        positions = [self.cursor.next_position() for _ in range(len(signatures))]
-        fan_out = functools.partial(run_all, positions=positions, **options)
-        return self.calls.start("ctx.all(...)", in_run_thread(fan_out, self.cursor, signatures))
-
-    def _recv(self, topic: str, timeout: float | None) -> Pending[Any]:
-        position = self.cursor.next_position()
-        work = in_run_thread(messaging.recv, self.cursor, topic, timeout, position)
-        return self.calls.start(f"ctx.recv({topic!r})", work)
-
-    def _wait_for_signal(
-        self, name: str, match: Any, timeout: float | None, lookback: float | None
-    ) -> Pending[Any]:
-        position = self.cursor.next_position()
-        wait = functools.partial(messaging.wait_for_signal, position=position)
-        work = in_run_thread(wait, self.cursor, name, match, timeout, lookback)
-        return self.calls.start(f"ctx.wait_for_signal({name!r})", work)
-
-    def set_value(self, key: str, value: Any) -> None:
-        """Record `value` as this run's latest value of `key` (a plain call: not awaited)."""
-        position = self.cursor.next_position()
-        in_run_thread_now(messaging.set_value, self.cursor, key, value, position)
-
-    def send_durably(
-        self, run_id: uuid.UUID | str, topic: str, value: Any, idempotency_key: str | None
-    ) -> int:
-        """`runtime.send` from this workflow's code (a plain call, as outside workflows)."""
-        position = self.cursor.next_position()
-        send = functools.partial(messaging.send, position=position)
-        return in_run_thread_now(send, self.cursor, run_id, topic, value, idempotency_key)
-
-    def emit_durably(self, name: str, payload: Any, idempotency_key: str | None) -> int:
-        """`runtime.emit_signal` from this workflow's code (a plain call)."""
         emit = messaging.emit_signal
-        return in_run_thread_now(emit, self.cursor, name, payload, idempotency_key)
+        return int(self._call_now(emit, name, payload, idempotency_key, positioned=False))
 
-    def create_callback(
-        self,
-        name: str,
-        *,
-        timeout: float | timedelta | None = None,
-        heartbeat_timeout: float | timedelta | None = None,
-    ) -> AsyncCallback:
-        """A callback with an unguessable `.token`; `await callback.wait()` for its payload.
-        Created (and committed) before it returns, like the sync form."""
-        create = functools.partial(
-            create_callback, name=name, timeout=timeout, heartbeat_timeout=heartbeat_timeout
-        )
-        return AsyncCallback(in_run_thread_now(create, self.cursor), self.calls)
+    # -- how a durable call is made: at once here, as an awaited call in an async workflow -----
+
+    def _call(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """The durable call `fn(cursor, *args)` that waits (`label` names it in an async
+        workflow's errors and logs)."""
+        return fn(self.cursor, *args)
+
+    def _call_now(self, fn: Callable[..., Any], *args: Any, positioned: bool = True) -> Any:
+        """The durable call `fn(cursor, *args)` that returns at once (`positioned`: it takes
+        the next position)."""
+        return fn(self.cursor, *args)

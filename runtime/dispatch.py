@@ -31,7 +31,7 @@ from kombu.exceptions import ChannelError
 from publisher import CeleryTransport, Message, Transport, publish_messages
 from publisher.messages import IDEMPOTENCY_HEADER, Routing
 from runtime import conf
-from runtime.core.fanin import BranchDispatch
+from runtime.core.branch_dispatch import BranchDispatch
 from runtime.core.identity import dispatch_key
 
 EXECUTE_RUN = "fanfold.execute_run"

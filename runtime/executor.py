@@ -21,11 +21,12 @@ from django.utils import timezone
 
 from runtime import conf
 from runtime.checkpoint.errors import CheckpointFailed
-from runtime.context import DurableContext, call_workflow, workflow_context
+from runtime.context import DurableContext
 from runtime.core.clock import Clock, SystemClock
 from runtime.core.control import Abort, Suspend
 from runtime.core.errors import LeaseLost, WokenUp, describe_exception
 from runtime.core.jsonvalues import checked
+from runtime.core.states import EventType
 from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, SuspendGuard
 from runtime.dispatch import enqueue_run
 from runtime.durable.callbacks import expire_due_callbacks, next_callback_deadline
@@ -33,14 +34,16 @@ from runtime.durable.session import ExecutionSession
 from runtime.flow.admission import run_finished
 from runtime.leases.keepers import run_leases
 from runtime.leases.liveness import process_key
-from runtime.models import Run, RunStatus
+from runtime.models import RunStatus
 from runtime.observe import metrics
 from runtime.observe.attempts import RunPass
 from runtime.registry import registry
 from runtime.store import writer
+from runtime.store.leases import give_back_run_lease, run_wakeups
 from runtime.store.runs import RunClaim, claim_run, load_history
 from runtime.streaming.wakeups import announce
 from runtime.streaming.writer import WorkflowScope, workflow_scope
+from runtime.workflow_call import call_workflow, workflow_context
 
 log = logging.getLogger("fanfold.executor")
 
@@ -183,7 +186,7 @@ def _invoke(ctx: DurableContext, claimed: RunClaim) -> Any:
 def _announce_start(session: ExecutionSession, claimed: RunClaim, now: datetime) -> None:
     if claimed.status == RunStatus.PENDING:
         metrics.run_started(claimed.workflow)
-        events: tuple[EventDraft, ...] = (EventDraft("run_started", now),)
+        events: tuple[EventDraft, ...] = (EventDraft(EventType.RUN_STARTED, now),)
         patch = RunPatch(status=RunStatus.RUNNING, started_at=now, wake_at=None)
     elif claimed.status == RunStatus.WAITING:
         events, patch = (), RunPatch(status=RunStatus.RUNNING, wake_at=None)
@@ -232,8 +235,7 @@ def _suspend(
         session.checkpoint(cp, sync=True)
     except Abort as abort:
         if isinstance(abort.failure.__cause__, WokenUp):
-            fresh = Run.objects.filter(id=session.run_id).values_list("wakeups", flat=True).first()
-            raise _Replay(int(fresh or 0)) from None
+            raise _Replay(run_wakeups(session.run_id)) from None
         return _aborted(session, abort.failure)
     if wake_at is not None:
         delay = max((wake_at - clock.now()).total_seconds(), 0.0)
@@ -249,7 +251,5 @@ def _aborted(session: ExecutionSession, failure: Exception) -> Execution:
     # A database failure: give the lease back so the Celery task's retry can claim the run at
     # once (instead of after the lease expires), then let the task retry.
     with suppress(Exception):
-        Run.objects.filter(id=session.run_id, lease_token=session.token).update(
-            lease_token=None, lease_expires_at=None
-        )
+        give_back_run_lease(session.run_id, session.token)
     raise failure

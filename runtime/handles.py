@@ -18,6 +18,7 @@ from runtime.messaging.debounce import DebounceTerms, start_debounced
 from runtime.messaging.values import get_value
 from runtime.models import Event, Run, RunStatus, Step
 from runtime.registry import WorkflowFunction
+from runtime.selectors import events_of, run_status, steps_of
 from runtime.services import cancel_run, get_run_row, start_run
 from runtime.streaming import reader
 from runtime.streaming.wakeups import fallback_seconds, signals
@@ -42,7 +43,7 @@ class RunHandle:
 
     @property
     def status(self) -> str:
-        return str(Run.objects.filter(id=self.id).values_list("status", flat=True).get())
+        return run_status(self.id)
 
     @property
     def workflow(self) -> str:
@@ -108,10 +109,10 @@ class RunHandle:
         return RunHandle(retry_run(self.id).id)
 
     def steps(self) -> list[Step]:
-        return list(Step.objects.filter(run_id=self.id).order_by("position"))
+        return steps_of(self.id)
 
     def events(self, after: int = 0) -> list[Event]:
-        return list(Event.objects.filter(run_id=self.id, seq__gt=after).order_by("seq"))
+        return events_of(self.id, after)
 
 
 def _closing(fn: Callable[..., T]) -> Callable[..., T]:

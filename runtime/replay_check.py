@@ -20,11 +20,11 @@ from typing import Any, NoReturn, cast
 
 from runtime import conf
 from runtime.checkpoint.writer import CheckpointWriter
-from runtime.context import call_workflow, workflow_context
 from runtime.core.clock import SystemClock
 from runtime.core.control import Suspend
 from runtime.core.errors import NonDeterminismError, WorkflowNotFound
-from runtime.core.history import MARKER, RecordedStep
+from runtime.core.history import RecordedStep
+from runtime.core.states import StepKind
 from runtime.core.writes import HistoryWrite
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.session import ExecutionSession
@@ -32,6 +32,7 @@ from runtime.models import Run, RunStatus
 from runtime.registry import registry
 from runtime.services import get_run_row
 from runtime.store.runs import load_histories, load_history
+from runtime.workflow_call import call_workflow, workflow_context
 
 # Why a replay did not match, as `Mismatch.reason` says it.
 CHANGED_NAME = "name"  # another step name at a recorded position
@@ -137,7 +138,7 @@ class CheckingCursor(ReplayCursor):
 
     def checkpoint(self, write: HistoryWrite, *, sync: bool, payload_bytes: int = 0) -> None:
         rows = write.steps
-        if rows and all(row.kind == MARKER for row in rows):
+        if rows and all(row.kind == StepKind.MARKER for row in rows):
             return  # a new patch marker is answered (True) without being written
         if not rows:
             self._stop(_HistoryEnd(self.position))
@@ -196,7 +197,9 @@ def _judged(
             raised.differs, CHANGED_NAME
         )
         return Mismatch(raised.position, reason, raised.message)
-    beyond = sorted(p for p, r in recorded.items() if p > cursor.position and r.kind != MARKER)
+    beyond = sorted(
+        p for p, r in recorded.items() if p > cursor.position and r.kind != StepKind.MARKER
+    )
     if beyond:
         record = recorded[beyond[0]]
         return Mismatch(

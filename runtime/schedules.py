@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from functools import partial
+from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from runtime import conf
@@ -21,6 +22,14 @@ from runtime.core.schedule import describe, due_ticks, tick_key
 from runtime.models import Schedule
 from runtime.registry import WorkflowFunction, registry
 from runtime.services import start_run
+from runtime.store.schedules import (
+    due_schedule_ids,
+    get_or_create_schedule,
+    record_ticks,
+    schedule_of,
+    take_due_schedule,
+    update_schedule,
+)
 
 log = logging.getLogger("fanfold.schedules")
 
@@ -44,9 +53,9 @@ def sync_schedules(now: datetime | None = None) -> list[Schedule]:
             continue
         kind, expression, tz = describe(schedule)
         code = {"kind": kind, "expression": expression, "timezone": tz, "catchup": wf.flow.catchup}
-        row, created = Schedule.objects.get_or_create(
-            workflow=wf.name,
-            defaults={
+        row, created = get_or_create_schedule(
+            wf.name,
+            {
                 **code,
                 "created_at": now,
                 "updated_at": now,
@@ -57,10 +66,7 @@ def sync_schedules(now: datetime | None = None) -> list[Schedule]:
         stored = {name: getattr(row, name) for name in code}
         if not created and stored != code:
             last = row.last_tick or now
-            Schedule.objects.filter(id=row.id).update(
-                **code, updated_at=now, next_tick=schedule.next_after(last)
-            )
-            row.refresh_from_db()
+            update_schedule(row, **code, updated_at=now, next_tick=schedule.next_after(last))
         rows.append(row)
     return rows
 
@@ -71,42 +77,42 @@ def tick_once(now: datetime | None = None) -> int:
     names = [wf.name for wf in scheduled_workflows()]
     if not names:
         return 0
-    due = Schedule.objects.filter(workflow__in=names, paused=False, next_tick__lte=now)
-    return sum(_take_ticks(row_id, now) for row_id in due.values_list("id", flat=True))
+    return sum(_take_ticks(row_id, now) for row_id in due_schedule_ids(names, now))
 
 
 def _take_ticks(row_id: int, now: datetime) -> int:
-    with transaction.atomic():
-        row = (
-            Schedule.objects.select_for_update(skip_locked=True)
-            .filter(id=row_id, paused=False, next_tick__lte=now)
-            .first()
-        )
-        if row is None:
-            return 0  # another worker is taking these ticks, or took them already
-        wf = registry.workflow(row.workflow)
-        schedule = wf.flow.schedule
-        if schedule is None:
-            return 0
-        last = row.last_tick or now
-        due = due_ticks(schedule, wf.flow.catchup, last, now, conf.get().SCHEDULE_GRACE)
-        for tick in due.run:
-            start_run(wf, runtime_key=tick_key(wf.name, tick))  # ownerless
-        row.last_tick, row.next_tick = due.through, schedule.next_after(due.through)
-        row.updated_at = now
-        row.save(update_fields=["last_tick", "next_tick", "updated_at"])
+    taken = take_due_schedule(row_id, now, partial(_start_due_ticks, now=now))
+    if taken is None:
+        return 0
+    wf, due = taken
     if due.run != [due.through]:  # anything but the one tick that just fell: a catch-up
         log.info("schedule %s: started %d run(s) up to %s", wf.name, len(due.run), due.through)
     return len(due.run)
 
 
+def _start_due_ticks(
+    row: Schedule, *, now: datetime
+) -> tuple[WorkflowFunction[object], Any] | None:
+    """In the row's locked transaction: start a run per due tick and record them."""
+    wf = registry.workflow(row.workflow)
+    schedule = wf.flow.schedule
+    if schedule is None:
+        return None
+    last = row.last_tick or now
+    due = due_ticks(schedule, wf.flow.catchup, last, now, conf.get().SCHEDULE_GRACE)
+    for tick in due.run:
+        start_run(wf, runtime_key=tick_key(wf.name, tick))  # ownerless
+    record_ticks(row, due.through, schedule.next_after(due.through), now)
+    return wf, due
+
+
 def _row(workflow: str) -> Schedule:
     if "\x00" in workflow:  # PostgreSQL text cannot hold NUL: no workflow has such a name
         raise ScheduleNotFound(f"workflow {workflow!r} has no schedule")
-    row = Schedule.objects.filter(workflow=workflow).first()
+    row = schedule_of(workflow)
     if row is None and any(wf.name == workflow for wf in scheduled_workflows()):
         sync_schedules()
-        row = Schedule.objects.filter(workflow=workflow).first()
+        row = schedule_of(workflow)
     if row is None:
         raise ScheduleNotFound(f"workflow {workflow!r} has no schedule")
     return row
@@ -115,9 +121,7 @@ def _row(workflow: str) -> Schedule:
 def pause_schedule(workflow: str) -> Schedule:
     """Stop starting runs for this schedule's ticks until it is resumed."""
     row = _row(workflow)
-    Schedule.objects.filter(id=row.id).update(paused=True, updated_at=timezone.now())
-    row.refresh_from_db()
-    return row
+    return update_schedule(row, paused=True, updated_at=timezone.now())
 
 
 def resume_schedule(workflow: str) -> Schedule:
@@ -128,6 +132,4 @@ def resume_schedule(workflow: str) -> Schedule:
     changes: dict[str, object] = {"paused": False, "updated_at": now}
     if row.paused and wf is not None and wf.flow.schedule is not None:
         changes.update(last_tick=now, next_tick=wf.flow.schedule.next_after(now))
-    Schedule.objects.filter(id=row.id).update(**changes)
-    row.refresh_from_db()
-    return row
+    return update_schedule(row, **changes)

@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from runtime.core.schedule import describe
-from runtime.models import Event, Run, RunStatus, Step, StepStatus
+from runtime.models import Event, Run, RunStatus, Step, StepStatus, values
 from runtime.registry import WorkflowFunction, registry
 from runtime.services import get_run_row
 
@@ -19,8 +19,8 @@ def list_runs(status: str | None = None, workflow: str | None = None) -> QuerySe
     """Runs, newest first, optionally only those with this status or workflow name."""
     runs = Run.objects.all()
     if status:
-        if status not in RunStatus.values:
-            raise ValueError(f"unknown status {status!r}; one of {', '.join(RunStatus.values)}")
+        if status not in values(RunStatus):
+            raise ValueError(f"unknown status {status!r}; one of {', '.join(values(RunStatus))}")
         runs = runs.filter(status=status)
     if workflow:
         runs = runs.filter(workflow=workflow)
@@ -30,7 +30,7 @@ def list_runs(status: str | None = None, workflow: str | None = None) -> QuerySe
 def step_counts(run_id: uuid.UUID) -> dict[str, int]:
     """How many of the run's steps are in each status (every status, zeros included)."""
     return {
-        **dict.fromkeys(StepStatus.values, 0),
+        **dict.fromkeys(values(StepStatus), 0),
         **Step.objects.filter(run_id=run_id).counts_by_status(),
     }
 
@@ -45,6 +45,55 @@ def run_events(run_id: uuid.UUID | str) -> QuerySet[Event]:
     """The event log of an existing run, by seq; raises RunNotFound."""
     run = get_run_row(run_id)
     return Event.objects.filter(run_id=run.id).order_by("seq")
+
+
+def run_status(run_id: uuid.UUID) -> str:
+    """The run's status now; Run.DoesNotExist if there is no such run."""
+    return str(Run.objects.filter(id=run_id).values_list("status", flat=True).get())
+
+
+def steps_of(run_id: uuid.UUID) -> list[Step]:
+    """The run's step records by position (none for an unknown run)."""
+    return list(Step.objects.filter(run_id=run_id).order_by("position"))
+
+
+def events_of(run_id: uuid.UUID, after: int = 0) -> list[Event]:
+    """The run's events after seq `after`, in order (none for an unknown run)."""
+    return list(Event.objects.filter(run_id=run_id, seq__gt=after).order_by("seq"))
+
+
+def fork_ids(run: Run) -> list[uuid.UUID]:
+    """The ids of the runs forked from `run`, oldest first."""
+    return list(run.forks.order_by("created_at").values_list("id", flat=True))
+
+
+def callback_step(run_id: uuid.UUID | str, name: str | None = None) -> Step:
+    """The run's callback step (the one named `name`, if it has several); Step.DoesNotExist
+    or MultipleObjectsReturned if that does not single one out."""
+    steps = Step.objects.filter(run_id=run_id, kind="callback")
+    if name is not None:
+        steps = steps.filter(name=name)
+    return steps.get()
+
+
+def runs_to_replay(
+    *,
+    workflow: str | None = None,
+    statuses: list[str] | None = None,
+    run_ids: list[uuid.UUID] | None = None,
+    limit: int | None = None,
+) -> QuerySet[Run]:
+    """The runs `fanfold replay` checks, newest first, with only what a replay reads."""
+    runs = Run.objects.order_by("-created_at").only("id", "workflow", "status", "input")
+    if workflow:
+        runs = runs.filter(workflow=workflow)
+    if statuses:
+        runs = runs.filter(status__in=statuses)
+    if run_ids:
+        runs = runs.filter(id__in=run_ids)
+    if limit is not None:
+        runs = runs[: max(limit, 0)]
+    return runs
 
 
 @dataclass(frozen=True)

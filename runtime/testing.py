@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from runtime import conf, dispatch, executor, store
 from runtime.checkpoint.sink import Sink
 from runtime.checkpoint.writer import CheckpointWriter
+from runtime.core.branch_dispatch import BranchDispatch
 from runtime.core.callbacks import recover_token
-from runtime.core.fanin import BranchDispatch
 from runtime.fanout import async_branches, chunk
 from runtime.fanout.report import BranchAttempt
-from runtime.models import Step
 from runtime.process.local import ProcessLocal
 from runtime.replay_check import Mismatch, ReplayReport, replay
+from runtime.selectors import callback_step
 from runtime.store.sink import DatabaseSink
 
 __all__ = [
@@ -171,10 +171,7 @@ class InMemoryDispatcher:
 def callback_token(run_id: uuid.UUID | str, name: str | None = None) -> str:
     """The token of run `run_id`'s callback (the one named `name`, if it has several), as
     the workflow's `.token` has it; LookupError if it cannot be recomputed."""
-    steps = Step.objects.filter(run_id=run_id, kind="callback")
-    if name is not None:
-        steps = steps.filter(name=name)
-    row = steps.get()
+    row = callback_step(run_id, name)
     token = recover_token(conf.token_secrets(), row.id, row.callback_token or "")
     if token is None:
         raise LookupError(f"the token of callback {row.name!r} of run {run_id} is not derivable")

@@ -18,7 +18,7 @@ from runtime.admin.forks import fork_buttons
 from runtime.admin.run_messages import messaging_context
 from runtime.admin.timeline import timeline_context
 from runtime.core.callbacks import recover_token
-from runtime.models import Event, Run, Step, StepStatus
+from runtime.models import Event, Run, Step, StepStatus, choices
 
 STEPS_PER_PAGE = 100
 EVENTS_PER_PAGE = 100
@@ -77,7 +77,7 @@ def _steps_context(request: HttpRequest, run: Run) -> dict[str, Any]:
     steps = _page(request, "steps_page", rows, STEPS_PER_PAGE)
     return {
         "step_status_counts": [
-            (label, by_status[value]) for value, label in StepStatus.choices if value in by_status
+            (label, by_status[value]) for value, label in choices(StepStatus) if value in by_status
         ],
         "step_total": sum(by_status.values()),
         "steps_pager": _pager(request, "steps_page", steps, "steps"),

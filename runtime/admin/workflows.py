@@ -10,7 +10,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from runtime.models import Run, RunStatus, Step, StepStatus
+from runtime.models import Run, RunStatus, Step, StepStatus, choices
 
 RECENT_RUNS = 200
 MAX_STEP_ROWS = 50_000
@@ -61,7 +61,7 @@ def workflow_stats(workflow: str, recent: int = RECENT_RUNS) -> dict[str, Any]:
     return {
         "workflow": workflow,
         "status_counts": [
-            (value, label, counts.get(value, 0)) for value, label in RunStatus.choices
+            (value, label, counts.get(value, 0)) for value, label in choices(RunStatus)
         ],
         "total": sum(counts.values()),
         "recent": len(runs),

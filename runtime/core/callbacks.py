@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from runtime.core import history
+from runtime.core.states import StepStatus
 
 TIMEOUT = "timeout"
 HEARTBEAT_TIMEOUT = "heartbeat_timeout"
@@ -140,9 +141,9 @@ def next_wait_action(
     recorded: history.RecordedStep, terms: CallbackTerms, now: datetime
 ) -> WaitAction:
     """What `Callback.wait()` does, given the callback's recorded step and the time."""
-    if recorded.status == history.COMPLETED:
+    if recorded.status == StepStatus.COMPLETED:
         return history.ReturnRecorded(recorded.result)
-    if recorded.status in (history.FAILED, history.CANCELLED):
+    if recorded.status in (StepStatus.FAILED, StepStatus.CANCELLED):
         error = recorded.error or {}
         if error.get("timed_out"):
             return RaiseTimedOut(str(error.get("message", "")))

@@ -12,17 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from runtime.core.errors import NonDeterminismError
+from runtime.core.states import StepStatus
 from runtime.core.writes import StepRow
-
-MARKER = "marker"  # the kind of a `ctx.patched` record: answered, never run
-
-PENDING, RUNNING, COMPLETED, FAILED, CANCELLED = (
-    "pending",
-    "running",
-    "completed",
-    "failed",
-    "cancelled",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +120,11 @@ def next_step_action(
     if recorded is None:
         return RunAttempt(attempt=1, fresh=True)
     check_identity(recorded, name, "step")
-    if recorded.status == COMPLETED:
+    if recorded.status == StepStatus.COMPLETED:
         return ReturnRecorded(recorded.result)
-    if recorded.status in (FAILED, CANCELLED):
+    if recorded.status in (StepStatus.FAILED, StepStatus.CANCELLED):
         return RaiseRecorded(recorded.error)
-    if recorded.status == PENDING:
+    if recorded.status == StepStatus.PENDING:
         if recorded.wake_at is not None and recorded.wake_at > now:
             return WaitUntil(recorded.wake_at)
         return RunAttempt(attempt=recorded.attempt + 1, fresh=recorded.attempt == 0)
@@ -148,9 +139,9 @@ def next_sleep_action(recorded: RecordedStep | None, name: str, now: datetime) -
     if recorded is None:
         return RunAttempt(attempt=1, fresh=True)
     check_identity(recorded, name, "sleep")
-    if recorded.status == COMPLETED:
+    if recorded.status == StepStatus.COMPLETED:
         return ReturnRecorded(None)
-    if recorded.status in (FAILED, CANCELLED):
+    if recorded.status in (StepStatus.FAILED, StepStatus.CANCELLED):
         return RaiseRecorded(recorded.error)
     if recorded.wake_at is not None and recorded.wake_at > now:
         return WaitUntil(recorded.wake_at)

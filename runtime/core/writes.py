@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from runtime.core.fanin import BranchReceipt, ClaimReceipt
+from runtime.core.receipts import BranchReceipt, ClaimReceipt
+from runtime.core.states import EventType
 
 UNSET: Any = object()  # a RunPatch field that is not to change
 
@@ -36,7 +37,7 @@ def step_created(
 ) -> EventDraft:
     """The `step_created` event of a new step (`extra`: e.g. the fan-out it belongs to)."""
     payload = {"position": position, "name": name, "kind": kind, "input": step_input, **extra}
-    return EventDraft("step_created", at, sid, payload)
+    return EventDraft(EventType.STEP_CREATED, at, sid, payload)
 
 
 @dataclass(frozen=True, slots=True)

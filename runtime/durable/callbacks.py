@@ -9,7 +9,6 @@ posted, or suspends the run until the nearest deadline.
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import datetime, timedelta
 
 from runtime import conf
@@ -28,9 +27,10 @@ from runtime.core.callbacks import (
 from runtime.core.control import Abort, Suspend
 from runtime.core.errors import CallbackFailed, CallbackTimedOut, FanfoldError, StepChanged
 from runtime.core.identity import check_name, step_id
+from runtime.core.states import EventType, StepStatus
 from runtime.core.writes import EventDraft, HistoryWrite, OpenStepGuard, StepRow, step_created
 from runtime.durable.cursor import ReplayCursor
-from runtime.models import Step
+from runtime.store.callback_steps import recorded_step, step_inputs
 
 log = logging.getLogger("fanfold.callbacks")
 UNRECOVERABLE = (
@@ -103,12 +103,12 @@ def record_timeout(
     now = cursor.clock.now()
     sid = step_id(cursor.run_id, recorded.position)
     error = timed_out_error(recorded.name, reason, deadline)
-    row = StepRow(sid, recorded.position, recorded.name, "callback", history.FAILED,
+    row = StepRow(sid, recorded.position, recorded.name, "callback", StepStatus.FAILED,
                   recorded.attempt, recorded.started_at or now, error=error,
                   started_at=recorded.started_at, finished_at=now,
                   callback_token=recorded.callback_token)  # fmt: skip
     payload = {"reason": reason, "deadline": deadline.isoformat()}
-    event = EventDraft("callback_timed_out", now, sid, payload)
+    event = EventDraft(EventType.CALLBACK_TIMED_OUT, now, sid, payload)
     guard = OpenStepGuard(sid, token=session.token, due_by=now)
     try:
         # Alone in its transaction, so a refused time-out takes nothing else down with it.
@@ -121,7 +121,7 @@ def record_timeout(
         if not isinstance(abort.failure.__cause__, StepChanged):
             raise
         session.writer.reset_session(session.key)
-        cursor.remember(_reload(cursor.run_id, recorded.position))
+        cursor.remember(recorded_step(cursor.run_id, recorded.position))
         return False
     cursor.remember(history.RecordedStep.of(row))
     return True
@@ -131,7 +131,7 @@ def _open_callbacks(cursor: ReplayCursor) -> list[history.RecordedStep]:
     return [
         r
         for r in cursor.recorded_steps()
-        if r.kind == "callback" and r.status in (history.PENDING, history.RUNNING)
+        if r.kind == "callback" and r.status in (StepStatus.PENDING, StepStatus.RUNNING)
     ]
 
 
@@ -147,11 +147,7 @@ def expire_due_callbacks(cursor: ReplayCursor) -> None:
     if not due:
         return
     positions = [r.position for r in due]
-    inputs = dict(
-        Step.objects.filter(run_id=cursor.run_id, position__in=positions).values_list(
-            "position", "input"
-        )
-    )
+    inputs = step_inputs(cursor.run_id, positions)
     for recorded in due:
         if recorded.wake_at is None:
             continue
@@ -196,7 +192,7 @@ def create_callback(
         position,
         name,
         "callback",
-        history.RUNNING,
+        StepStatus.RUNNING,
         1,
         now,
         input=terms.as_input(),
@@ -227,7 +223,3 @@ def create_callback(
 def _identity(recorded: history.RecordedStep, name: str) -> history.StepAction:
     history.check_identity(recorded, name, "callback")
     return history.ReturnRecorded(None)
-
-
-def _reload(run_id: uuid.UUID, position: int) -> history.RecordedStep:
-    return history.RecordedStep.of(Step.objects.get(run_id=run_id, position=position).as_row())

@@ -19,6 +19,7 @@ from runtime.core.conditions import TIMED_OUT, PollTerms, met, timed_out_error
 from runtime.core.control import Suspend
 from runtime.core.errors import ConditionTimedOut, StepFailed, describe_exception
 from runtime.core.identity import check_name, step_id
+from runtime.core.states import StepStatus
 from runtime.core.writes import EventDraft, StepRow, step_created
 from runtime.durable.body import BodyCall, StepBody
 from runtime.durable.cursor import ReplayCursor
@@ -101,20 +102,20 @@ def _run_poll(poll: _Poll, *, fresh: bool, now: datetime) -> Any:
     if fresh:
         sid = step_id(cursor.run_id, poll.position)
         events.insert(0, step_created(sid, poll.position, poll.name, "step", poll.step_input, now))
-    cursor.write(events, poll.row(history.RUNNING, now), sync=False)
+    cursor.write(events, poll.row(StepStatus.RUNNING, now), sync=False)
     info = StepInfo(cursor.run_id, poll.position, poll.name, poll.attempt)
     with StepBody(BodyCall(info, poll.body, poll.args, {}, f"condition {poll.name!r}")) as body:
         outcome = body.run(cursor.payload_limit)
         if outcome.error is not None:
             error, at = describe_exception(outcome.error), cursor.clock.now()
             failed = poll.event("step_failed", at, error=error, reason="check raised")
-            row = poll.row(history.FAILED, at, error=error, finished_at=at)
+            row = poll.row(StepStatus.FAILED, at, error=error, finished_at=at)
             cursor.write([failed], row, sync=True)
             raise StepFailed.from_record(poll.name, poll.position, error) from outcome.error
         done, value = cursor.clock.now(), outcome.result
         if met(value):
             completed = poll.event("step_completed", done, result=value)
-            row = poll.row(history.COMPLETED, done, result=value, finished_at=done)
+            row = poll.row(StepStatus.COMPLETED, done, result=value, finished_at=done)
             cursor.write([completed], row, sync=True)
             body.outcome = "completed"
             return value
@@ -128,13 +129,13 @@ def _after_unmet(poll: _Poll, value: Any, now: datetime) -> Any:
     if wake_at is None:
         error = timed_out_error(poll.name, poll.terms, poll.attempt)
         failed = poll.event("step_failed", now, error=error, reason="timeout")
-        row = poll.row(history.FAILED, now, error=error, finished_at=now)
+        row = poll.row(StepStatus.FAILED, now, error=error, finished_at=now)
         cursor.write([failed], row, sync=True)
         raise ConditionTimedOut(error["message"])
     delay = (wake_at - now).total_seconds()
     retrying = poll.event(
         "step_retrying", now, delay=delay, wake_at=wake_at.isoformat(), result=value
     )
-    row = poll.row(history.PENDING, now, result=value, wake_at=wake_at)
+    row = poll.row(StepStatus.PENDING, now, result=value, wake_at=wake_at)
     cursor.write([retrying], row, sync=False)  # the suspend that follows commits it
     raise Suspend(wake_at)

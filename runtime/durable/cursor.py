@@ -14,8 +14,9 @@ from typing import Any
 
 from runtime.core.clock import Clock
 from runtime.core.errors import NonDeterminismError
-from runtime.core.history import MARKER, RecordedStep, StepAction
+from runtime.core.history import RecordedStep, StepAction
 from runtime.core.jsonvalues import checked
+from runtime.core.states import StepKind
 from runtime.core.writes import EventDraft, HistoryWrite, StepRow
 from runtime.durable.session import ExecutionSession
 
@@ -83,7 +84,9 @@ class ReplayCursor:
             # anything or suspend the run.
             raise self.fatal
         self._position += 1
-        while (record := self._recorded.get(self._position)) is not None and record.kind == MARKER:
+        while (
+            record := self._recorded.get(self._position)
+        ) is not None and record.kind == StepKind.MARKER:
             self._position += 1
         return self._position
 
@@ -96,7 +99,9 @@ class ReplayCursor:
         if self.fatal is not None:
             raise self.fatal
         position = self._position + 1
-        while (record := self._recorded.get(position)) is not None and record.kind == MARKER:
+        while (
+            record := self._recorded.get(position)
+        ) is not None and record.kind == StepKind.MARKER:
             if record.name == patch_id:
                 return bool(record.result)
             position += 1

@@ -10,8 +10,8 @@ lacks its marker (the replay check, runtime.replay_check, tells).
 
 from __future__ import annotations
 
-from runtime.core import history
 from runtime.core.identity import check_name, step_id
+from runtime.core.states import EventType, StepKind, StepStatus
 from runtime.core.writes import EventDraft, StepRow
 from runtime.durable.cursor import ReplayCursor
 
@@ -25,9 +25,9 @@ def patched(cursor: ReplayCursor, patch_id: str) -> bool:
     position = cursor.next_position()
     now = cursor.clock.now()
     sid = step_id(cursor.run_id, position)
-    row = StepRow(sid, position, patch_id, history.MARKER, history.COMPLETED, 1, now,
+    row = StepRow(sid, position, patch_id, StepKind.MARKER, StepStatus.COMPLETED, 1, now,
                   result=True, started_at=now, finished_at=now)  # fmt: skip
-    event = EventDraft("marker_recorded", now, sid, {"patch_id": patch_id, "answer": True})
+    event = EventDraft(EventType.MARKER_RECORDED, now, sid, {"patch_id": patch_id, "answer": True})
     # Async is enough: anything that depends on the answer durably commits after it (FIFO).
     cursor.write([event], row, sync=False)
     return True

@@ -21,6 +21,7 @@ from runtime.core.control import Suspend
 from runtime.core.errors import StepFailed, StepInterrupted, describe_exception
 from runtime.core.identity import check_name, step_id
 from runtime.core.retry import GiveUp, RetryPolicy, decide
+from runtime.core.states import EventType, StepStatus
 from runtime.core.writes import EventDraft, StepRow, step_created
 from runtime.durable.body import BodyCall, BodyOutcome, StepBody
 from runtime.durable.cursor import ReplayCursor
@@ -159,8 +160,8 @@ class StepAttemptRun:
             events.append(
                 step_created(sid, call.position, call.name, "step", self.step_input, started)
             )
-        events.append(EventDraft("step_started", started, sid, {"attempt": attempt}))
-        running = self.row(history.RUNNING, attempt, started, started_at=started)
+        events.append(EventDraft(EventType.STEP_STARTED, started, sid, {"attempt": attempt}))
+        running = self.row(StepStatus.RUNNING, attempt, started, started_at=started)
         # An at-most-once start must be durable before the body runs; an at-least-once start
         # is queued and usually commits together with the completion.
         cursor.write(events, running, sync=call.at_most_once, payload_bytes=self.input_bytes)
@@ -182,10 +183,10 @@ class StepAttemptRun:
         sid = self.step_id
         started = self.started_at
         finished = cursor.clock.now()
-        done = self.row(history.COMPLETED, attempt, started, result=outcome.result,
+        done = self.row(StepStatus.COMPLETED, attempt, started, result=outcome.result,
                         started_at=started, finished_at=finished)  # fmt: skip
         payload = {"attempt": attempt, "result": outcome.result}
-        completed = EventDraft("step_completed", finished, sid, payload)
+        completed = EventDraft(EventType.STEP_COMPLETED, finished, sid, payload)
         size = self.input_bytes + outcome.size
         cursor.write([completed], done, sync=True, payload_bytes=size)
         body.outcome = "completed"
@@ -200,19 +201,19 @@ class StepAttemptRun:
         error = describe_exception(exc)
         decision = decide(call.policy, attempt, exc, self.rand)
         if isinstance(decision, GiveUp):
-            row = self.row(history.FAILED, attempt, now, error=error, finished_at=now)
+            row = self.row(StepStatus.FAILED, attempt, now, error=error, finished_at=now)
             payload = {"attempt": attempt, "error": error, "reason": decision.reason}
-            cursor.write([EventDraft("step_failed", now, sid, payload)], row, sync=True)
+            cursor.write([EventDraft(EventType.STEP_FAILED, now, sid, payload)], row, sync=True)
             raise StepFailed.from_record(call.name, call.position, error) from exc
         wake_at = now + timedelta(seconds=decision.delay)
-        row = self.row(history.PENDING, attempt, now, error=error, wake_at=wake_at)
+        row = self.row(StepStatus.PENDING, attempt, now, error=error, wake_at=wake_at)
         payload = {
             "attempt": attempt,
             "delay": decision.delay,
             "wake_at": wake_at.isoformat(),
             "error": error,
         }
-        retrying = EventDraft("step_retrying", now, sid, payload)
+        retrying = EventDraft(EventType.STEP_RETRYING, now, sid, payload)
         cursor.write([retrying], row, sync=False)  # the suspend that follows commits it
         raise Suspend(wake_at)
 
@@ -233,17 +234,19 @@ def sleep(cursor: ReplayCursor, seconds: float, position: int | None = None) -> 
     sid = step_id(cursor.run_id, position)
     if isinstance(action, history.TimerFired):
         started = recorded.started_at if recorded else None
-        row = StepRow(sid, position, "sleep", "sleep", history.COMPLETED, 1, now,
+        row = StepRow(sid, position, "sleep", "sleep", StepStatus.COMPLETED, 1, now,
                       started_at=started, finished_at=now)  # fmt: skip
-        cursor.write([EventDraft("wait_completed", now, sid, {})], row, sync=False)
+        cursor.write([EventDraft(EventType.WAIT_COMPLETED, now, sid, {})], row, sync=False)
         return
     wake_at = now + timedelta(seconds=float(seconds))
     sleep_input = {"seconds": float(seconds)}
-    row = StepRow(sid, position, "sleep", "sleep", history.RUNNING, 1, now,
+    row = StepRow(sid, position, "sleep", "sleep", StepStatus.RUNNING, 1, now,
                   input=sleep_input, started_at=now, wake_at=wake_at)  # fmt: skip
     events = [
         step_created(sid, position, "sleep", "sleep", sleep_input, now),
-        EventDraft("wait_created", now, sid, {**sleep_input, "wake_at": wake_at.isoformat()}),
+        EventDraft(
+            EventType.WAIT_CREATED, now, sid, {**sleep_input, "wake_at": wake_at.isoformat()}
+        ),
     ]
     cursor.write(events, row, sync=False)
     raise Suspend(wake_at)
@@ -260,11 +263,11 @@ def record_value(cursor: ReplayCursor, name: str, produce: Callable[[], Any]) ->
     value = produce()
     now = cursor.clock.now()
     sid = step_id(cursor.run_id, position)
-    row = StepRow(sid, position, name, "step", history.COMPLETED, 1, now, result=value,
+    row = StepRow(sid, position, name, "step", StepStatus.COMPLETED, 1, now, result=value,
                   started_at=now, finished_at=now)  # fmt: skip
     events = [
         step_created(sid, position, name, "step", None, now),
-        EventDraft("step_completed", now, sid, {"attempt": 1, "result": value}),
+        EventDraft(EventType.STEP_COMPLETED, now, sid, {"attempt": 1, "result": value}),
     ]
     # Async is enough: anything that depends on the value durably commits after it (FIFO).
     cursor.write(events, row, sync=False)

@@ -44,9 +44,9 @@ from runtime.fanout.report import (
     record_outcome,
 )
 from runtime.leases.keepers import branch_leases
-from runtime.models import ACTIVE_RUN_STATES, Run
 from runtime.process.background import BackgroundLoop
 from runtime.process.local import ProcessLocal
+from runtime.store.run_rows import finished_among
 
 log = logging.getLogger("fanfold.branches")
 
@@ -237,11 +237,7 @@ def cancel_finished_runs() -> int:
     runs = running_runs()
     if not runs:
         return 0
-    finished = list(
-        Run.objects.filter(id__in=runs)
-        .exclude(status__in=ACTIVE_RUN_STATES)
-        .values_list("id", flat=True)
-    )
+    finished = finished_among(list(runs))
     for run_id in finished:
         worker_loop().cancel(run_id)
     return len(finished)

@@ -25,7 +25,7 @@ from django.utils import timezone
 from runtime import conf
 from runtime.checkpoint.batching import Checkpoint
 from runtime.core.errors import FatalError
-from runtime.core.fanin import ClaimReceipt
+from runtime.core.receipts import ClaimReceipt
 from runtime.core.writes import BranchClaim
 from runtime.durable.body import BodyCall, StepBody, is_async_callable
 from runtime.durable.stepinfo import StepInfo, current_step

@@ -13,8 +13,9 @@ from runtime.core.errors import ChildFailed, FanfoldError, RunAlreadyFinished, d
 from runtime.core.identity import child_run_key
 from runtime.dispatch import publish_later
 from runtime.fanout.report import BranchAttempt, ClaimedBranch, finish
-from runtime.models import Run, RunStatus, Step, StepStatus
+from runtime.models import RunStatus, StepStatus
 from runtime.services import cancel_run, start_run
+from runtime.store.children import active_runs_with_key, run_has_finished, run_owner, step_status
 
 CHILD_POLL_MAX = 1.0  # seconds between looks at a child run that has not finished
 
@@ -31,7 +32,7 @@ def drive_child(
     try:
         # A child runs at its parent's priority and belongs to its owner: it is the parent's
         # work. Its key is in the runtime's own namespace, which no caller can use.
-        owner = Run.objects.filter(id=run_id).values_list("owner_id", flat=True).first()
+        owner = run_owner(run_id)
         child, _ = start_run(
             claimed.name, args, kwargs, runtime_key=child_run_key(run_id, branch.position),
             priority=branch.priority, owner=owner,
@@ -40,7 +41,7 @@ def drive_child(
         error = describe_exception(exc)
         finish(branch, claimed, "failed", error=error, reason="child not started")
         return "failed"
-    if Run.objects.finished().filter(id=run_id).exists():
+    if run_has_finished(run_id):
         # The parent was cancelled while this child was being started: stop the child too.
         with suppress(RunAlreadyFinished):
             cancel_run(child.id, reason=f"parent run {run_id} was cancelled")
@@ -76,12 +77,9 @@ def stop_abandoned_child(branch: BranchAttempt) -> None:
     cancelled it (`min_successful` reached, too many failures), nobody will use the child's
     result, so the child stops instead of running on to its end.
     """
-    status = Step.objects.filter(id=branch.step_id).values_list("status", flat=True).first()
-    if status != StepStatus.CANCELLED:
+    if step_status(branch.step_id) != StepStatus.CANCELLED:
         return
     key = child_run_key(branch.run_id, branch.position)
-    owner = Run.objects.filter(id=branch.run_id).values_list("owner_id", flat=True).first()
-    active = Run.objects.active().filter(owner_id=owner, idempotency_key=key)
-    for child_id in active.values_list("id", flat=True):
+    for child_id in active_runs_with_key(run_owner(branch.run_id), key):
         with suppress(RunAlreadyFinished):  # it finished meanwhile: nothing to stop
             cancel_run(child_id, reason=f"the fan-out of run {branch.run_id} was decided")

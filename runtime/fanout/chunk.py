@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from publisher import PublishError
 from runtime import conf
-from runtime.core.fanin import BranchDispatch, outcome_summary
+from runtime.core.branch_dispatch import BranchDispatch, outcome_summary
 from runtime.core.writes import BranchClaim
 from runtime.dispatch import publish_branches
 from runtime.durable.body import is_async_callable

@@ -23,20 +23,18 @@ from typing import Any
 from publisher import PublishError
 from runtime import conf
 from runtime.core import history
-from runtime.core.control import Suspend
-from runtime.core.errors import NonDeterminismError, StepFailed
-from runtime.core.fanin import (
-    FAILED,
+from runtime.core.branch_dispatch import (
     BranchDispatch,
-    Failure,
-    FanInRule,
     chunked,
     due_dispatches,
-    initial_release,
     republished_pending,
-    settle,
 )
+from runtime.core.control import Suspend
+from runtime.core.errors import NonDeterminismError, StepFailed
+from runtime.core.fanin import FAILED, FanInRule, initial_release
 from runtime.core.identity import group_id, step_id
+from runtime.core.settle import Failure, settle
+from runtime.core.states import StepStatus
 from runtime.core.writes import FanoutGroupRow, HistoryWrite, StepRow, step_created
 from runtime.dispatch import publish_branches, queue_depth
 from runtime.durable.cursor import ReplayCursor
@@ -141,7 +139,7 @@ def _start(
         input_bytes += size
         # A released branch's wake_at is when it was dispatched (the sweep's lost-message clock).
         wake_at = now if index < window else None
-        rows.append(StepRow(sid, position, sig.name, sig.kind, history.PENDING, 0, now,
+        rows.append(StepRow(sid, position, sig.name, sig.kind, StepStatus.PENDING, 0, now,
                             input=branch_input, wake_at=wake_at))  # fmt: skip
         events.append(
             step_created(sid, position, sig.name, sig.kind, branch_input, now, fanout=first)
@@ -181,7 +179,7 @@ def _resume(
     cursor: ReplayCursor, rule: FanInRule, branches: list[history.RecordedStep], first: int
 ) -> list[Any]:
     group = None
-    if any(b.status == history.FAILED for b in branches):
+    if any(b.status == StepStatus.FAILED for b in branches):
         group = group_row(cursor.run_id, first)
     settled = settle(rule, branches, group.first_failure if group else None)
     if settled is None:
@@ -196,7 +194,7 @@ def _resume(
             pending_grace=again.grace, pending_budget=again.budget,
             queued=again.queued_for(functools.partial(_last_start, branches), now),
         )  # fmt: skip
-        running = {b.position: b.name for b in branches if b.status == history.RUNNING}
+        running = {b.position: b.name for b in branches if b.status == StepStatus.RUNNING}
         due = interrupt_at_most_once(cursor.run_id, first, running, due)
         _publish(cursor, first, due)
         record_dispatch(cursor.run_id, republished_pending(due, branches), now)

@@ -13,12 +13,12 @@ import uuid
 
 from django.utils import timezone
 
+from runtime.core.branch_dispatch import BranchDispatch
 from runtime.core.errors import StepInterrupted
-from runtime.core.fanin import BranchDispatch
 from runtime.dispatch import publish_branches
 from runtime.fanout.report import BranchAttempt, ClaimedBranch, report_failure
-from runtime.models import FanoutGroup, Step, StepStatus
 from runtime.registry import registry, step_policy
+from runtime.store.fanout_sweeps import open_group_spans, running_branches
 
 
 def interrupt_at_most_once(
@@ -53,18 +53,13 @@ def interrupt_at_most_once(
 def publish_next_attempts(step_ids: list[uuid.UUID]) -> int:
     """Publish the next attempt of these running branches, whose leases just ended (their
     process died); at-most-once ones are failed instead. Returns how many were published."""
-    rows = (
-        Step.objects.filter(id__in=step_ids, status=StepStatus.RUNNING)
-        .order_by("-run__priority")
-        .values_list("run_id", "run__priority", "position", "name", "attempt")
-    )
+    rows = running_branches(step_ids)
     by_run: dict[tuple[uuid.UUID, int], list[tuple[int, str, int]]] = {}
     for run_id, priority, position, name, attempt in rows:
         by_run.setdefault((run_id, priority), []).append((position, name, attempt))
     published = 0
     for (run_id, priority), branches in by_run.items():  # highest priority first
-        groups = FanoutGroup.objects.open().filter(run_id=run_id)
-        for group_position, total in groups.values_list("first_position", "total"):
+        for group_position, total in open_group_spans(run_id):
             mine = [b for b in branches if group_position <= b[0] < group_position + total]
             running = {position: name for position, name, _ in mine}
             due = [BranchDispatch(position, attempt + 1) for position, _, attempt in mine]

@@ -20,10 +20,11 @@ from django.utils import timezone
 
 from publisher import PublishError
 from runtime.checkpoint.batching import Checkpoint
+from runtime.core.branch_dispatch import BranchDispatch
 from runtime.core.errors import describe_exception
-from runtime.core.fanin import BranchDispatch, BranchReceipt
 from runtime.core.identity import group_id, step_id
 from runtime.core.jsonvalues import encoded_size
+from runtime.core.receipts import BranchReceipt
 from runtime.core.retry import GiveUp, RetryPolicy, decide
 from runtime.core.writes import BranchReport
 from runtime.dispatch import enqueue_run, publish_branches, publish_later

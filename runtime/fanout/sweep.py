@@ -15,20 +15,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
 
-from django.db import transaction
-from django.db.models import Max, Q
 from django.utils import timezone
 
 from publisher import PublishError
 from runtime import conf
-from runtime.core.fanin import BranchDispatch, BranchState, due_dispatches, republished_pending
+from runtime.core.branch_dispatch import BranchDispatch, due_dispatches, republished_pending
+from runtime.core.settle import BranchState
 from runtime.dispatch import publish_branches, queue_depth
 from runtime.fanout.interrupted import interrupt_at_most_once
-from runtime.models import ACTIVE_RUN_STATES, FanoutGroup, Step, StepStatus
+from runtime.models import ACTIVE_RUN_STATES, StepStatus
 from runtime.process.background import BackgroundLoop
 from runtime.store.fanout_groups import record_dispatch
+from runtime.store.fanout_sweeps import (
+    last_claim,
+    overdue_branches,
+    stop_checking_group,
+    take_due_groups,
+)
 
 log = logging.getLogger("fanfold.fanout_sweep")
 
@@ -88,7 +92,7 @@ def republish_rule(depth: int | None, *, replay: bool = False) -> RepublishRule:
 def sweep_fanouts_once(limit: int = 200) -> int:
     """Republish the lost or orphaned branches of open groups that are due; returns how many."""
     now = timezone.now()
-    due_groups = _take_due_groups(now, limit)
+    due_groups = take_due_groups(now, limit, _interval())
     if not due_groups:
         return 0
     rule = republish_rule(queue_depth())
@@ -96,18 +100,14 @@ def sweep_fanouts_once(limit: int = 200) -> int:
     published = 0
     for gid, run_id, run_status, priority, first, released in due_groups:
         if run_status not in ACTIVE_RUN_STATES:
-            FanoutGroup.objects.filter(id=gid).update(check_at=None)  # nothing will run again
+            stop_checking_group(gid)  # nothing will run again
             continue
-        stale = Q(status=StepStatus.RUNNING, wake_at__lt=now)
-        overdue = Q(status=StepStatus.PENDING) & (Q(wake_at__isnull=True) | Q(wake_at__lt=now))
-        rows = Step.objects.filter(
-            Q(run_id=run_id, position__gte=first, position__lt=first + released) & (stale | overdue)
-        ).values_list("position", "name", "status", "attempt", "wake_at")
+        rows = overdue_branches(run_id, first, released, now)
         branches = [BranchState(p, n, s, a, wake_at=w) for p, n, s, a, w in rows]
         due = due_dispatches(
             branches, first, released, now,
             pending_grace=rule.grace, pending_budget=budget,
-            queued=rule.queued_for(partial(_last_claim, run_id, first, released), now),
+            queued=rule.queued_for(partial(last_claim, run_id, first, released), now),
         )  # fmt: skip
         again = republished_pending(due, branches)
         if budget is not None:
@@ -117,32 +117,6 @@ def sweep_fanouts_once(limit: int = 200) -> int:
         if due and _publish(run_id, first, due, again, now, priority):
             published += len(due)
     return published
-
-
-def _last_claim(run_id: uuid.UUID, first: int, released: int) -> datetime | None:
-    """When a released branch of the group was last claimed (its latest start)."""
-    latest: datetime | None = Step.objects.filter(
-        run_id=run_id, position__gte=first, position__lt=first + released
-    ).aggregate(latest=Max("started_at"))["latest"]
-    return latest
-
-
-def _take_due_groups(now: datetime, limit: int) -> list[tuple[Any, ...]]:
-    """Open groups whose check is due, taken for this pass: their next check is one interval
-    away, so concurrent sweepers share the groups instead of repeating each other."""
-    with transaction.atomic():
-        due_groups = list(
-            FanoutGroup.objects.open()
-            .filter(check_at__lt=now)
-            .select_for_update(skip_locked=True, of=("self",))
-            .order_by("-run__priority", "check_at")  # the highest priorities republished first
-            .values_list(
-                "id", "run_id", "run__status", "run__priority", "first_position", "released"
-            )[:limit]
-        )
-        ids = [g[0] for g in due_groups]
-        FanoutGroup.objects.filter(id__in=ids).update(check_at=now + timedelta(seconds=_interval()))
-    return due_groups
 
 
 def _publish(

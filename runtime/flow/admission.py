@@ -12,16 +12,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from functools import partial
-
-from django.db import transaction
-from django.utils import timezone
 
 from runtime.core.errors import InvalidArguments
 from runtime.dispatch import enqueue_run
-from runtime.models import Run, RunStatus
 from runtime.registry import registry
-from runtime.store.admission import admit_next_txn
+from runtime.store.admission import admit_next, keys_waiting, release_all, waits_for_slot
 
 log = logging.getLogger("fanfold.admission")
 
@@ -37,11 +32,12 @@ def admit(workflow: str, key: str) -> list[uuid.UUID]:
     limit = capacity(workflow)
     if limit is None:
         return []
-    with transaction.atomic():
-        admitted = admit_next_txn(workflow, key, limit, timezone.now())
-        for run_id, priority in admitted:
-            transaction.on_commit(partial(enqueue_run, run_id, priority=priority))
+    admitted = admit_next(workflow, key, limit, _enqueue)
     return [run_id for run_id, _ in admitted]
+
+
+def _enqueue(run_id: uuid.UUID, priority: int) -> None:
+    enqueue_run(run_id, priority=priority)
 
 
 def run_finished(run_id: uuid.UUID, workflow: str) -> None:
@@ -54,11 +50,8 @@ def run_finished(run_id: uuid.UUID, workflow: str) -> None:
     if capacity(workflow) is None:
         return
     try:
-        key = Run.objects.filter(id=run_id).values_list("concurrency_key", flat=True).first()
-        waiting = Run.objects.filter(
-            workflow=workflow, concurrency_key=key, status=RunStatus.PENDING, admitted=False
-        )
-        if key is not None and waiting.exists():
+        key = waits_for_slot(run_id, workflow)
+        if key is not None:
             admit(workflow, key)
     except Exception:
         log.exception("admission after run %s failed; the flow loop will retry it", run_id)
@@ -69,31 +62,14 @@ def admit_waiting() -> int:
 
     Runs of a workflow whose code no longer declares `concurrency` are all let go.
     """
-    waiting = Run.objects.filter(status=RunStatus.PENDING, admitted=False)
-    keys = list(waiting.values_list("workflow", "concurrency_key").distinct())
     admitted = 0
-    for workflow, key in keys:
+    for workflow, key in keys_waiting():
         wf = registry.workflows.get(workflow)
         if wf is not None and wf.flow.concurrency is None:
-            admitted += _release_all(workflow)
+            admitted += release_all(workflow, _enqueue)
         else:
             admitted += len(admit(workflow, key or ""))
     return admitted
-
-
-def _release_all(workflow: str) -> int:
-    with transaction.atomic():
-        rows = list(
-            Run.objects.select_for_update()
-            .filter(workflow=workflow, status=RunStatus.PENDING, admitted=False)
-            .values_list("id", "priority")
-        )
-        Run.objects.filter(id__in=[run_id for run_id, _ in rows]).update(
-            admitted=True, wake_at=timezone.now()
-        )
-        for run_id, priority in rows:
-            transaction.on_commit(partial(enqueue_run, run_id, priority=priority))
-    return len(rows)
 
 
 def admission_terms(

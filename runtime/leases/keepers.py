@@ -18,8 +18,8 @@ from typing import Generic, TypeVar
 from django.utils import timezone
 
 from runtime import conf
-from runtime.models import Run, Step, StepStatus
 from runtime.process.background import BackgroundLoop
+from runtime.store.leases import renew_branch_leases, renew_run_leases
 
 K = TypeVar("K", bound=Hashable)
 
@@ -74,13 +74,5 @@ def _beat_interval() -> float:
     return max(conf.get().LEASE_SECONDS / 3, 0.2)
 
 
-def _renew_runs(tokens: list[str], until: datetime) -> int:
-    return Run.objects.filter(lease_token__in=tokens).update(lease_expires_at=until)
-
-
-def _renew_branches(step_ids: list[uuid.UUID], until: datetime) -> int:
-    return Step.objects.filter(id__in=step_ids, status=StepStatus.RUNNING).update(wake_at=until)
-
-
-run_leases: LeaseKeeper[str] = LeaseKeeper("fanfold-run-leases", _renew_runs)
-branch_leases: LeaseKeeper[uuid.UUID] = LeaseKeeper("fanfold-branch-leases", _renew_branches)
+run_leases: LeaseKeeper[str] = LeaseKeeper("fanfold-run-leases", renew_run_leases)
+branch_leases: LeaseKeeper[uuid.UUID] = LeaseKeeper("fanfold-branch-leases", renew_branch_leases)

@@ -18,13 +18,12 @@ import logging
 import secrets
 import threading
 
-from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from runtime.process.background import BackgroundLoop
 from runtime.process.local import ProcessLocal
 from runtime.store.dialect import postgres
-from runtime.store.liveness import lock_statement
+from runtime.store.leases import locked_connection
 
 log = logging.getLogger("fanfold.liveness")
 
@@ -54,11 +53,7 @@ class Liveness:
                 log.warning("liveness connection lost; taking the lock %s again", self.key)
                 wrapper.close()
                 self._wrapper = None
-            wrapper = connections.create_connection(DEFAULT_DB_ALIAS)
-            wrapper.inc_thread_sharing()
-            with wrapper.cursor() as cursor:
-                cursor.execute(lock_statement(), [self.key])
-            self._wrapper = wrapper
+            self._wrapper = locked_connection(self.key)
 
     def close(self) -> None:
         """Release the lock (a clean shutdown)."""

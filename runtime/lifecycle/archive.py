@@ -17,19 +17,19 @@ from typing import Any
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import InvalidStorageError, Storage, storages
-from django.db import models, transaction
+from django.db import models
 
 from runtime.core.lifecycle_errors import (
     ArchiveNotFound,
     ArchiveStorageMissing,
     ArchiveUnreadable,
-    RunExists,
 )
 from runtime.models import Event, FanoutGroup, Run, Step, StreamChunk
 from runtime.models.messaging import Message, RunValue, SignalWait
 from runtime.models.payloads import PayloadField
 from runtime.payloads.codec import json_text
 from runtime.payloads.packing import current_codec, pack
+from runtime.store.archive_rows import insert_restored, runs_by_id, section_rows
 
 STORAGE_ALIAS = "fanfold_archive"
 FORMAT = "fanfold.run/1"
@@ -85,11 +85,10 @@ def documents(run_ids: Sequence[uuid.UUID]) -> Iterable[tuple[uuid.UUID, dict[st
     sections: dict[str, dict[uuid.UUID, list[dict[str, Any]]]] = {}
     for name, model in SECTIONS.items():
         rows: dict[uuid.UUID, list[dict[str, Any]]] = defaultdict(list)
-        found = model._default_manager.filter(run_id__in=list(run_ids))
-        for obj in found.order_by("run_id", _ORDER.get(name, "pk")).iterator(chunk_size=2000):
+        for obj in section_rows(model, run_ids, _ORDER.get(name, "pk")):
             rows[obj.run_id].append(_row(obj))  # type: ignore[attr-defined]
         sections[name] = rows
-    for run in Run.objects.filter(id__in=list(run_ids)).order_by("id"):
+    for run in runs_by_id(run_ids):
         doc: dict[str, Any] = {"format": FORMAT, "run": _row(run)}
         doc.update({name: sections[name].get(run.id, []) for name in SECTIONS})
         yield run.id, doc
@@ -155,10 +154,4 @@ def restore(run_id: uuid.UUID) -> Run:
         raise ArchiveUnreadable(f"the archive of run {run_id} is damaged: {exc}") from None
     if run.id != run_id:
         raise ArchiveUnreadable(f"the archive of run {run_id} holds run {run.id}")
-    with transaction.atomic():
-        if Run.objects.filter(id=run_id).exists():
-            raise RunExists(f"run {run_id} exists; delete it first to restore its archive")
-        Run.objects.bulk_create([run])
-        for name, model in SECTIONS.items():
-            model._default_manager.bulk_create(parts[name], batch_size=1000)
-    return Run.objects.get(id=run_id)
+    return insert_restored(run, {name: (SECTIONS[name], rows) for name, rows in parts.items()})

@@ -16,9 +16,8 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
-
-from django.db import transaction
 
 from runtime.payloads.offload import delete_offloaded
 from runtime.payloads.packing import rekey
@@ -26,9 +25,9 @@ from runtime.store.payload_rows import (
     PAYLOAD_TABLES,
     PayloadTable,
     names_file,
-    read_rows,
     write_back,
 )
+from runtime.store.rekey_batches import rewrite_batch
 
 BATCH = 500
 
@@ -50,10 +49,7 @@ def rekey_all(progress: Callable[[RekeyReport], object] | None = None) -> RekeyR
     for table in PAYLOAD_TABLES:
         after: Any = None
         while True:
-            with transaction.atomic():
-                rows = read_rows(table, after, BATCH)
-                for row in rows:
-                    _rekey_row(table, row, report)
+            rows = rewrite_batch(table, after, BATCH, partial(_rekey_row, table, report=report))
             _delete_replaced(report)  # once the batch is committed
             if not rows:
                 break
@@ -63,7 +59,7 @@ def rekey_all(progress: Callable[[RekeyReport], object] | None = None) -> RekeyR
     return report
 
 
-def _rekey_row(table: PayloadTable, row: tuple[Any, ...], report: RekeyReport) -> None:
+def _rekey_row(table: PayloadTable, row: tuple[Any, ...], *, report: RekeyReport) -> None:
     key, run = row[0], row[1]
     run_id = run if isinstance(run, uuid.UUID) else uuid.UUID(str(run))
     report.read += 1

@@ -23,10 +23,9 @@ from django.utils import timezone
 
 from runtime import conf
 from runtime.lifecycle.archive import write_archives
-from runtime.models import Run
 from runtime.payloads.offload import delete_run_payloads, has_payload_storage
 from runtime.registry import registry
-from runtime.store.purge import delete_unlocked
+from runtime.store.purge import delete_unlocked, finished_runs
 
 log = logging.getLogger("fanfold.retention")
 
@@ -82,7 +81,7 @@ def older_than(age: timedelta, now: datetime | None = None) -> Q:
 
 def candidates(rule: Q) -> Any:
     """The finished runs a rule selects (a RunQuerySet)."""
-    return Run.objects.finished().filter(rule)
+    return finished_runs(rule)
 
 
 def purge(

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any
 
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from runtime import conf
@@ -24,11 +22,9 @@ from runtime.core.errors import InvalidArguments
 from runtime.core.identity import debounce_run_key
 from runtime.core.jsonvalues import checked
 from runtime.dispatch import enqueue_run
-from runtime.models import Event, EventType, Run, RunStatus
+from runtime.models import Run
 from runtime.registry import WorkflowFunction, registry
-from runtime.store.payload_forms import StoredForms
-
-_ATTEMPTS = 3  # a first start racing another first start retries (the loser finds the run)
+from runtime.store.debounce import DebounceWindow, coalesce_start
 
 
 @dataclass(frozen=True)
@@ -81,56 +77,8 @@ def start_debounced(
     )
     wf.check_arguments(run_input["args"], run_input["kwargs"])
     key = debounce_run_key(wf.name, terms.key)
-    for attempt in range(_ATTEMPTS):
-        try:
-            with transaction.atomic():
-                return _coalesce(wf.name, key, run_input, terms, priority, owner_id)
-        except IntegrityError:
-            if attempt == _ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _coalesce(
-    workflow: str,
-    key: str,
-    run_input: Any,
-    terms: DebounceTerms,
-    priority: int,
-    owner_id: int | None,
-) -> tuple[Run, bool]:
-    now = timezone.now()
-    mine = Run.objects.filter(owner_id=owner_id, workflow=workflow, idempotency_key=key)
-    run = mine.select_for_update().first()
-    if run is not None and run.status == RunStatus.PENDING and run.lease_token is None:
-        due = terms.due(run.created_at, now)
-        stored = StoredForms().form(run_input, run.id)
-        Run.objects.filter(id=run.id).update(input=stored, wake_at=due, updated_at=now)
-        run.input, run.wake_at = run_input, due
-        transaction.on_commit(partial(_enqueue_at, run.id, due, priority))
-        return run, False
-    if run is not None:  # it began (or ended): later starts make the next batch
-        Run.objects.filter(id=run.id).update(idempotency_key=f"{key}:{run.id}")
-    due = terms.due(now, now)
-    run = Run(workflow=workflow, input=run_input, idempotency_key=key, created_at=now,
-              updated_at=now, wake_at=due, last_seq=1, priority=priority,
-              owner_id=owner_id)  # fmt: skip
-    forms = StoredForms()
-    run.input = forms.form(run_input, run.id)  # the stored form; the caller sees the value
-    run.save(force_insert=True)
-    run.input = run_input
-    payload = {
-        "workflow": workflow,
-        "input": run_input,
-        "idempotency_key": None,
-        "debounce": {"key": terms.key, "seconds": terms.delay.total_seconds()},
-    }
-    if owner_id is not None:
-        payload["owner"] = owner_id
-    Event.objects.create(run=run, seq=1, type=EventType.RUN_CREATED,
-                         payload=forms.form(payload, run.id), created_at=now)  # fmt: skip
-    transaction.on_commit(partial(_enqueue_at, run.id, due, priority))
-    return run, True
+    window = DebounceWindow(terms.due, {"key": terms.key, "seconds": terms.delay.total_seconds()})
+    return coalesce_start(wf.name, key, run_input, window, priority, owner_id, _enqueue_at)
 
 
 def _enqueue_at(run_id: Any, due: datetime, priority: int) -> None:

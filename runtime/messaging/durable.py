@@ -21,14 +21,16 @@ from runtime.core.control import Suspend
 from runtime.core.errors import RunFinished, RunNotFound, StepFailed
 from runtime.core.identity import step_id
 from runtime.core.matching import check_match
+from runtime.core.states import EventType, StepStatus
 from runtime.core.writes import EventDraft, StepRow, step_created
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.steps import record_value
-from runtime.messaging.mailbox import check_topic, send_message, take_message
-from runtime.messaging.signals import check_signal_name, close_wait_timed_out, emit, open_wait
+from runtime.messaging.mailbox import check_topic, send_message
+from runtime.messaging.signals import check_signal_name, emit
 from runtime.messaging.values import check_key, store_value
-from runtime.models import SignalWait, StepKind
-from runtime.models.messaging import Signal
+from runtime.models import StepKind
+from runtime.store.messages import take_message
+from runtime.store.signals import close_wait_timed_out, emitter_of, open_wait, wait_at
 
 MESSAGE, SIGNAL, VALUE, SEND = StepKind.MESSAGE, StepKind.SIGNAL, StepKind.VALUE, StepKind.SEND
 
@@ -94,9 +96,9 @@ class _Wait:
     def finished(self) -> Any:
         """The recorded outcome, if the call finished before; raises a recorded failure."""
         recorded = self.recorded
-        if recorded is None or recorded.status in (history.PENDING, history.RUNNING):
+        if recorded is None or recorded.status in (StepStatus.PENDING, StepStatus.RUNNING):
             return _OPEN
-        if recorded.status == history.COMPLETED:
+        if recorded.status == StepStatus.COMPLETED:
             return recorded.result
         raise StepFailed.from_record(self.name, self.position, recorded.error)
 
@@ -111,7 +113,7 @@ class _Wait:
         return [step_created(self.sid, self.position, self.name, self.kind, self.terms, self.now)]
 
     def complete(self, result: Any, event: EventDraft) -> Any:
-        row = StepRow(self.sid, self.position, self.name, self.kind, history.COMPLETED, 1,
+        row = StepRow(self.sid, self.position, self.name, self.kind, StepStatus.COMPLETED, 1,
                       self.started, input=self.terms, result=result, started_at=self.started,
                       finished_at=self.now)  # fmt: skip
         # Async is enough: what it records is keyed by the position, so a replay after a
@@ -120,11 +122,13 @@ class _Wait:
         return result
 
     def timed_out(self) -> None:
-        self.complete(None, EventDraft("wait_completed", self.now, self.sid, {"timed_out": True}))
+        self.complete(
+            None, EventDraft(EventType.WAIT_COMPLETED, self.now, self.sid, {"timed_out": True})
+        )
 
     def suspend(self, deadline: datetime | None) -> Suspend:
         if self.recorded is None:
-            row = StepRow(self.sid, self.position, self.name, self.kind, history.RUNNING, 1,
+            row = StepRow(self.sid, self.position, self.name, self.kind, StepStatus.RUNNING, 1,
                           self.now, input=self.terms, started_at=self.now,
                           wake_at=deadline)  # fmt: skip
             wake = deadline.isoformat() if deadline else None
@@ -153,7 +157,9 @@ def recv(
         payload = {"topic": topic, "message_id": got.id, "value": got.value}
         if got.by is not None:  # sent through the API: the log names the sender
             payload["by"] = got.by
-        return wait.complete(got.value, EventDraft("message_received", wait.now, wait.sid, payload))
+        return wait.complete(
+            got.value, EventDraft(EventType.MESSAGE_RECEIVED, wait.now, wait.sid, payload)
+        )
     deadline = wait.deadline(timeout)
     if deadline is not None and deadline <= wait.now:
         return wait.timed_out()
@@ -177,22 +183,21 @@ def wait_for_signal(
     if done is not _OPEN:
         return done
     rid = cursor.run_id
-    row = SignalWait.objects.filter(run_id=rid, position=position).first()
+    row = wait_at(rid, position)
     if row is None:
         open_wait(rid, position, name, match, wait.started, timedelta(seconds=lookback or 0))
-        row = SignalWait.objects.filter(run_id=rid, position=position).first()
+        row = wait_at(rid, position)
     deadline = wait.deadline(timeout)
     expired = deadline is not None and deadline <= wait.now
     if row is not None and row.signal_id is None and expired:
         row = close_wait_timed_out(rid, position)
     if row is not None and row.signal_id is not None:
         payload = {"name": name, "signal_id": row.signal_id, "payload": row.payload}
-        emitted_by = Signal.objects.filter(id=row.signal_id).values_list("emitted_by", flat=True)
-        by = emitted_by.first()
+        by = emitter_of(row.signal_id)
         if by is not None:  # emitted through the API: the log names who emitted it
             payload["by"] = by
         return wait.complete(
-            row.payload, EventDraft("signal_received", wait.now, wait.sid, payload)
+            row.payload, EventDraft(EventType.SIGNAL_RECEIVED, wait.now, wait.sid, payload)
         )
     if row is not None and row.closed_at is not None:
         return wait.timed_out()
@@ -208,11 +213,11 @@ def set_value(cursor: ReplayCursor, key: str, value: Any, position: int | None =
     value, size = cursor.checked(value, f"value {key!r}")
     store_value(cursor.run_id, key, value, position)
     now, sid = cursor.clock.now(), step_id(cursor.run_id, position)
-    row = StepRow(sid, position, key, VALUE, history.COMPLETED, 1, now, started_at=now,
+    row = StepRow(sid, position, key, VALUE, StepStatus.COMPLETED, 1, now, started_at=now,
                   finished_at=now)  # fmt: skip
     events = [
         step_created(sid, position, key, VALUE, None, now),
-        EventDraft("value_set", now, sid, {"key": key, "value": value}),
+        EventDraft(EventType.VALUE_SET, now, sid, {"key": key, "value": value}),
     ]
     cursor.write(events, row, sync=False, payload_bytes=size)
 
@@ -237,7 +242,7 @@ def send(
     position = cursor.next_position() if position is None else position
     recorded = _answer(cursor, position, topic, SEND)
     if recorded is not None:
-        if recorded.status == history.COMPLETED:
+        if recorded.status == StepStatus.COMPLETED:
             return int((recorded.result or {}).get("message_id", 0))
         error = recorded.error or {}
         raise _SEND_ERRORS.get(str(error.get("type")), RunNotFound)(str(error.get("message")))
@@ -249,15 +254,15 @@ def send(
                             source=(cursor.run_id, position))  # fmt: skip
     except (RunNotFound, RunFinished) as exc:
         error = {"type": type(exc).__name__, "message": str(exc)}
-        row = StepRow(sid, position, topic, SEND, history.FAILED, 1, now, input=terms,
+        row = StepRow(sid, position, topic, SEND, StepStatus.FAILED, 1, now, input=terms,
                       error=error, started_at=now, finished_at=now)  # fmt: skip
-        cursor.write([created, EventDraft("step_failed", now, sid, {"error": error})], row,
+        cursor.write([created, EventDraft(EventType.STEP_FAILED, now, sid, {"error": error})], row,
                      sync=False)  # fmt: skip
         raise
     result = {"message_id": sent.id}
-    row = StepRow(sid, position, topic, SEND, history.COMPLETED, 1, now, input=terms,
+    row = StepRow(sid, position, topic, SEND, StepStatus.COMPLETED, 1, now, input=terms,
                   result=result, started_at=now, finished_at=now)  # fmt: skip
-    completed = EventDraft("step_completed", now, sid, {"attempt": 1, "result": result})
+    completed = EventDraft(EventType.STEP_COMPLETED, now, sid, {"attempt": 1, "result": result})
     cursor.write([created, completed], row, sync=False)
     return sent.id
 

@@ -11,15 +11,13 @@ import time
 import uuid
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.utils import timezone
-
 from runtime.core.errors import InvalidArguments, RunNotFound, ValueNotFound
 from runtime.core.identity import check_name
 from runtime.messaging.mailbox import as_run_id
-from runtime.models import Run, RunValue
-from runtime.store.payload_forms import StoredForms
+from runtime.store.values import latest_value, run_exists, upsert_value
 from runtime.streaming.wakeups import announce, fallback_seconds, signals
+
+_MISSING: Any = object()
 
 
 def check_key(key: object) -> str:
@@ -33,17 +31,7 @@ def check_key(key: object) -> str:
 def store_value(run_id: uuid.UUID, key: str, value: Any, position: int) -> None:
     """Record `value` as the run's value of `key` unless a later position set one; then wake
     the readers that wait for it."""
-    now = timezone.now()
-    value = StoredForms().form(value, run_id)  # encrypted or offloaded like every payload
-    newer = RunValue.objects.filter(run_id=run_id, key=key, position__lte=position)
-    if not newer.update(value=value, position=position, updated_at=now):
-        try:
-            with transaction.atomic():
-                RunValue.objects.create(
-                    run_id=run_id, key=key, value=value, position=position, updated_at=now
-                )
-        except IntegrityError:  # set meanwhile (a replay racing a zombie): keep the later one
-            newer.update(value=value, position=position, updated_at=now)
+    upsert_value(run_id, key, value, position)
     announce(run_id)
 
 
@@ -57,23 +45,22 @@ def get_value(run_id: uuid.UUID | str, key: str, wait: float | None = None) -> A
     rid = as_run_id(run_id)
     if wait is not None and (isinstance(wait, bool) or not wait >= 0):
         raise InvalidArguments("wait must be a non-negative number of seconds")
-    if not Run.objects.filter(id=rid).exists():
+    if not run_exists(rid):
         raise RunNotFound(f"no run {rid}")
-    values = RunValue.objects.filter(run_id=rid, key=key).values_list("value", flat=True)
     if wait is None:
-        found = list(values[:1])
-        if not found:
+        found = latest_value(rid, key, _MISSING)
+        if found is _MISSING:
             raise ValueNotFound(f"run {rid} has set no value {key!r}")
-        return found[0]
+        return found
     deadline = time.monotonic() + float(wait)
     hub = signals()
     hub.watch(rid)
     try:
         while True:
             seen = hub.seen(rid)
-            found = list(values[:1])
-            if found:
-                return found[0]
+            found = latest_value(rid, key, _MISSING)
+            if found is not _MISSING:
+                return found
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"run {rid} set no value {key!r} within {wait} s")

@@ -17,6 +17,8 @@ from runtime.models.states import (
     RunStatus,
     StepKind,
     StepStatus,
+    choices,
+    values,
 )
 from runtime.models.streams import StreamChunk
 
@@ -41,4 +43,6 @@ __all__ = [
     "StepKind",
     "StepStatus",
     "StreamChunk",
+    "choices",
+    "values",
 ]

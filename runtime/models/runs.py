@@ -26,6 +26,7 @@ from runtime.models.states import (
     RunStatus,
     StepKind,
     StepStatus,
+    choices,
     shown_step_status,
 )
 
@@ -97,7 +98,7 @@ class Run(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workflow = models.CharField(max_length=MAX_NAME_LENGTH, db_index=True)
     input = PayloadField(default=dict)
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
+    status = models.CharField(max_length=16, choices=choices(RunStatus), default=RunStatus.PENDING)
     result = PayloadField(null=True, blank=True)
     error = PayloadField(null=True, blank=True)
     # Unique per owner and workflow (the constraints below), not across the table: one user's
@@ -253,8 +254,10 @@ class Step(models.Model):
     )
     position = models.PositiveIntegerField()
     name = models.CharField(max_length=MAX_NAME_LENGTH)
-    kind = models.CharField(max_length=16, choices=StepKind.choices, default=StepKind.STEP)
-    status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.PENDING)
+    kind = models.CharField(max_length=16, choices=choices(StepKind), default=StepKind.STEP)
+    status = models.CharField(
+        max_length=16, choices=choices(StepStatus), default=StepStatus.PENDING
+    )
     attempt = models.PositiveIntegerField(default=0)
     input = PayloadField(null=True, blank=True)
     result = PayloadField(null=True, blank=True)
@@ -346,7 +349,7 @@ class Event(models.Model):
         Run, on_delete=models.CASCADE, related_name="event_set", db_index=False, db_constraint=False
     )
     seq = models.PositiveIntegerField()
-    type = models.CharField(max_length=32, choices=EventType.choices)
+    type = models.CharField(max_length=32, choices=choices(EventType))
     # A loose reference: the event log is the source of truth, and every event insert would
     # otherwise pay a constraint check and an index entry. Steps go only with their run.
     step = models.ForeignKey(

@@ -1,71 +1,62 @@
-"""The states and kinds a run's records take: statuses of runs and steps, step kinds, the
-event log's types."""
+"""The states and kinds of runtime.core.states (their one definition), as the models use them,
+and the `choices=` Django fields and forms take from them."""
 
 from __future__ import annotations
 
-from django.db import models
+from enum import StrEnum
+
+from runtime.core.states import (
+    ACTIVE_RUN_STATES,
+    FINISHED_RUN_STATES,
+    EventType,
+    RunStatus,
+    StepKind,
+    StepStatus,
+)
+
+__all__ = [
+    "ACTIVE_RUN_STATES",
+    "EVENT_TYPE_CHOICES",
+    "FINISHED_RUN_STATES",
+    "RUN_STATUS_CHOICES",
+    "SHOWN_STEP_STATUSES",
+    "STEP_KIND_CHOICES",
+    "STEP_STATUS_CHOICES",
+    "STEP_WAITING",
+    "WAIT_STEP_KINDS",
+    "EventType",
+    "RunStatus",
+    "StepKind",
+    "StepStatus",
+    "choices",
+    "shown_step_status",
+    "values",
+]
 
 
-class RunStatus(models.TextChoices):
-    PENDING = "pending"
-    RUNNING = "running"
-    WAITING = "waiting"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+def choices(states: type[StrEnum]) -> list[tuple[str, str]]:
+    """(value, label) of each member, labelled as Django's TextChoices label them."""
+    return [(member.value, member.name.replace("_", " ").title()) for member in states]
 
 
-FINISHED_RUN_STATES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
-ACTIVE_RUN_STATES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
+def values(states: type[StrEnum]) -> list[str]:
+    """The members' values, in definition order."""
+    return [member.value for member in states]
 
 
-class StepStatus(models.TextChoices):
-    PENDING = "pending"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-class StepKind(models.TextChoices):
-    STEP = "step"
-    SLEEP = "sleep"
-    CALLBACK = "callback"
-    CHILD = "child"
-    MARKER = "marker"  # a `ctx.patched` answer
-    MESSAGE = "message"  # `ctx.recv`
-    SIGNAL = "signal"  # `ctx.wait_for_signal`
-    VALUE = "value"  # `ctx.set_value`
-    SEND = "send"  # `send` from workflow code
-
-
-class EventType(models.TextChoices):
-    RUN_CREATED = "run_created"
-    RUN_STARTED = "run_started"
-    STEP_CREATED = "step_created"
-    STEP_STARTED = "step_started"
-    STEP_RETRYING = "step_retrying"
-    STEP_COMPLETED = "step_completed"
-    STEP_FAILED = "step_failed"
-    WAIT_CREATED = "wait_created"
-    WAIT_COMPLETED = "wait_completed"
-    CALLBACK_CREATED = "callback_created"
-    CALLBACK_RECEIVED = "callback_received"
-    CALLBACK_TIMED_OUT = "callback_timed_out"
-    MARKER_RECORDED = "marker_recorded"
-    MESSAGE_RECEIVED = "message_received"
-    VALUE_SET = "value_set"
-    SIGNAL_RECEIVED = "signal_received"
-    RUN_COMPLETED = "run_completed"
-    RUN_FAILED = "run_failed"
-    RUN_CANCELLED = "run_cancelled"
+# The choice lists the models' fields use, importable by path (drf-spectacular's
+# ENUM_NAME_OVERRIDES names them so each enum of the API schema gets one stable name).
+RUN_STATUS_CHOICES = choices(RunStatus)
+STEP_STATUS_CHOICES = choices(StepStatus)
+STEP_KIND_CHOICES = choices(StepKind)
+EVENT_TYPE_CHOICES = choices(EventType)
 
 
 # Steps that wait for the outside world (a timer, a callback, a message, a signal): while such a
 # step is open its run waits, holding no worker, so people are shown it as waiting.
 WAIT_STEP_KINDS = frozenset({StepKind.SLEEP, StepKind.CALLBACK, StepKind.MESSAGE, StepKind.SIGNAL})
 STEP_WAITING = "waiting"
-SHOWN_STEP_STATUSES = [*StepStatus.choices, (STEP_WAITING, "Waiting")]
+SHOWN_STEP_STATUSES = [*STEP_STATUS_CHOICES, (STEP_WAITING, "Waiting")]
 
 
 def shown_step_status(status: str, kind: str) -> str:

@@ -11,14 +11,14 @@ import hmac
 from collections.abc import Iterator
 from typing import Any
 
-from django.db.models import Min
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from runtime import conf
-from runtime.models import Run, RunStatus
+from runtime.models import RunStatus
+from runtime.models.run_queue import counts_by_status, oldest_pending_created_at
 from runtime.observe.exporter import process_registry
 
 QUEUE_STATES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
@@ -28,12 +28,12 @@ class RunQueueCollector:
     """Runs by active status and the oldest pending run's age, read at collect time."""
 
     def collect(self) -> Iterator[Metric]:
-        counts = Run.objects.filter(status__in=QUEUE_STATES).counts_by_status()
+        counts = counts_by_status(QUEUE_STATES)
         runs = GaugeMetricFamily("fanfold_runs", "Runs not finished, by status.", labels=["status"])
         for status in QUEUE_STATES:
             runs.add_metric([status.value], counts.get(status, 0))
         yield runs
-        oldest = Run.objects.pending().aggregate(oldest=Min("created_at"))["oldest"]
+        oldest = oldest_pending_created_at()
         age = (timezone.now() - oldest).total_seconds() if oldest is not None else 0.0
         yield GaugeMetricFamily(
             "fanfold_oldest_pending_run_age_seconds",

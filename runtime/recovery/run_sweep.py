@@ -12,13 +12,12 @@ import logging
 import uuid
 from datetime import timedelta
 
-from django.db.models import Q
 from django.utils import timezone
 
 from runtime import conf
 from runtime.dispatch import enqueue_run
-from runtime.models import Run
 from runtime.process.background import BackgroundLoop
+from runtime.store.run_queue import due_runs as due_runs_of_queue
 
 log = logging.getLogger("fanfold.sweep")
 
@@ -28,15 +27,7 @@ def due_runs(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
     now = timezone.now()
     # A grace period lets the ordinary message arrive first; the sweep is the backstop.
     grace = timedelta(seconds=max(conf.get().SWEEP_INTERVAL, 1.0))
-    orphaned = Q(lease_token__isnull=False, lease_expires_at__lt=now)
-    overdue = Q(lease_token__isnull=True, wake_at__lt=now - grace)
-    ids = (
-        Run.objects.active()
-        .filter(orphaned | overdue)
-        .order_by("wake_at")
-        .values_list("id", "priority")[:limit]
-    )
-    return list(ids)
+    return due_runs_of_queue(now, grace, limit)
 
 
 def sweep_once() -> int:

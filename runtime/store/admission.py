@@ -9,9 +9,12 @@ and active), so a run frees its slot with the very write that finishes, fails or
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 
-from django.db import connection
+from django.db import connection, transaction
+from django.utils import timezone
 
 from runtime.models import ACTIVE_RUN_STATES, ConcurrencySlot, Run, RunStatus
 from runtime.store.dialect import as_uuid, execute, in_list, postgres, time_param
@@ -87,3 +90,50 @@ def slots_in_use() -> dict[tuple[str, str], int]:
             [True, *state_params],
         )
         return {(row[0], row[1]): int(row[2]) for row in cursor.fetchall()}
+
+
+def admit_next(
+    workflow: str, key: str, capacity: int, then: Callable[[uuid.UUID, int], object]
+) -> list[tuple[uuid.UUID, int]]:
+    """Admit the next pending runs of (workflow, key) into its free slots, in a transaction of
+    its own; `then(run_id, priority)` runs for each once that commits. (id, priority) of each."""
+    with transaction.atomic():
+        admitted = admit_next_txn(workflow, key, capacity, timezone.now())
+        for run_id, priority in admitted:
+            transaction.on_commit(partial(then, run_id, priority))
+    return admitted
+
+
+def release_all(workflow: str, then: Callable[[uuid.UUID, int], object]) -> int:
+    """Admit every waiting run of the workflow at once (it no longer declares a limit);
+    `then(run_id, priority)` runs for each once that commits. How many."""
+    with transaction.atomic():
+        rows = list(
+            Run.objects.select_for_update()
+            .filter(workflow=workflow, status=RunStatus.PENDING, admitted=False)
+            .values_list("id", "priority")
+        )
+        Run.objects.filter(id__in=[run_id for run_id, _ in rows]).update(
+            admitted=True, wake_at=timezone.now()
+        )
+        for run_id, priority in rows:
+            transaction.on_commit(partial(then, run_id, priority))
+    return len(rows)
+
+
+def waits_for_slot(run_id: uuid.UUID, workflow: str) -> str | None:
+    """The run's concurrency key when some run of that key still waits to be admitted, else
+    None (a finished run's slot then has nobody to go to)."""
+    key = Run.objects.filter(id=run_id).values_list("concurrency_key", flat=True).first()
+    if key is None:
+        return None
+    waiting = Run.objects.filter(
+        workflow=workflow, concurrency_key=key, status=RunStatus.PENDING, admitted=False
+    )
+    return key if waiting.exists() else None
+
+
+def keys_waiting() -> list[tuple[str, str | None]]:
+    """(workflow, concurrency key) of every key with runs waiting to be admitted."""
+    waiting = Run.objects.filter(status=RunStatus.PENDING, admitted=False)
+    return list(waiting.values_list("workflow", "concurrency_key").distinct())

@@ -28,7 +28,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from runtime import conf
-from runtime.core.fanin import ClaimReceipt
+from runtime.core.receipts import ClaimReceipt
 from runtime.core.writes import BranchClaim
 from runtime.models import ACTIVE_RUN_STATES, Run, Step, StepStatus
 from runtime.payloads.packing import unpack

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from runtime.core.fanin import BranchReceipt, FanInRule, GroupCounts, after_batch
+from runtime.core.fanin import FanInRule, GroupCounts, after_batch
+from runtime.core.receipts import BranchReceipt
 from runtime.core.writes import BranchClaim, BranchReport, EventDraft
 from runtime.store import report_statements as sql
 from runtime.store.branch_claims import ClaimBatch

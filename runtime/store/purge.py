@@ -30,6 +30,11 @@ from runtime.models import Run
 _DELETE_CHUNK = 500  # keys per statement off PostgreSQL: below SQLite's parameter limit
 
 
+def finished_runs(rule: models.Q) -> Any:
+    """The finished runs a retention rule selects (a RunQuerySet, not yet run)."""
+    return Run.objects.finished().filter(rule)
+
+
 def delete_unlocked(
     runs: models.QuerySet[Run], limit: int, before: Callable[[list[Any]], object] | None = None
 ) -> tuple[list[Any], dict[str, int]]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runtime.core.fanin import BranchReceipt
+from runtime.core.receipts import BranchReceipt
 from runtime.core.writes import BranchClaim, BranchReport
 from runtime.models import FanoutGroup
 from runtime.store import report_statements as sql

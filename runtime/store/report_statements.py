@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from runtime.core.fanin import CANCELLED_ERROR
+from runtime.core.states import EventType
 from runtime.core.writes import BranchReport, EventDraft
 from runtime.models import ACTIVE_RUN_STATES, Event, FanoutGroup, Run, Step, StepStatus
 from runtime.store.dialect import (
@@ -176,7 +177,9 @@ def report_events(report: BranchReport) -> list[EventDraft]:
         OUTCOME_EVENT[report.outcome], report.finished_at, report.step_id, event_payload(report)
     )
     return [
-        EventDraft("step_started", report.started_at, report.step_id, {"attempt": report.attempt}),
+        EventDraft(
+            EventType.STEP_STARTED, report.started_at, report.step_id, {"attempt": report.attempt}
+        ),
         report_event(outcome, report, StoredForms()),
     ]
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.core.identity import check_name
-from runtime.models import FINISHED_RUN_STATES, Run, StreamChunk
+from runtime.store.stream_reads import chunks_after as _chunk_rows
+from runtime.store.stream_reads import run_finished
 from runtime.streaming.shared import SharedLooks
 from runtime.streaming.wakeups import fallback_seconds, signals
 
@@ -29,18 +30,9 @@ class Chunk:
     value: Any
 
 
-def run_finished(run_id: uuid.UUID) -> bool:
-    """True if the run has finished (or no longer exists)."""
-    status = Run.objects.filter(id=run_id).values_list("status", flat=True).first()
-    return status is None or status in FINISHED_RUN_STATES
-
-
 def chunks_after(run_id: uuid.UUID, stream: str, after: int, limit: int = PAGE) -> list[Chunk]:
-    rows = (
-        StreamChunk.objects.filter(run_id=run_id, stream=stream, seq__gt=after)
-        .order_by("seq")
-        .values_list("seq", "value")[:limit]
-    )
+    """The stream's chunks after seq `after`, in order, at most `limit`."""
+    rows = _chunk_rows(run_id, stream, after, limit)
     return [Chunk(seq, value) for seq, value in rows]
 
 

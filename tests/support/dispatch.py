@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from publisher.fake import FakeTransport
 from publisher.transport import Transport
-from runtime.core.fanin import BranchDispatch
+from runtime.core.branch_dispatch import BranchDispatch
 from runtime.dispatch import CeleryDispatcher
 
 

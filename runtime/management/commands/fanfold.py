@@ -36,9 +36,9 @@ from runtime.management import lifecycle
 from runtime.management.console import ProgressBar, table
 from runtime.messaging.mailbox import send_message
 from runtime.messaging.signals import emit
-from runtime.models import Run, RunStatus, Step
+from runtime.models import Run, RunStatus, Step, values
 from runtime.replay_check import ReplayReport, replay_runs
-from runtime.selectors import list_runs
+from runtime.selectors import fork_ids, list_runs, runs_to_replay, steps_of
 from runtime.services import cancel_run, get_run_row
 
 
@@ -72,7 +72,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
         runs = sub.add_parser("runs", help="list runs, newest first")
-        runs.add_argument("--status", choices=RunStatus.values)
+        runs.add_argument("--status", choices=values(RunStatus))
         runs.add_argument("--workflow")
         runs.add_argument("--limit", type=int, default=50)
         for name, text in (("show", "one run and its steps"), ("cancel", "cancel a run")):
@@ -90,7 +90,9 @@ class Command(BaseCommand):
         sub.add_parser("retry", help="fork a run from its first failed step").add_argument("run")
         check = sub.add_parser("replay", help="check recorded histories against the code")
         check.add_argument("--workflow")
-        check.add_argument("--status", choices=RunStatus.values, action="append", help="repeatable")
+        check.add_argument(
+            "--status", choices=values(RunStatus), action="append", help="repeatable"
+        )
         check.add_argument("--limit", type=int, help="the newest N runs only")
         check.add_argument("--run", action="append", help="this run (repeatable)")
         send = sub.add_parser("send", help="send a message to a run's mailbox")
@@ -157,8 +159,8 @@ class Command(BaseCommand):
 
     def _show(self, options: dict[str, Any]) -> None:
         run = get_run_row(options["run"])
-        steps = list(Step.objects.filter(run=run).order_by("position"))
-        forks = [str(i) for i in run.forks.order_by("created_at").values_list("id", flat=True)]
+        steps = steps_of(run.id)
+        forks = [str(i) for i in fork_ids(run)]
         if options["json"]:
             record = run_record(run)
             record["forks"] = forks
@@ -200,15 +202,12 @@ class Command(BaseCommand):
         self._summary(run, [])
 
     def _replay(self, options: dict[str, Any]) -> None:
-        runs = Run.objects.order_by("-created_at").only("id", "workflow", "status", "input")
-        if options.get("workflow"):
-            runs = runs.filter(workflow=options["workflow"])
-        if options.get("status"):
-            runs = runs.filter(status__in=options["status"])
-        if options.get("run"):
-            runs = runs.filter(id__in=[get_run_row(r).id for r in options["run"]])
-        if options.get("limit") is not None:
-            runs = runs[: max(options["limit"], 0)]
+        runs = runs_to_replay(
+            workflow=options.get("workflow"),
+            statuses=options.get("status"),
+            run_ids=[get_run_row(r).id for r in options.get("run") or []],
+            limit=options.get("limit"),
+        )
         total = runs.count()
         bar = None if options["json"] else ProgressBar(self._err, total, "replaying")
         started = time.monotonic()

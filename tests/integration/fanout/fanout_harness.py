@@ -11,7 +11,7 @@ from django.db import connection
 
 from publisher.fake import FakeTransport
 from publisher.messages import Message
-from runtime.core.fanin import summary_counts
+from runtime.core.branch_dispatch import summary_counts
 from runtime.fanout.chunk import run_message
 from runtime.fanout.report import BranchAttempt
 from tests.support.dispatch import Later

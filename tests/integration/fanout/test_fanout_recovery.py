@@ -10,7 +10,7 @@ from fanout_harness import Branches
 from fanout_workflows import calls, completed_once
 
 from publisher.fake import FakeTransport
-from runtime.core.fanin import BranchDispatch
+from runtime.core.branch_dispatch import BranchDispatch
 from runtime.core.identity import dispatch_key, step_id
 from runtime.executor import ExecutionOutcome, execute
 from runtime.fanout.branch import claim_branch, run_branch

@@ -9,7 +9,7 @@ import pytest
 import redis
 from celery import current_app
 
-from runtime.core.fanin import BranchDispatch
+from runtime.core.branch_dispatch import BranchDispatch
 from runtime.dispatch import CeleryDispatcher
 from tests.support.services import REDIS, purge_broker_queue, queued_lists, require
 

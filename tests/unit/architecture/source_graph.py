@@ -174,3 +174,27 @@ def unit_edges(module_edges: dict[str, set[str]]) -> dict[str, set[str]]:
             if target is not None and target != source:
                 targets.add(target)
     return edges
+
+
+DATA_ACCESS_NAMES = frozenset({"connection", "connections"})
+DATA_ACCESS_ATTRIBUTES = frozenset({"objects", "_default_manager", "_base_manager"})
+
+
+def data_access(path: Path) -> list[tuple[int, str]]:
+    """Where a module reaches the database itself: a model manager (`X.objects`), Django's
+    `connection(s)` imported from `django.db`, or `transaction.atomic`."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("django.db"):
+            found += [
+                (node.lineno, f"imports {alias.name}")
+                for alias in node.names
+                if alias.name in DATA_ACCESS_NAMES
+            ]
+        elif isinstance(node, ast.Attribute):
+            if node.attr in DATA_ACCESS_ATTRIBUTES:
+                found.append((node.lineno, f".{node.attr}"))
+            elif node.attr == "atomic" and ast.unparse(node.value).endswith("transaction"):
+                found.append((node.lineno, "transaction.atomic"))
+    return found

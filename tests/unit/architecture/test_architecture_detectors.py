@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from source_graph import cycles, imports, sql_literals
+from source_graph import cycles, data_access, imports, sql_literals
 
 
 def test_architecture_cycles_found_through_any_length() -> None:
@@ -44,3 +44,22 @@ def test_architecture_sql_literals_skip_docstrings_and_read_fstrings(tmp_path: P
         's = "update the settings"\n'
     )
     assert [line for line, _ in sql_literals(source)] == [3, 4]
+
+
+def test_architecture_data_access_finds_managers_connections_and_atomic(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from django.db import connection, models, transaction\n"
+        "rows = Run.objects.filter(id=1)\n"
+        "with transaction.atomic():\n"
+        "    pass\n"
+        "other = model._default_manager.all()\n"
+        "objects = 'a name that is not an attribute'\n"
+        "transaction.on_commit(print)\n"
+    )
+    assert data_access(source) == [
+        (1, "imports connection"),
+        (2, ".objects"),
+        (3, "transaction.atomic"),
+        (5, "._default_manager"),
+    ]

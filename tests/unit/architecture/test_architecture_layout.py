@@ -12,6 +12,7 @@ import ast
 from source_graph import (
     ROOT,
     cycles,
+    data_access,
     function_lengths,
     imports,
     modules,
@@ -31,6 +32,21 @@ FUNCTION_IMPORTS_ALLOWED = {
 # why the two cannot be one unit or be layered. Longer cycles are never allowed.
 UNIT_CYCLES_ALLOWED: dict[frozenset[str], str] = {}
 MAX_TOP_LEVEL_MODULES = 20
+
+# Where the runtime may reach the database itself: the store, the models (managers and
+# querysets), the admin (Django's ModelAdmin works on querysets) and the read-side selectors.
+DATA_ACCESS_HOMES = ("runtime.store", "runtime.models", "runtime.admin", "runtime.selectors")
+# Modules outside those homes that touch Django's database objects, and why.
+DATA_ACCESS_ALLOWED = {
+    "runtime.access.permissions": "narrows a QuerySet the API or admin passes (a selector's "
+    "filter); its default is every run",
+    "runtime.handles": "closes the database connections of asgiref's worker threads, which "
+    "Django never closes on its own (connection lifecycle, no query)",
+    "runtime.process.background": "closes its thread's connection after each pass "
+    "(connection lifecycle, no query)",
+    "runtime.fanout.async_branches": "closes the reporter thread's connections when it "
+    "stops (connection lifecycle, no query)",
+}
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
@@ -125,3 +141,26 @@ def test_architecture_modules_and_functions_stay_small() -> None:
             if length > MAX_FUNCTION_LINES
         ]
     assert too_big == []
+
+
+def _data_access_outside_the_boundary() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for name, path in modules().items():
+        if not name.startswith("runtime.") or any(
+            name == home or name.startswith(home + ".") for home in DATA_ACCESS_HOMES
+        ):
+            continue
+        hits = [f"{path.relative_to(ROOT)}:{line}: {what}" for line, what in data_access(path)]
+        if hits:
+            found[name] = hits
+    return found
+
+
+def test_architecture_database_access_only_inside_the_boundary() -> None:
+    outside = _data_access_outside_the_boundary()
+    assert {n: h for n, h in outside.items() if n not in DATA_ACCESS_ALLOWED} == {}
+
+
+def test_architecture_listed_database_access_exceptions_still_exist() -> None:
+    # A stale entry would let new data access in unnoticed.
+    assert set(DATA_ACCESS_ALLOWED) <= set(_data_access_outside_the_boundary())

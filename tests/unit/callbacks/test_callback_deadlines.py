@@ -18,11 +18,12 @@ from runtime.core.callbacks import (
     next_wait_action,
     timed_out_error,
 )
+from runtime.core.states import StepStatus
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
 
-def recorded(status: str = history.RUNNING, **fields: object) -> history.RecordedStep:
+def recorded(status: str = StepStatus.RUNNING, **fields: object) -> history.RecordedStep:
     return history.RecordedStep(1, "cb", "callback", status, 1, started_at=T0, **fields)  # type: ignore[arg-type]
 
 
@@ -61,17 +62,17 @@ def test_callback_heartbeat_never_moves_deadline_past_timeout(
 
 
 def test_callback_wait_returns_recorded_result() -> None:
-    action = next_wait_action(recorded(history.COMPLETED, result={"ok": 1}), CallbackTerms(), T0)
+    action = next_wait_action(recorded(StepStatus.COMPLETED, result={"ok": 1}), CallbackTerms(), T0)
     assert action == history.ReturnRecorded({"ok": 1})
 
 
 def test_callback_wait_reraises_posted_error_and_recorded_timeout() -> None:
     posted = {"type": "Rejected", "message": "no"}
     assert next_wait_action(
-        recorded(history.FAILED, error=posted), CallbackTerms(), T0
+        recorded(StepStatus.FAILED, error=posted), CallbackTerms(), T0
     ) == history.RaiseRecorded(posted)
     timed_out = timed_out_error("cb", "timeout", T0)
-    action = next_wait_action(recorded(history.FAILED, error=timed_out), CallbackTerms(), T0)
+    action = next_wait_action(recorded(StepStatus.FAILED, error=timed_out), CallbackTerms(), T0)
     assert isinstance(action, RaiseTimedOut)
     assert "timed out" in action.message
 

@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 from runtime.core import history as h
 from runtime.core.errors import NonDeterminismError
+from runtime.core.states import StepStatus
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
-STATUSES = [h.PENDING, h.RUNNING, h.COMPLETED, h.FAILED, h.CANCELLED]
+STATUSES = list(StepStatus)
 
 names = st.sampled_from(["load", "charge", "mail", "ctx.now", "sleep"])
 json_results = st.recursive(
@@ -42,11 +43,11 @@ recorded_steps = st.builds(
 
 def expected_step_action(recorded: h.RecordedStep, now: datetime, at_most_once: bool) -> Any:
     """An independent statement of the step replay rules (CONTRACT section 1)."""
-    if recorded.status == h.COMPLETED:
+    if recorded.status == StepStatus.COMPLETED:
         return h.ReturnRecorded(recorded.result)
-    if recorded.status in (h.FAILED, h.CANCELLED):
+    if recorded.status in (StepStatus.FAILED, StepStatus.CANCELLED):
         return h.RaiseRecorded(recorded.error)
-    if recorded.status == h.PENDING:
+    if recorded.status == StepStatus.PENDING:
         if recorded.wake_at is not None and recorded.wake_at > now:
             return h.WaitUntil(recorded.wake_at)
         return h.RunAttempt(recorded.attempt + 1, fresh=recorded.attempt == 0)
@@ -90,7 +91,7 @@ def test_history_replay_of_the_same_calls_returns_every_recorded_result(
     history: list[tuple[str, Any]], at_most_once: bool
 ) -> None:
     recorded = {
-        pos: h.RecordedStep(pos, name, "step", h.COMPLETED, 1, result)
+        pos: h.RecordedStep(pos, name, "step", StepStatus.COMPLETED, 1, result)
         for pos, (name, result) in enumerate(history, start=1)
     }
     for pos, (name, result) in enumerate(history, start=1):
@@ -112,7 +113,7 @@ def test_history_replay_with_a_changed_call_fails_exactly_at_the_change(
     if history[changed_at] == replacement:
         return
     recorded = {
-        pos: h.RecordedStep(pos, name, "step", h.COMPLETED, 1, pos)
+        pos: h.RecordedStep(pos, name, "step", StepStatus.COMPLETED, 1, pos)
         for pos, name in enumerate(history, start=1)
     }
     replayed = list(history)
@@ -133,7 +134,7 @@ def test_history_step_action_runs_a_fresh_first_attempt_when_nothing_is_recorded
 
 
 def test_history_step_action_treats_a_step_recorded_as_sleep_as_nondeterminism() -> None:
-    recorded = h.RecordedStep(3, "sleep", "sleep", h.COMPLETED, 1)
+    recorded = h.RecordedStep(3, "sleep", "sleep", StepStatus.COMPLETED, 1)
     with pytest.raises(NonDeterminismError, match="sleep 'sleep'"):
         h.next_step_action(recorded, "sleep", NOW, at_most_once=False)
 
@@ -151,7 +152,7 @@ def test_history_pending_retry_waits_until_its_wake_time(
     wake_offset: timedelta | None, expected: str
 ) -> None:
     wake_at = None if wake_offset is None else NOW + wake_offset
-    recorded = h.RecordedStep(1, "a", "step", h.PENDING, attempt=2, wake_at=wake_at)
+    recorded = h.RecordedStep(1, "a", "step", StepStatus.PENDING, attempt=2, wake_at=wake_at)
     action = h.next_step_action(recorded, "a", NOW, at_most_once=False)
     if expected == "wait":
         assert action == h.WaitUntil(NOW + timedelta(seconds=1))
@@ -160,7 +161,7 @@ def test_history_pending_retry_waits_until_its_wake_time(
 
 
 def test_history_interrupted_attempt_is_rerun_only_when_at_least_once() -> None:
-    recorded = h.RecordedStep(1, "a", "step", h.RUNNING, attempt=2)
+    recorded = h.RecordedStep(1, "a", "step", StepStatus.RUNNING, attempt=2)
     assert h.next_step_action(recorded, "a", NOW, at_most_once=False) == h.RunAttempt(3, False)
     assert h.next_step_action(recorded, "a", NOW, at_most_once=True) == h.Interrupted(2)
 
@@ -171,9 +172,9 @@ def test_history_sleep_action_follows_the_timer_rules(
 ) -> None:
     recorded = h.RecordedStep(2, "sleep", "sleep", status, 1, error={"type": "X"}, wake_at=wake_at)
     action = h.next_sleep_action(recorded, "sleep", NOW)
-    if status == h.COMPLETED:
+    if status == StepStatus.COMPLETED:
         assert action == h.ReturnRecorded(None)
-    elif status in (h.FAILED, h.CANCELLED):
+    elif status in (StepStatus.FAILED, StepStatus.CANCELLED):
         assert action == h.RaiseRecorded({"type": "X"})
     elif wake_at is not None and wake_at > NOW:
         assert action == h.WaitUntil(wake_at)
@@ -186,7 +187,7 @@ def test_history_sleep_action_starts_a_timer_when_nothing_is_recorded() -> None:
 
 
 def test_history_sleep_action_rejects_a_step_recorded_at_its_position() -> None:
-    recorded = h.RecordedStep(2, "charge", "step", h.COMPLETED, 1, result=5)
+    recorded = h.RecordedStep(2, "charge", "step", StepStatus.COMPLETED, 1, result=5)
     with pytest.raises(NonDeterminismError, match="step 'charge'"):
         h.next_sleep_action(recorded, "sleep", NOW)
 
@@ -197,7 +198,7 @@ def test_history_interrupted_last_attempt_of_at_least_once_step_is_not_run_again
     from runtime.core import history as hist
 
     now = datetime(2030, 1, 1, tzinfo=UTC)
-    crashed = hist.RecordedStep(1, "s", "step", hist.RUNNING, attempt=3)
+    crashed = hist.RecordedStep(1, "s", "step", StepStatus.RUNNING, attempt=3)
     assert hist.next_step_action(
         crashed, "s", now, at_most_once=False, max_attempts=3
     ) == hist.Interrupted(3)

@@ -6,24 +6,24 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from runtime.core.branch_dispatch import (
+    BranchDispatch,
+    chunked,
+    due_dispatches,
+    outcome_summary,
+    republished_pending,
+    summary_counts,
+)
 from runtime.core.fanin import (
     CANCELLED_ERROR,
     FAILED,
     SUCCEEDED,
-    BranchDispatch,
-    BranchState,
-    Failure,
     FanInRule,
     GroupCounts,
     after_finish,
-    chunked,
-    due_dispatches,
     initial_release,
-    outcome_summary,
-    republished_pending,
-    settle,
-    summary_counts,
 )
+from runtime.core.settle import BranchState, Failure, settle
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 

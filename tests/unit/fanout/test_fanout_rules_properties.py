@@ -12,15 +12,13 @@ from hypothesis import strategies as st
 from runtime.core.fanin import (
     FAILED,
     SUCCEEDED,
-    BranchState,
-    Failure,
     FanInRule,
     GroupCounts,
     after_batch,
     after_finish,
     initial_release,
-    settle,
 )
+from runtime.core.settle import BranchState, Failure, settle
 
 
 @st.composite

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from runtime.core.fanin import BranchDispatch
+from runtime.core.branch_dispatch import BranchDispatch
 from runtime.dispatch import branch_message, broker_priority
 
 

@@ -1,0 +1,37 @@
+"""What the store did with a branch claim or a branch report (runtime.store.branch_claims and
+branch_reports fill them in)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(slots=True)
+class BranchReceipt:
+    """What the store did with a branch report, filled in after its transaction committed.
+
+    `recorded` is False for a stale report (a duplicate, a cancelled or taken-over attempt):
+    the caller then does nothing. `release` lists branch positions to publish, `wake` says the
+    report settled the fan-out and the workflow must be enqueued (exactly one report does).
+    """
+
+    recorded: bool = False
+    release: list[int] = field(default_factory=list)
+    wake: bool = False
+
+
+@dataclass(slots=True)
+class ClaimReceipt:
+    """What the store did with a branch claim, filled in after its transaction committed.
+
+    `won` is True for exactly one claim of a step attempt: that caller runs the body. The other
+    fields describe the claimed step (its registered name, kind, recorded input, start time).
+    """
+
+    won: bool = False
+    name: str = ""
+    kind: str = ""
+    input: dict[str, Any] = field(default_factory=dict)
+    started_at: datetime | None = None

@@ -1,0 +1,44 @@
+"""Leases as rows: renewing the leases this process holds, giving one back, and reading the
+wake-up count a suspend lost its race with."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from runtime.models import Run, Step, StepStatus
+from runtime.store.liveness import lock_statement
+
+
+def renew_run_leases(tokens: list[str], until: datetime) -> int:
+    """Extend the leases of the runs held under `tokens` to `until`; how many were."""
+    return Run.objects.filter(lease_token__in=tokens).update(lease_expires_at=until)
+
+
+def renew_branch_leases(step_ids: list[uuid.UUID], until: datetime) -> int:
+    """Extend the leases of the running branches `step_ids` to `until`; how many were."""
+    return Step.objects.filter(id__in=step_ids, status=StepStatus.RUNNING).update(wake_at=until)
+
+
+def give_back_run_lease(run_id: uuid.UUID, token: str) -> None:
+    """End the run's lease if `token` still holds it, so another claim may take the run."""
+    Run.objects.filter(id=run_id, lease_token=token).update(lease_token=None, lease_expires_at=None)
+
+
+def run_wakeups(run_id: uuid.UUID) -> int:
+    """How many wake-ups the run has had (0 if it is gone)."""
+    found = Run.objects.filter(id=run_id).values_list("wakeups", flat=True).first()
+    return int(found or 0)
+
+
+def locked_connection(key: int) -> BaseDatabaseWrapper:
+    """A new connection of this process's own holding the session advisory lock `key` until it
+    is closed (the liveness lock: runtime.leases.liveness)."""
+    wrapper = connections.create_connection(DEFAULT_DB_ALIAS)
+    wrapper.inc_thread_sharing()
+    with wrapper.cursor() as cursor:
+        cursor.execute(lock_statement(), [key])
+    return wrapper
