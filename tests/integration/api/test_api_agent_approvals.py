@@ -1,0 +1,157 @@
+"""Durable pydantic-ai agents on a run driven by hand: steps named from the agent and
+toolset, an approval asked, decided over REST (once, with `by`), and the run resumed."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent, models
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from rest_framework.test import APIClient
+
+from runtime import workflow
+from runtime.agents import FanfoldApprovals, FanfoldDurability
+from runtime.core.clock import FakeClock
+from runtime.executor import ExecutionOutcome, execute
+from runtime.models import Event, Run, Step
+from runtime.services import start_run
+
+models.ALLOW_MODEL_REQUESTS = False
+MODEL_CALLS: list[int] = []
+TOOL_CALLS: list[str] = []
+
+
+def _two_tools_then_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    MODEL_CALLS.append(len(messages))
+    turn = sum(1 for m in messages if isinstance(m, ModelResponse))
+    if turn < 2:
+        return ModelResponse(parts=[ToolCallPart("lookup", {"order": turn + 1}, f"call-{turn}")])
+    return ModelResponse(parts=[TextPart("both orders shipped")])
+
+
+def _refund_then_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    MODEL_CALLS.append(len(messages))
+    if not any(isinstance(m, ModelResponse) for m in messages):
+        return ModelResponse(parts=[ToolCallPart("refund", {"order": 7}, "call-refund")])
+    last = messages[-1].parts[0]
+    return ModelResponse(parts=[TextPart(f"done: {getattr(last, 'content', '')}")])
+
+
+support = Agent(
+    FunctionModel(_two_tools_then_answer),
+    name="support",
+    capabilities=[FanfoldDurability()],
+)
+
+
+@support.tool_plain
+def lookup(order: int) -> str:
+    TOOL_CALLS.append(f"lookup:{order}")
+    return f"order {order} shipped"
+
+
+refunds = Agent(
+    FunctionModel(_refund_then_answer),
+    name="refunds",
+    capabilities=[FanfoldDurability(), FanfoldApprovals()],
+)
+
+
+@refunds.tool_plain(requires_approval=True)
+def refund(order: int) -> str:
+    TOOL_CALLS.append(f"refund:{order}")
+    return f"refunded order {order}"
+
+
+@workflow(name="tests.agents.support")
+async def support_flow(ctx: Any, question: str) -> str:
+    result = await support.run(question)
+    return result.output
+
+
+@workflow(name="tests.agents.refund")
+async def refund_flow(ctx: Any, question: str) -> str:
+    result = await refunds.run(question)
+    return result.output
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> None:
+    MODEL_CALLS.clear()
+    TOOL_CALLS.clear()
+
+
+def _names(run_id: uuid.UUID) -> list[str]:
+    return list(
+        Step.objects.filter(run_id=run_id).order_by("position").values_list("name", flat=True)
+    )
+
+
+def test_a_run_with_two_tool_calls_is_steps_named_from_the_agent_and_toolset(
+    client: APIClient, clock: FakeClock
+) -> None:
+    run, _ = start_run("tests.agents.support", ["where are my orders?"])
+    assert execute(run.id, clock=clock).outcome is ExecutionOutcome.COMPLETED
+    assert Run.objects.get(id=run.id).result == "both orders shipped"
+    names = [n for n in _names(run.id) if n not in ("ctx.uuid4", "ctx.now")]
+    assert names == [
+        "support__model.request",
+        "support__function_toolset__<agent>.call_tool:lookup",
+        "support__model.request",
+        "support__function_toolset__<agent>.call_tool:lookup",
+        "support__model.request",
+    ]
+    assert TOOL_CALLS == ["lookup:1", "lookup:2"]
+    assert len(MODEL_CALLS) == 3
+
+
+def _pending(client: APIClient, run_id: uuid.UUID) -> list[dict[str, Any]]:
+    response = client.get(f"/api/runs/{run_id}/approvals/")
+    assert response.status_code == 200
+    return [a for a in response.json() if a["approved"] is None]
+
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_an_approval_waits_holding_no_worker_then_resumes_with_the_decision(
+    client: APIClient, clock: FakeClock, approved: bool
+) -> None:
+    run, _ = start_run("tests.agents.refund", ["refund order 7"])
+    assert execute(run.id, clock=clock).outcome is ExecutionOutcome.SUSPENDED
+    [pending] = _pending(client, run.id)
+    assert (pending["tool_name"], pending["arguments"]) == ("refund", {"order": 7})
+    assert TOOL_CALLS == []
+
+    decision = {"approved": approved, "reason": None if approved else "not this one"}
+    url = f"/api/runs/{run.id}/approvals/{pending['id']}/"
+    response = client.post(url, decision, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["by"]["username"] == "ada"
+    assert client.post(url, decision, format="json").status_code == 409
+
+    assert execute(run.id, clock=clock).outcome is ExecutionOutcome.COMPLETED
+    result = Run.objects.get(id=run.id).result
+    if approved:
+        assert TOOL_CALLS == ["refund:7"]
+        assert result == "done: refunded order 7"
+    else:
+        assert TOOL_CALLS == []
+        assert result == "done: not this one"
+    assert len(MODEL_CALLS) == 2  # the replay after the approval asked the model nothing again
+    types = list(Event.objects.filter(run_id=run.id).values_list("type", flat=True))
+    assert types.count("approval_requested") == 1 and types.count("approval_decided") == 1
+    assert _pending(client, run.id) == []
+
+
+def test_approvals_refuse_bad_input_and_unknown_ids(client: APIClient, clock: FakeClock) -> None:
+    run, _ = start_run("tests.agents.refund", ["refund order 7"])
+    execute(run.id, clock=clock)
+    [pending] = _pending(client, run.id)
+    url = f"/api/runs/{run.id}/approvals/{pending['id']}/"
+    assert client.post(url, {"approved": "perhaps"}, format="json").status_code == 400
+    assert client.post(url, {}, format="json").status_code == 400
+    other = f"/api/runs/{run.id}/approvals/{uuid.uuid4()}/"
+    assert client.post(other, {"approved": True}, format="json").status_code == 404
+    assert client.get(f"/api/runs/{uuid.uuid4()}/approvals/").status_code == 404
