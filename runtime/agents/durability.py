@@ -24,7 +24,9 @@ from pydantic_ai.durable_exec import (
     DurableOperationBackend,
     DurableOperationId,
     JournalCallableOperationBackend,
+    ModelRequestId,
     RoleBasedOperationConfig,
+    ToolsetCallToolId,
     conversation_id_from_run_id,
 )
 from pydantic_ai.external_events import (
@@ -37,6 +39,7 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import AgentDepsT, RunContext
 
 from runtime.agents.approvals import workflow_context
+from runtime.agents.live import publish, publish_model_response
 from runtime.durable.stepinfo import active_workflow
 from runtime.store.approvals import answer_topic
 
@@ -54,7 +57,29 @@ class FanfoldOperationBackend(JournalCallableOperationBackend[None]):
         config: None,
     ) -> object:
         ctx = workflow_context()
+        if isinstance(operation_id, ModelRequestId):
+            return await ctx.step(_publishing(body, publish_model_response), name=name)
+        if isinstance(operation_id, ToolsetCallToolId):
+            tool = name.rpartition(":")[2]
+
+            async def tool_result(payload: object) -> None:
+                await publish("tool_result", tool_name=tool, result=payload)
+
+            return await ctx.step(_publishing(body, tool_result), name=name)
         return await ctx.step(body, name=name)
+
+
+def _publishing(
+    body: Callable[[], Awaitable[object]], announce: Callable[[object], Awaitable[None]]
+) -> Callable[[], Awaitable[object]]:
+    """`body` followed by publishing its result's live events from inside the same step."""
+
+    async def run() -> object:
+        result = await body()
+        await announce(result)
+        return result
+
+    return run
 
 
 class FanfoldEventWaiter(ExternalEventWaiter):

@@ -12,8 +12,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from rest_framework.test import APIClient
 
-from runtime import workflow
+from runtime import RetryableError, workflow
 from runtime.agents import FanfoldApprovals, FanfoldDurability
+from runtime.agents.live import agent_events, mark_superseded
 from runtime.core.clock import FakeClock
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Event, Run, Step
@@ -155,3 +156,54 @@ def test_approvals_refuse_bad_input_and_unknown_ids(client: APIClient, clock: Fa
     other = f"/api/runs/{run.id}/approvals/{uuid.uuid4()}/"
     assert client.post(other, {"approved": True}, format="json").status_code == 404
     assert client.get(f"/api/runs/{uuid.uuid4()}/approvals/").status_code == 404
+
+
+def test_live_events_follow_the_steps_in_order(client: APIClient, clock: FakeClock) -> None:
+    run, _ = start_run("tests.agents.support", ["where are my orders?"])
+    execute(run.id, clock=clock)
+    events = list(agent_events(run.id))
+    assert [e["kind"] for e in events] == [
+        "tool_call", "tool_result", "tool_call", "tool_result", "text_delta", "final",
+    ]  # fmt: skip
+    assert [e["step"] for e in events] == sorted(e["step"] for e in events)
+    assert events[1]["tool_name"] == "lookup" and not any(e["superseded"] for e in events)
+    assert events[-1]["text"] == "both orders shipped"
+
+
+FLAKY: list[int] = []
+
+
+def _fails_once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    FLAKY.append(1)
+    if len(FLAKY) == 1:
+        raise RetryableError("the provider is busy")
+    return ModelResponse(parts=[TextPart("hello")])
+
+
+flaky = Agent(FunctionModel(_fails_once), name="flaky", capabilities=[FanfoldDurability()])
+
+
+@workflow(name="tests.agents.flaky")
+async def flaky_flow(ctx: Any) -> str:
+    return (await flaky.run("hi")).output
+
+
+def test_a_retried_model_step_streams_its_events_once(client: APIClient, clock: FakeClock) -> None:
+    FLAKY.clear()
+    run, _ = start_run("tests.agents.flaky", [])
+    while (outcome := execute(run.id, clock=clock).outcome) is not ExecutionOutcome.COMPLETED:
+        assert outcome is ExecutionOutcome.SUSPENDED
+        clock.advance(60)
+    assert len(FLAKY) == 2
+    events = list(agent_events(run.id))
+    assert [(e["kind"], e["attempt"]) for e in events] == [("text_delta", 2), ("final", 2)]
+
+
+def test_the_reader_marks_a_superseded_attempts_events() -> None:
+    events = [
+        {"step": 3, "attempt": 1, "kind": "text_delta", "text": "Hel"},
+        {"step": 3, "attempt": 2, "kind": "text_delta", "text": "Hello"},
+        {"step": 3, "attempt": 2, "kind": "final", "text": "Hello"},
+        {"step": 4, "attempt": 1, "kind": "tool_result", "result": 1},
+    ]
+    assert [e["superseded"] for e in mark_superseded(events)] == [True, False, False, False]
