@@ -85,3 +85,21 @@ async def wait_for_approvals(
     await ctx.step(record_requests, str(ctx.run_id), request, asked, name=f"{name}.ask")
     answer = await ctx.recv(store.answer_topic(request), timeout=timeout)
     return decisions_from(answer, calls)
+
+
+def approvals(run_id: uuid.UUID | str) -> list[store.Approval]:
+    """Every approval run `run_id` asked for, oldest first; `approved` is None while pending."""
+    return store.approvals_of(uuid.UUID(str(run_id)))
+
+
+def decide(
+    run_id: uuid.UUID | str,
+    approval_id: str,
+    approved: bool,
+    reason: str | None = None,
+    by: dict[str, Any] | None = None,
+) -> store.Approval:
+    """Approve or deny one approval, once, as the REST endpoint does (`by` says who); the run
+    resumes when the last call of its request is decided. Raises ApprovalNotFound,
+    ApprovalAlreadyDecided or RunFinished."""
+    return store.decide(uuid.UUID(str(run_id)), approval_id, approved, reason, by)
