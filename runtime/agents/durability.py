@@ -47,6 +47,8 @@ from runtime.store.approvals import answer_topic
 class FanfoldOperationBackend(JournalCallableOperationBackend[None]):
     """Runs each pydantic-ai operation's `body()` once, as a step of the running workflow."""
 
+    live_events = True  # model and tool steps publish to the run's stream `agent`
+
     async def execute(
         self,
         *,
@@ -57,6 +59,8 @@ class FanfoldOperationBackend(JournalCallableOperationBackend[None]):
         config: None,
     ) -> object:
         ctx = workflow_context()
+        if not self.live_events:
+            return await ctx.step(body, name=name)
         if isinstance(operation_id, ModelRequestId):
             return await ctx.step(_publishing(body, publish_model_response), name=name)
         if isinstance(operation_id, ToolsetCallToolId):
@@ -155,10 +159,13 @@ class FanfoldDurability(BaseDurabilityCapability[AgentDepsT]):
         models: Mapping[str, Model] | None = None,
         event_stream_handler: EventStreamHandler[AgentDepsT] | None = None,
         name: str | None = None,
+        live_events: bool = True,
     ) -> None:
         """`name` defaults to the agent's name (step names start with it); `models` registers
-        extra models by id for run-time model switching, as in pydantic-ai's other engines."""
+        extra models by id for run-time model switching, as in pydantic-ai's other engines;
+        `live_events=False` publishes nothing to the run's stream `agent`."""
         super().__init__(models=models, event_stream_handler=event_stream_handler, name=name)
+        self.live_events = live_events
 
     @property
     def in_durable_context(self) -> bool:
@@ -176,9 +183,11 @@ class FanfoldDurability(BaseDurabilityCapability[AgentDepsT]):
         return None if ctx is None else ctx.now()  # type: ignore[attr-defined]
 
     def get_durable_operation_backend(self) -> DurableOperationBackend[Any]:
-        return FanfoldOperationBackend(
+        backend = FanfoldOperationBackend(
             agent_name=self.name, default_model_id=self._default_model_id, config=_NO_CONFIG
         )
+        backend.live_events = self.live_events
+        return backend
 
     async def wrap_run(
         self, ctx: RunContext[AgentDepsT], *, handler: WrapRunHandler
