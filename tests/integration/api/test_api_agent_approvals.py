@@ -8,11 +8,18 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent, models
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from rest_framework.test import APIClient
 
-from runtime import RetryableError, workflow
+from runtime import RetryableError, step, workflow
 from runtime.agents import FanfoldApprovals, FanfoldDurability
 from runtime.agents.live import agent_events, mark_superseded
 from runtime.core.clock import FakeClock
@@ -207,3 +214,35 @@ def test_the_reader_marks_a_superseded_attempts_events() -> None:
         {"step": 4, "attempt": 1, "kind": "tool_result", "result": 1},
     ]
     assert [e["superseded"] for e in mark_superseded(events)] == [True, False, False, False]
+
+
+PIECE = 512 * 1024
+
+
+@step(name="tests.agents.history_piece")
+def history_piece(i: int) -> str:
+    return str(i) * PIECE  # over the offload threshold: kept out of the row
+
+
+def _measures(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    size = sum(len(str(getattr(p, "content", ""))) for m in messages for p in m.parts)
+    return ModelResponse(parts=[TextPart(f"{size} characters")])
+
+
+measurer = Agent(FunctionModel(_measures), name="measurer", capabilities=[FanfoldDurability()])
+
+
+@workflow(name="tests.agents.long_history")
+async def long_history(ctx: Any) -> str:
+    pieces = [await ctx.step(history_piece, i) for i in range(4)]
+    history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(p)]) for p in pieces]
+    history.append(ModelResponse(parts=[TextPart("noted")]))
+    return (await measurer.run("how long?", message_history=history)).output
+
+
+def test_a_two_megabyte_history_does_not_fail_the_run(client: APIClient, clock: FakeClock) -> None:
+    run, _ = start_run("tests.agents.long_history", [])
+    assert execute(run.id, clock=clock).outcome is ExecutionOutcome.COMPLETED
+    expected = 4 * PIECE + len("noted") + len("how long?")
+    assert Run.objects.get(id=run.id).result == f"{expected} characters"
+    assert _names(run.id)[-1] == "measurer__model.request"
