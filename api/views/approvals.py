@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from api.views.docs import AUTH_ERRORS, errors
 from runtime.access.actors import actor_of
 from runtime.access.permissions import run_to_change, visible_run
-from runtime.store.approvals import approvals_of, decide
+from runtime.agents.approvals import approvals, decide
 
 RUN_ID = OpenApiParameter("run_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
 APPROVAL_ID = OpenApiParameter("approval_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
@@ -50,7 +50,7 @@ class RunApprovalsView(GenericAPIView[Any]):
     )
     def get(self, request: Request, run_id: str) -> Response:
         run = visible_run(request.user, run_id)
-        rows = [dataclasses.asdict(a) for a in approvals_of(run.id)]
+        rows = [dataclasses.asdict(a) for a in approvals(run.id)]
         return Response(ApprovalSerializer(rows, many=True).data)
 
 

@@ -1,5 +1,5 @@
 """Approvals on a run's admin page: the tool calls an agent waits on, with Approve / Deny
-for users who may change the run (runtime.store.approvals decides, with `by`)."""
+for users who may change the run (runtime.agents.approvals decides, with `by`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from django.urls import reverse
 
 from runtime.access import actor_of
 from runtime.admin.display import pretty_json
+from runtime.agents.approvals import decide as decide_approval
 from runtime.core.errors import FanfoldError
 from runtime.models import Run
-from runtime.store.approvals import decide as decide_approval
 from runtime.store.approvals import pending_approvals
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.durable.stepinfo import active_workflow
+from runtime.messaging.mailbox import send_message
 from runtime.store import approvals as store
 
 
@@ -102,4 +103,9 @@ def decide(
     """Approve or deny one approval, once, as the REST endpoint does (`by` says who); the run
     resumes when the last call of its request is decided. Raises ApprovalNotFound,
     ApprovalAlreadyDecided or RunFinished."""
-    return store.decide(uuid.UUID(str(run_id)), approval_id, approved, reason, by)
+    rid = uuid.UUID(str(run_id))
+    decided, answer = store.decide(rid, approval_id, approved, reason, by)
+    if answer is not None:
+        key = store.answer_topic(decided.request)  # one answer per request, however it races
+        send_message(rid, key, answer, idempotency_key=key, by=by)
+    return decided

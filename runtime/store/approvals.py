@@ -3,8 +3,8 @@
 An approval lives in the run's event log, nowhere else: `approval_requested` (one per tool
 call, written by the step that asks) and `approval_decided` (written by the person's decision,
 with `by`). Both are appended under the run's row lock with the next seq, like every append.
-When the last call of one request is decided, the answer goes to the run's mailbox on the
-request's topic, which wakes the run waiting in `ctx.recv`.
+When the last call of one request is decided, `decide` returns the answer, which the caller
+(runtime.agents.approvals) sends to the run's mailbox on the request's topic.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from django.db.models import F
 from django.utils import timezone
 
 from runtime.core.errors import CallbackAlreadyCompleted, RunNotFound
-from runtime.messaging.mailbox import send_message
 from runtime.models import Event, Run
 
 REQUESTED = "approval_requested"
@@ -132,9 +131,10 @@ def decide(
     approved: bool,
     reason: str | None,
     by: dict[str, Any] | None,
-) -> Approval:
-    """Decide approval `approval_id` once; when it was the last open call of its request, send
-    the answer to the run. Raises ApprovalNotFound, ApprovalAlreadyDecided, RunFinished."""
+) -> tuple[Approval, dict[str, Any] | None]:
+    """Decide approval `approval_id` once; returns it, and the answer to send to the run when it
+    was the last open call of its request (else None). Raises ApprovalNotFound or
+    ApprovalAlreadyDecided."""
     with transaction.atomic():
         Run.objects.select_for_update().filter(id=run_id).first()
         approvals = {a.id: a for a in approvals_of(run_id)}
@@ -149,18 +149,12 @@ def decide(
         if by is not None:
             payload["by"] = by
         _append(run_id, DECIDED, [payload])
-        approvals[approval_id] = _decided(approval, payload, timezone.now())
-        siblings = [a for a in approvals.values() if a.request == approval.request]
-        if all(a.approved is not None for a in siblings):
-            answer = {a.tool_call_id: _answer(a) for a in siblings}
-            send_message(
-                run_id,
-                answer_topic(approval.request),
-                {"approvals": answer},
-                idempotency_key=f"fanfold.approvals.{approval.request}",
-                by=by,
-            )
-    return approvals[approval_id]
+    decided = _decided(approval, payload, timezone.now())
+    approvals[approval_id] = decided
+    siblings = [a for a in approvals.values() if a.request == approval.request]
+    if any(a.approved is None for a in siblings):
+        return decided, None
+    return decided, {"approvals": {a.tool_call_id: _answer(a) for a in siblings}}
 
 
 def _answer(approval: Approval) -> Any:

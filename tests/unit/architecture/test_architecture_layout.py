@@ -25,6 +25,9 @@ FUNCTION_IMPORTS_ALLOWED = {
     ("runtime.apps", "runtime.conf"): "AppConfig.ready: settings are read once apps load",
     ("runtime.apps", "runtime.dispatch"): "AppConfig.ready: wires the dispatcher",
     ("runtime.apps", "runtime.embedded"): "AppConfig.ready: the embedded worker hook",
+    ("runtime.agents", "runtime.agents.durability"): "on first use: the core never imports "
+    "pydantic-ai (the agents extra)",
+    ("runtime.agents", "runtime.agents.deferred"): "on first use, as runtime.agents.durability",
 }
 # Pairs of runtime's units (a subpackage, or a top-level module) that may import each other:
 # why the two cannot be one unit or be layered. Longer cycles are never allowed.
