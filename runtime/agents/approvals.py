@@ -109,3 +109,11 @@ def decide(
         key = store.answer_topic(decided.request)  # one answer per request, however it races
         send_message(rid, key, answer, idempotency_key=key, by=by)
     return decided
+
+
+def resolve(run_id: uuid.UUID | str, token: str, payload: Any) -> None:
+    """Answer an external-event wait of run `run_id` (pydantic-ai's `wait_for_external_event`,
+    such as a `RequestInput` of your own for `CallDeferred` tools) with `payload`: the JSON
+    its `ask` would have returned. Once per token; the run wakes and goes on."""
+    topic = store.answer_topic(token)
+    send_message(uuid.UUID(str(run_id)), topic, payload, idempotency_key=topic)

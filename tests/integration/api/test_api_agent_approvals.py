@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent, models
+from pydantic_ai.capabilities import RequestInput
+from pydantic_ai.exceptions import CallDeferred
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -17,10 +19,12 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import DeferredToolRequests
 from rest_framework.test import APIClient
 
 from runtime import RetryableError, step, workflow
 from runtime.agents import FanfoldApprovals, FanfoldDurability
+from runtime.agents.approvals import resolve
 from runtime.agents.live import agent_events, mark_superseded
 from runtime.core.clock import FakeClock
 from runtime.executor import ExecutionOutcome, execute
@@ -246,3 +250,44 @@ def test_a_two_megabyte_history_does_not_fail_the_run(client: APIClient, clock: 
     expected = 4 * PIECE + len("noted") + len("how long?")
     assert Run.objects.get(id=run.id).result == f"{expected} characters"
     assert _names(run.id)[-1] == "measurer__model.request"
+
+
+TOKENS: list[str] = []
+
+
+def _hand_out(ctx: Any, requests: DeferredToolRequests, token: str) -> None:
+    TOKENS.append(token)  # a real `ask` posts it to whoever will answer
+
+
+def _deferred_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    if not any(isinstance(m, ModelResponse) for m in messages):
+        return ModelResponse(parts=[ToolCallPart("ship", {"order": 9}, "call-ship")])
+    return ModelResponse(parts=[TextPart(f"shipping: {messages[-1].parts[-1].content}")])
+
+
+shipper = Agent(
+    FunctionModel(_deferred_model),
+    name="shipper",
+    capabilities=[FanfoldDurability(), RequestInput(ask=_hand_out)],
+)
+
+
+@shipper.tool_plain
+def ship(order: int) -> str:
+    raise CallDeferred
+
+
+@workflow(name="tests.agents.deferred")
+async def deferred_flow(ctx: Any) -> str:
+    return (await shipper.run("ship order 9")).output
+
+
+def test_a_call_deferred_tool_waits_in_the_run_for_its_result(clock: FakeClock) -> None:
+    TOKENS.clear()
+    run, _ = start_run("tests.agents.deferred", [])
+    assert execute(run.id, clock=clock).outcome is ExecutionOutcome.SUSPENDED
+    [token] = TOKENS
+    resolve(run.id, token, {"calls": {"call-ship": "label printed"}})
+    assert execute(run.id, clock=clock).outcome is ExecutionOutcome.COMPLETED
+    assert Run.objects.get(id=run.id).result == "shipping: label printed"
+    assert [token] == TOKENS  # the replay did not ask again
