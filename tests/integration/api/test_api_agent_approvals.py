@@ -4,6 +4,7 @@ toolset, an approval asked, decided over REST (once, with `by`), and the run res
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
 import pytest
@@ -291,3 +292,37 @@ def test_a_call_deferred_tool_waits_in_the_run_for_its_result(clock: FakeClock) 
     assert execute(run.id, clock=clock).outcome is ExecutionOutcome.COMPLETED
     assert Run.objects.get(id=run.id).result == "shipping: label printed"
     assert [token] == TOKENS  # the replay did not ask again
+
+
+async def _streams(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+    for word in ("Hello", " there"):
+        yield word
+
+
+async def _ignore(ctx: Any, events: AsyncIterable[Any]) -> None:
+    async for _ in events:
+        pass
+
+
+streamer = Agent(
+    FunctionModel(stream_function=_streams),
+    name="streamer",
+    capabilities=[FanfoldDurability(event_stream_handler=_ignore)],
+)
+
+
+@workflow(name="tests.agents.streaming")
+async def streaming_flow(ctx: Any) -> str:
+    return (await streamer.run("hi")).output
+
+
+def test_a_streamed_model_request_is_one_step_and_streams_its_text(clock: FakeClock) -> None:
+    run, _ = start_run("tests.agents.streaming", [])
+    assert execute(run.id, clock=clock).outcome is ExecutionOutcome.COMPLETED
+    assert Run.objects.get(id=run.id).result == "Hello there"
+    assert "streamer__model.request_stream" in _names(run.id)
+    events = list(agent_events(run.id))
+    assert [(e["kind"], e.get("text")) for e in events] == [
+        ("text_delta", "Hello there"),
+        ("final", "Hello there"),
+    ]
