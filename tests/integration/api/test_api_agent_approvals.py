@@ -7,6 +7,9 @@ import uuid
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
 from pydantic_ai import Agent, models
 from pydantic_ai.capabilities import RequestInput
 from pydantic_ai.exceptions import CallDeferred
@@ -27,6 +30,7 @@ from runtime.core.clock import FakeClock
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Event, Run, Step
 from runtime.services import start_run
+from tests.support.users import grant, operator, starter
 
 models.ALLOW_MODEL_REQUESTS = False
 MODEL_CALLS: list[int] = []
@@ -205,3 +209,39 @@ def test_a_call_deferred_tool_waits_in_the_run_for_its_result(clock: FakeClock) 
     assert execute(run.id, clock=clock).outcome is ExecutionOutcome.COMPLETED
     assert Run.objects.get(id=run.id).result == "shipping: label printed"
     assert [token] == TOKENS  # the replay did not ask again
+
+
+def test_approvals_need_change_rights_and_hide_runs_a_user_cannot_see(
+    client: APIClient, clock: FakeClock
+) -> None:
+    run, _ = start_run("tests.agents.refund", ["refund order 7"])
+    execute(run.id, clock=clock)
+    [pending] = _pending(client, run.id)
+    url = f"/api/runs/{run.id}/approvals/{pending['id']}/"
+
+    viewer = APIClient()
+    viewer.force_authenticate(grant(User.objects.create_user("viewer"), "view_run"))
+    assert viewer.get(f"/api/runs/{run.id}/approvals/").status_code == 200
+    assert viewer.post(url, {"approved": True}, format="json").status_code == 403
+
+    stranger = APIClient()
+    stranger.force_authenticate(starter("stranger"))
+    assert stranger.get(f"/api/runs/{run.id}/approvals/").status_code == 404
+    assert stranger.post(url, {"approved": True}, format="json").status_code == 404
+    assert _pending(client, run.id) != []  # nobody decided it
+
+
+def test_the_admin_shows_approve_and_deny_only_to_users_who_may_change_the_run(
+    clock: FakeClock,
+) -> None:
+    run, _ = start_run("tests.agents.refund", ["refund order 7"])
+    execute(run.id, clock=clock)
+    page = reverse("admin:runtime_run_change", args=[run.id])
+    staff = {"is_staff": True}
+    looker = Client()
+    looker.force_login(grant(User.objects.create_user("looker", **staff), "view_run"))
+    seen = looker.get(page).content.decode()
+    assert "Waiting for approval" in seen and "refund" in seen and ">Approve<" not in seen
+    boss = Client()
+    boss.force_login(operator("boss", **staff))
+    assert ">Approve<" in boss.get(page).content.decode()
