@@ -74,7 +74,11 @@ def record_requests(run_id: uuid.UUID, request: str, calls: list[dict[str, Any]]
     "arguments"}`."""
     with transaction.atomic():
         Run.objects.select_for_update().filter(id=run_id).first()
-        if Event.objects.filter(run_id=run_id, type=REQUESTED, payload__request=request).exists():
+        # Compared here, not in SQL: payloads may be encrypted at rest.
+        asked = Event.objects.filter(run_id=run_id, type=REQUESTED).values_list(
+            "payload", flat=True
+        )
+        if any(p.get("request") == request for p in asked):
             return
         _append(run_id, REQUESTED, [{**c, "request": request} for c in calls])
 
