@@ -17,6 +17,7 @@ from agents.usage import Usage
 from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
+    ResponseOutputRefusal,
     ResponseOutputText,
 )
 from rest_framework.test import APIClient
@@ -42,7 +43,9 @@ def _call(call_id: str, name: str, arguments: str) -> ResponseFunctionToolCall:
 
 
 def _text(text: str) -> ResponseOutputMessage:
-    content = [ResponseOutputText(type="output_text", text=text, annotations=[])]
+    content: list[ResponseOutputText | ResponseOutputRefusal] = [
+        ResponseOutputText(type="output_text", text=text, annotations=[])
+    ]
     return ResponseOutputMessage(
         id="msg", type="message", role="assistant", status="completed", content=content
     )
