@@ -122,8 +122,10 @@ def _durable_tool(tool: FunctionTool, agent_name: str, order: CallOrder) -> Func
             return result
 
         await order.turn(tool_ctx.tool_call_id)
-        pending = workflow_context().step(call_tool, name=step_name)  # takes its position now
-        order.taken(tool_ctx.tool_call_id)
+        try:
+            pending = workflow_context().step(call_tool, name=step_name)  # takes its position
+        finally:
+            order.taken(tool_ctx.tool_call_id)
         return await pending
 
     return dataclasses.replace(tool, on_invoke_tool=invoke_as_step)
