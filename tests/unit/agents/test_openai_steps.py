@@ -54,7 +54,7 @@ async def _take(order: CallOrder, call_id: str, delay: float, taken: list[str]) 
 
 def test_tool_calls_take_positions_in_the_models_order() -> None:
     async def main() -> list[str]:
-        order, taken = CallOrder(), []
+        order, taken = CallOrder(), list[str]()
         order.expect(["a", "b", "c"])
         await asyncio.gather(
             _take(order, "c", 0.0, taken),
@@ -71,7 +71,7 @@ def test_a_call_that_never_runs_holds_the_next_only_for_the_grace(monkeypatch: A
     monkeypatch.setattr(openai_order, "SKIPPED_CALL_GRACE", 0.01)
 
     async def main() -> list[str]:
-        order, taken = CallOrder(), []
+        order, taken = CallOrder(), list[str]()
         order.expect(["rejected", "b", "c"])  # a guardrail stops "rejected" before it runs
         await asyncio.gather(_take(order, "c", 0.0, taken), _take(order, "b", 0.0, taken))
         return taken
