@@ -184,6 +184,7 @@ class FanfoldRunner:
         workflow_context()  # fail early outside a workflow
         config = run_config or RunConfig()
         durable = durable_agent(agent, config, CallOrder(), {})
+        config = dataclasses.replace(config, model=None)  # else it would bypass the steps
         result = await Runner.run(durable, input, run_config=config, **options)
         asked = 0
         while result.interruptions:
