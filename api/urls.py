@@ -11,6 +11,7 @@ from drf_spectacular.renderers import (
 )
 
 from api.error_envelope import endpoint_not_found
+from api.views.approvals import RunApprovalsView, RunApprovalView
 from api.views.callbacks import CallbackTokenView, CallbackView
 from api.views.docs import DocsView, SchemaView
 from api.views.forks import RunForkView, RunRetryView
@@ -42,6 +43,12 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<str:run_id>/cancel/", RunCancelView.as_view(), name="run-cancel"),
     path("runs/<str:run_id>/fork/", RunForkView.as_view(), name="run-fork"),
     path("runs/<str:run_id>/retry/", RunRetryView.as_view(), name="run-retry"),
+    path("runs/<str:run_id>/approvals/", RunApprovalsView.as_view(), name="run-approvals"),
+    path(
+        "runs/<str:run_id>/approvals/<str:approval_id>/",
+        RunApprovalView.as_view(),
+        name="run-approval",
+    ),
     path("runs/<str:run_id>/streams/<str:name>/", RunStreamView.as_view(), name="run-stream"),
     path("callbacks/", CallbackTokenView.as_view(), name="callback-token"),
     path("runs/<str:run_id>/messages/", RunMessagesView.as_view(), name="run-messages"),

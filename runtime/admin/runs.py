@@ -28,6 +28,7 @@ from django.utils.safestring import SafeString
 
 from runtime.access import can_change, can_see, sees_every_run, visible_runs
 from runtime.admin.actions import cancel_runs, rerun_runs, retry_runs
+from runtime.admin.approvals import approvals_context, decide_from_form
 from runtime.admin.base import ReadOnlyAdmin, count_subquery
 from runtime.admin.display import as_uuid, error_summary, pretty_json, seconds_between, timestamp
 from runtime.admin.forks import fork_from_form, source_and_fork_links
@@ -119,6 +120,11 @@ class RunAdmin(ReadOnlyAdmin[Run]):
                 self.admin_site.admin_view(self.fork_view),
                 name="runtime_run_fork",
             ),
+            path(
+                "<path:object_id>/approvals/<str:approval_id>/",
+                self.admin_site.admin_view(self.approval_view),
+                name="runtime_run_approval",
+            ),
         ]
         return own + super().get_urls()
 
@@ -147,6 +153,17 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         if not can_change(request.user, run):
             raise PermissionDenied
         return fork_from_form(self, request, object_id)
+
+    def approval_view(self, request: HttpRequest, object_id: str, approval_id: str) -> HttpResponse:
+        """POST `decision` (approve or deny) and `reason`: decide one of the run's approvals."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        run = self.get_object(request, object_id) if self.has_module_permission(request) else None
+        if run is None or not can_see(request.user, run):
+            raise Http404("No such run.")
+        if not can_change(request.user, run):
+            raise PermissionDenied
+        return decide_from_form(self, request, run, approval_id)
 
     # --- the changelist ----------------------------------------------------------------------
 
@@ -222,6 +239,7 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         context = dict(extra_context or {})
         if run is not None and self.has_view_permission(request, run):
             context.update(run_page_context(request, run))
+            context.update(approvals_context(run))
         return super().change_view(request, object_id, form_url, context)
 
     @admin.display(description="Input")

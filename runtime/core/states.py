@@ -56,6 +56,8 @@ class EventType(StrEnum):
     MESSAGE_RECEIVED = "message_received"
     VALUE_SET = "value_set"
     SIGNAL_RECEIVED = "signal_received"
+    APPROVAL_REQUESTED = "approval_requested"  # runtime.agents: a tool call waits for a person
+    APPROVAL_DECIDED = "approval_decided"
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"

@@ -25,6 +25,7 @@ from asgiref.sync import AsyncToSync, async_to_sync, sync_to_async
 from runtime.core.control import Suspend
 from runtime.core.errors import FanfoldError, NotAwaited
 from runtime.durable.callbacks import Callback
+from runtime.durable.stepinfo import in_workflow
 
 T = TypeVar("T")
 
@@ -123,7 +124,8 @@ async def _drive(
     ended: BaseException | None = None
     result: Any = None
     try:
-        result = await fn(ctx, *args, **kwargs)
+        with in_workflow(ctx):
+            result = await fn(ctx, *args, **kwargs)
     except BaseException as exc:  # settled below, after the calls still in flight
         ended = exc
     raised = await calls.settle()

@@ -42,3 +42,23 @@ def running(info: StepInfo) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+_workflow: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+    "fanfold_current_workflow", default=None
+)
+
+
+def active_workflow() -> object | None:
+    """The `ctx` of the async workflow whose code is running in this task, or None (integrations
+    such as runtime.agents reach the run through it)."""
+    return _workflow.get()
+
+
+@contextmanager
+def in_workflow(ctx: object) -> Iterator[None]:
+    token = _workflow.set(ctx)
+    try:
+        yield
+    finally:
+        _workflow.reset(token)

@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bench import tracing
+from bench.agents import run_agents
 from bench.collector import run_collector_probe
 from bench.environment import DEFAULT_CONCURRENCY, Pool, other_workers
 from bench.fanout import run_fanout
@@ -31,7 +32,7 @@ COUNTS = (
 )  # fmt: skip
 # Scenarios that start worker processes of their own on the configured broker.
 WITH_WORKERS = frozenset(
-    {"seq", "concurrent", "fanout", "flow", "stream", "history", "signals", "tasks"}
+    {"seq", "concurrent", "fanout", "flow", "stream", "history", "signals", "tasks", "agents"}
 )
 
 
@@ -57,7 +58,7 @@ def _sample_traces(ratio: float) -> None:
 class Command(BaseCommand):
     help = (
         "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream, flow, "
-        "history, signals or tasks."
+        "history, signals, tasks or agents."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -161,7 +162,10 @@ class Command(BaseCommand):
         flow.add_argument("--runs", type=int, default=100)
         flow.add_argument("--steps", type=int, default=20)
         flow.add_argument("--repeat", type=int, default=3, help="rounds to take the medians of")
-        for p in (seq, conc, probe, fan, check, streams, flow, sig, tasks):
+        agents = sub.add_parser("agents", help="a durable pydantic-ai agent's cost per step")
+        agents.add_argument("--rounds", type=int, default=5)
+        agents.add_argument("--concurrency", type=int, default=2, help="prefork -c")
+        for p in (seq, conc, probe, fan, check, streams, flow, sig, tasks, agents):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -217,6 +221,9 @@ class Command(BaseCommand):
             return run_flow(
                 options["runs"], options["steps"], options["repeat"], options["timeout"]
             )
+        if scenario == "agents":
+            pool = Pool("prefork", 1, options["concurrency"])
+            return run_agents(options["rounds"], options["timeout"], pool)
         if scenario == "stream":
             return run_stream(
                 options["chunks"], options["clients"], options["pause_ms"], options["timeout"]

@@ -36,9 +36,24 @@ class Command(BaseCommand):
             handle = start(workflow, *wf_args)
             result = self._wait_with_progress(handle, expected_steps, options["timeout"])
             self._report(handle, result)
+        self._agent_demo(options["timeout"])
         self.stdout.write(self.style.SUCCESS("All demo runs completed.\n"))
         self.stdout.write(NEXT_STEPS)
         embedded.stop_worker()
+
+    def _agent_demo(self, timeout: float) -> None:
+        """A durable agent whose refund waits for an approval, which the demo gives."""
+        try:
+            from examples.agent_demo import approve_when_asked
+        except ImportError:  # pydantic-ai is not installed: pip install fanfold[agents]
+            self.stdout.write("examples.support_agent: skipped (pip install fanfold[agents])\n")
+            return
+        story = "a durable agent; its refund tool waits for a person's approval"
+        self.stdout.write(self.style.MIGRATE_LABEL(f"examples.support_agent: {story}"))
+        handle = start("examples.support_agent", "My order 1042 arrived damaged.")
+        approved = approve_when_asked(handle.id, timeout)
+        self.stdout.write(f"  asked to approve {approved}; the demo approved it")
+        self._report(handle, handle.wait(timeout=timeout))
 
     def _wait_with_progress(self, handle: RunHandle, expected: int, timeout: float) -> Any:
         deadline = time.monotonic() + timeout

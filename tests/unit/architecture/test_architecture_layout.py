@@ -27,6 +27,9 @@ FUNCTION_IMPORTS_ALLOWED = {
     ("runtime.apps", "runtime.dispatch"): "AppConfig.ready: wires the dispatcher",
     ("runtime.apps", "runtime.embedded"): "AppConfig.ready: the embedded worker hook",
     ("runtime.apps", "runtime.django_tasks"): "AppConfig.ready: the Django Tasks workflow",
+    ("runtime.agents", "runtime.agents.durability"): "on first use: the core never imports "
+    "pydantic-ai (the agents extra)",
+    ("runtime.agents", "runtime.agents.deferred"): "on first use, as runtime.agents.durability",
 }
 # Pairs of runtime's units (a subpackage, or a top-level module) that may import each other:
 # why the two cannot be one unit or be layered. Longer cycles are never allowed.

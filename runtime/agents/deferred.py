@@ -1,0 +1,42 @@
+"""`FanfoldApprovals`: pydantic-ai's deferred tool calls answered by people through Fanfold.
+
+A `RequestInput` whose `ask` records each call that needs approval (`approval_requested`,
+with the tool's name and arguments) and answers nothing, so the run waits in
+`FanfoldEventWaiter` until the approvals are decided over REST or in the admin.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from pydantic_ai.capabilities import RequestInput
+from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, RunContext
+
+from runtime.agents.approvals import record_requests, workflow_context
+from runtime.durable.awaited import in_run_thread
+
+
+async def ask_people(
+    ctx: RunContext[Any], requests: DeferredToolRequests, token: str
+) -> DeferredToolResults | None:
+    """Record the approvals `requests` asks for under `token`; the answer comes later."""
+    if requests.calls:
+        names = ", ".join(c.tool_name for c in requests.calls)
+        raise ValueError(f"FanfoldApprovals answers approvals only, not external calls ({names})")
+    calls = [
+        {"tool_call_id": c.tool_call_id, "tool_name": c.tool_name, "arguments": c.args_as_dict()}
+        for c in requests.approvals
+    ]
+    run_id = str(workflow_context().run_id)
+    await in_run_thread(record_requests, run_id, str(uuid.UUID(token)), calls)
+    return None
+
+
+def FanfoldApprovals(
+    timeout: timedelta | None = None, name: str = "approvals"
+) -> RequestInput[Any]:
+    """The capability that sends an agent's `requires_approval` tool calls to people: add it
+    next to `FanfoldDurability()`. At `timeout` every pending call is denied."""
+    return RequestInput(ask=ask_people, timeout=timeout, name=name)

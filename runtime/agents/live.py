@@ -1,0 +1,85 @@
+"""Live agent events: what a durable agent's steps publish to the run's stream `agent`.
+
+Each event is `{"step", "attempt", "kind", ...}` with kind `text_delta` (`text`), `tool_call`
+(`tool_name`, `args`, `tool_call_id`), `tool_result` (`tool_name`, `result`) or `final`
+(`text`). They are written from inside the step that produced them, tagged with its position
+and attempt, so a step retried after it published (a worker killed between publishing and
+checkpointing) publishes again under a higher attempt. `agent_events` marks the events of
+every attempt but a step's last one `superseded`; SSE clients do the same with `attempt`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from runtime.durable.awaited import in_run_thread
+from runtime.durable.stepinfo import active_step
+from runtime.streaming.reader import chunks_after
+from runtime.streaming.writer import stream
+
+AGENT_STREAM = "agent"
+KINDS = ("text_delta", "tool_call", "tool_result", "final")
+
+
+async def publish(kind: str, **data: Any) -> None:
+    """Append one event of `kind` to the run's `agent` stream (only from inside a step)."""
+    if kind not in KINDS:
+        raise ValueError(f"an agent event's kind is one of {', '.join(KINDS)}, not {kind!r}")
+    info = active_step()
+    if info is None:
+        return  # workflow code replays: only steps publish, once per attempt
+    event = {"step": info.position, "attempt": info.attempt, "kind": kind, **data}
+    await in_run_thread(stream(AGENT_STREAM).write, event)
+
+
+def _parts(payload: Any) -> list[dict[str, Any]] | None:
+    """The parts of a model response in its JSON form, wherever the operation's result nests it."""
+    if isinstance(payload, dict):
+        parts = payload.get("parts")
+        if isinstance(parts, list) and payload.get("kind") == "response":
+            return parts
+        for value in payload.values():
+            found = _parts(value)
+            if found is not None:
+                return found
+    return None
+
+
+async def publish_model_response(payload: Any) -> None:
+    """The events of one model response: its text, its tool calls, `final` when it calls none."""
+    parts = _parts(payload) or []
+    calls = [p for p in parts if p.get("part_kind") == "tool-call"]
+    text = "".join(str(p.get("content", "")) for p in parts if p.get("part_kind") == "text")
+    if text:
+        await publish("text_delta", text=text)
+    for part in calls:
+        await publish(
+            "tool_call",
+            tool_name=part.get("tool_name"),
+            args=part.get("args"),
+            tool_call_id=part.get("tool_call_id"),
+        )
+    if not calls:
+        await publish("final", text=text)
+
+
+def mark_superseded(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`events` with `superseded: true` on those of an attempt a later attempt replaced."""
+    last: dict[Any, int] = {}
+    for event in events:
+        last[event.get("step")] = max(last.get(event.get("step"), 0), int(event.get("attempt", 0)))
+    return [{**e, "superseded": int(e.get("attempt", 0)) < last[e.get("step")]} for e in events]
+
+
+def agent_events(run_id: uuid.UUID, after: int = 0) -> Iterator[dict[str, Any]]:
+    """The run's agent events written so far (after chunk seq `after`), superseded marked."""
+    events: list[dict[str, Any]] = []
+    while True:
+        chunks = chunks_after(run_id, AGENT_STREAM, after)
+        if not chunks:
+            break
+        events.extend(c.value for c in chunks if isinstance(c.value, dict))
+        after = chunks[-1].seq
+    yield from mark_superseded(events)
