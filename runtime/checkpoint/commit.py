@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
-from runtime.checkpoint.batching import Envelope
+from runtime.checkpoint.batching import NO_SESSION, Envelope
 from runtime.checkpoint.errors import CheckpointFailed, OutcomeUnknown
 from runtime.checkpoint.poisoned import PoisonedSessions
 from runtime.checkpoint.sink import Sink, WriterStats
@@ -33,37 +34,39 @@ class BatchCommit:
         if not writes:
             return
         try:
-            self._write_batch(writes)
+            written = self._write_batch(writes)
         except Exception as exc:
             by_session: dict[str, list[Envelope]] = {}
             for envelope in writes:
-                by_session.setdefault(envelope.session, []).append(envelope)
+                # A write of its own is retried alone, as if it were a session of its own.
+                key = envelope.session or f"{NO_SESSION}#{id(envelope)}"
+                by_session.setdefault(key, []).append(envelope)
             if len(by_session) == 1 or isinstance(exc, OutcomeUnknown):
                 # One session, or a batch that may have committed: fail it whole, never rewrite.
-                for session, part in by_session.items():
-                    self._fail_session(session, part, exc)
+                for part in by_session.values():
+                    self._fail_session(part[0].session, part, exc)
                 return
             # The failed transaction rolled back, so each session's part can be retried
             # alone: only the runs whose own write fails get poisoned.
-            for session, part in by_session.items():
+            for part in by_session.values():
                 try:
-                    self._write_batch(part)
+                    results = self._write_batch(part)
                 except Exception as part_exc:
-                    self._fail_session(session, part, part_exc)
+                    self._fail_session(part[0].session, part, part_exc)
                 else:
-                    for envelope in part:
-                        resolve(envelope, None)
+                    for envelope, result in zip(part, results, strict=True):
+                        resolve(envelope, None, result)
         else:
-            for envelope in writes:
-                resolve(envelope, None)
+            for envelope, result in zip(writes, written, strict=True):
+                resolve(envelope, None, result)
 
-    def _write_batch(self, envelopes: list[Envelope]) -> None:
+    def _write_batch(self, envelopes: list[Envelope]) -> Sequence[object]:
         stats = self._stats
         stats.batches += 1
         stats.max_batch_items = max(stats.max_batch_items, len(envelopes))
         started = time.perf_counter()
         try:
-            self.sink.write_batch([envelope.checkpoint for envelope in envelopes])
+            results = self.sink.write_batch([envelope.checkpoint for envelope in envelopes])
         except Exception:
             stats.failed_batches += 1
             raise
@@ -71,6 +74,7 @@ class BatchCommit:
             metrics.checkpoint_batch(len(envelopes), time.perf_counter() - started)
         stats.committed_batches += 1
         stats.checkpoints += len(envelopes)
+        return [None] * len(envelopes) if results is None else results
 
     def _fail_session(self, session: str, part: list[Envelope], cause: BaseException) -> None:
         self._failures.poison(session, cause)
@@ -90,9 +94,10 @@ def fail(envelope: Envelope, cause: BaseException) -> None:
         envelope.waiter.set_exception(CheckpointFailed.caused_by(envelope.session, cause))
 
 
-def resolve(envelope: Envelope, cause: BaseException | None) -> None:
-    """Release the envelope's waiting caller: committed, or failed by `cause`."""
+def resolve(envelope: Envelope, cause: BaseException | None, result: object = None) -> None:
+    """Release the envelope's waiting caller: committed (with the sink's `result` for it), or
+    failed by `cause`."""
     if cause is not None:
         fail(envelope, cause)
     elif envelope.waiter is not None:
-        envelope.waiter.set_result()
+        envelope.waiter.set_result(result)

@@ -96,10 +96,11 @@ class CheckpointWriter:
         """
         self.write_all((cp,))
 
-    def write_all(self, cps: Sequence[Checkpoint]) -> None:
+    def write_all(self, cps: Sequence[Checkpoint]) -> list[object]:
         """`write` for several checkpoints queued together, so that they share a batch unless
-        its limits cut it; returns once all are committed. Raises :class:`CheckpointFailed`
-        if any was not (each fails alone only if the batch was cut between them)."""
+        its limits cut it; returns once all are committed, with what the sink returned for
+        each (its receipt, if any). Raises :class:`CheckpointFailed` if any was not (each
+        fails alone only if the batch was cut between them)."""
         for cp in cps:
             self._failures.raise_if_poisoned(cp.session)
         began = time.perf_counter()
@@ -118,8 +119,7 @@ class CheckpointWriter:
                     break
                 batch = self.intake.lead()
         try:
-            for waiter in waiters:
-                waiter.wait()
+            return [waiter.wait() for waiter in waiters]
         finally:
             tracing.waited_for_commit(time.perf_counter() - began)
 
