@@ -1,6 +1,10 @@
-"""The checkpoint store's pure core: batch assembly, the writer thread, an in-memory sink.
+"""The checkpoint store's pure core: group commit of checkpoints from many threads to a sink.
 
-Nothing here imports Django; the database sink lives in an adapter next to the models.
+`batching` (checkpoints, envelopes, batch limits), `intake` (the queue and whose turn it is to
+write), `writer` (the per-process writer and its thread), `commit` (one batch's commit and the
+sessions a failure poisons), `held_signals`, `poisoned`, `errors`, and `memory` (an in-memory
+sink for tests). Nothing here imports Django: the database sink is runtime.store.sink, and
+runtime.store builds this process's writer over it.
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 class Checkpoint:
     """One write to a run's history, opaque to the core.
 
-    ``session`` is one execution of one run; a failure poisons the whole session.
+    ``session`` is one execution of one run; a failure poisons the whole session. A write of
+    its own (a fan-out branch's claim or report) has no session (``NO_SESSION``): its failure
+    fails it alone and poisons nothing.
     ``payload`` is interpreted by the sink only (``None`` for a barrier). ``size`` is an
     approximate byte count used for the batch byte limit. ``sync`` marks a checkpoint whose
     caller is blocked until it is committed.
@@ -58,7 +60,7 @@ class Waiter:
     blocking the thread that resolves it, and with it the writer, for good.
     """
 
-    __slots__ = ("_error", "_guard", "_outcome", "_settled")
+    __slots__ = ("_error", "_guard", "_outcome", "_settled", "_value")
 
     def __init__(self) -> None:
         self._outcome = threading.Lock()  # held until an outcome is set
@@ -66,10 +68,12 @@ class Waiter:
         self._guard = threading.Lock()
         self._settled = False
         self._error: BaseException | None = None
+        self._value: object = None
 
-    def set_result(self) -> None:
-        """Mark the outcome as success. Later calls are ignored: the first outcome wins."""
-        self._settle(None)
+    def set_result(self, value: object = None) -> None:
+        """Mark the outcome as success with what the sink returned for the checkpoint (its
+        receipt, if any). Later calls are ignored: the first outcome wins."""
+        self._settle(None, value)
 
     def set_exception(self, exc: BaseException) -> None:
         """Mark the outcome as failure with ``exc``, unless an outcome was already set."""
@@ -79,19 +83,22 @@ class Waiter:
         """Return whether an outcome has been set."""
         return self._settled
 
-    def wait(self, timeout: float | None = None) -> None:
-        """Block until resolved; raise the stored exception, or ``TimeoutError`` on timeout."""
+    def wait(self, timeout: float | None = None) -> object:
+        """Block until resolved and return the result; raise the stored exception, or
+        ``TimeoutError`` on timeout."""
         if not self._outcome.acquire(True, -1 if timeout is None else timeout):
             raise TimeoutError("checkpoint outcome not available within timeout")
         self._outcome.release()  # stays open for any later wait()
         if self._error is not None:
             raise self._error
+        return self._value
 
-    def _settle(self, error: BaseException | None) -> None:
+    def _settle(self, error: BaseException | None, value: object = None) -> None:
         with self._guard:
             if self._settled:
                 return
             self._error = error
+            self._value = value
             self._settled = True
             self._outcome.release()
 
@@ -104,7 +111,7 @@ class EnvelopeKind(enum.Enum):
     STOP = "stop"  # last envelope ever queued: end the writer thread
 
 
-_NO_SESSION = ""
+NO_SESSION = ""  # a write of its own, and the control envelopes
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +135,7 @@ class Envelope:
     @classmethod
     def stop(cls) -> Envelope:
         """The shutdown marker, always the last envelope of a writer's queue."""
-        return cls(Checkpoint(_NO_SESSION, None, 0, sync=True), None, EnvelopeKind.STOP)
+        return cls(Checkpoint(NO_SESSION, None, 0, sync=True), None, EnvelopeKind.STOP)
 
     @property
     def session(self) -> str:

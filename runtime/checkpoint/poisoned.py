@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from runtime.checkpoint.batching import NO_SESSION
 from runtime.checkpoint.errors import CheckpointFailed
 
 MAX_POISONED_SESSIONS = 10_000
@@ -30,6 +31,8 @@ class PoisonedSessions:
 
     def poison(self, session: str, cause: BaseException) -> None:
         """Record ``cause`` for ``session`` unless it is already poisoned."""
+        if session == NO_SESSION:
+            return  # a write of its own fails alone
         with self._lock:
             if session in self._causes:
                 return

@@ -12,8 +12,11 @@ from runtime.checkpoint.batching import Checkpoint
 class Sink(Protocol):
     """Where batches go. Implementations write a whole batch in one transaction."""
 
-    def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
-        """Write every checkpoint in one transaction, or raise (and roll back) on failure."""
+    def write_batch(self, checkpoints: Sequence[Checkpoint]) -> Sequence[object] | None:
+        """Write every checkpoint in one transaction, or raise (and roll back) on failure.
+
+        Returns what each checkpoint's writer gets back (a receipt), in order, or None when
+        none gets anything."""
         ...
 
     def close(self) -> None:

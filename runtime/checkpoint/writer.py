@@ -26,12 +26,13 @@ from runtime.checkpoint.batching import (
     EnvelopeKind,
     Waiter,
 )
-from runtime.checkpoint.errors import CheckpointFailed, OutcomeUnknown, WriterClosed
+from runtime.checkpoint.commit import BatchCommit, fail, resolve
+from runtime.checkpoint.errors import WriterClosed
 from runtime.checkpoint.held_signals import HeldSignals
 from runtime.checkpoint.intake import Intake
 from runtime.checkpoint.poisoned import PoisonedSessions
 from runtime.checkpoint.sink import Sink, WriterStats
-from runtime.observe import metrics, tracing
+from runtime.observe import tracing
 
 __all__ = ["CheckpointWriter", "Sink", "WriterStats"]
 
@@ -61,7 +62,6 @@ class CheckpointWriter:
         wait: Callable[[float], object] | None = None,
         name: str = "fanfold-checkpoint-writer",
     ) -> None:
-        self._sink = sink
         self.intake = Intake(limits, clock, wait)
         self._name = name
         self._failures = PoisonedSessions()
@@ -71,6 +71,7 @@ class CheckpointWriter:
         self._closed = False
         self._death: BaseException | None = None
         self.stats = WriterStats()
+        self._batches = BatchCommit(sink, self._failures, self.stats)
 
     # -- caller side ---------------------------------------------------------------
 
@@ -95,10 +96,11 @@ class CheckpointWriter:
         """
         self.write_all((cp,))
 
-    def write_all(self, cps: Sequence[Checkpoint]) -> None:
+    def write_all(self, cps: Sequence[Checkpoint]) -> list[object]:
         """`write` for several checkpoints queued together, so that they share a batch unless
-        its limits cut it; returns once all are committed. Raises :class:`CheckpointFailed`
-        if any was not (each fails alone only if the batch was cut between them)."""
+        its limits cut it; returns once all are committed, with what the sink returned for
+        each (its receipt, if any). Raises :class:`CheckpointFailed` if any was not (each
+        fails alone only if the batch was cut between them)."""
         for cp in cps:
             self._failures.raise_if_poisoned(cp.session)
         began = time.perf_counter()
@@ -117,8 +119,7 @@ class CheckpointWriter:
                     break
                 batch = self.intake.lead()
         try:
-            for waiter in waiters:
-                waiter.wait()
+            return [waiter.wait() for waiter in waiters]
         finally:
             tracing.waited_for_commit(time.perf_counter() - began)
 
@@ -221,7 +222,7 @@ class CheckpointWriter:
             raise
         finally:
             try:
-                self._sink.close()
+                self._batches.sink.close()
             except Exception:
                 logger.exception("%s: sink.close() failed", self._name)
 
@@ -240,65 +241,11 @@ class CheckpointWriter:
                 if cause is None:
                     writes.append(envelope)
                 else:
-                    _fail(envelope, cause)
-        self._commit(writes)
+                    fail(envelope, cause)
+        self._batches.commit(writes)
         for envelope in barriers:
-            _resolve(envelope, self._failures.cause(envelope.session))
+            resolve(envelope, self._failures.cause(envelope.session))
         return stop
-
-    def _commit(self, writes: list[Envelope]) -> None:
-        if not writes:
-            return
-        try:
-            self._write_batch(writes)
-        except Exception as exc:
-            by_session: dict[str, list[Envelope]] = {}
-            for envelope in writes:
-                by_session.setdefault(envelope.session, []).append(envelope)
-            if len(by_session) == 1 or isinstance(exc, OutcomeUnknown):
-                # One session, or a batch that may have committed: fail it whole, never rewrite.
-                for session, part in by_session.items():
-                    self._fail_session(session, part, exc)
-                return
-            # The failed transaction rolled back, so each session's part can be retried
-            # alone: only the runs whose own write fails get poisoned.
-            for session, part in by_session.items():
-                try:
-                    self._write_batch(part)
-                except Exception as part_exc:
-                    self._fail_session(session, part, part_exc)
-                else:
-                    for envelope in part:
-                        _resolve(envelope, None)
-        else:
-            for envelope in writes:
-                _resolve(envelope, None)
-
-    def _write_batch(self, envelopes: list[Envelope]) -> None:
-        stats = self.stats
-        stats.batches += 1
-        stats.max_batch_items = max(stats.max_batch_items, len(envelopes))
-        started = time.perf_counter()
-        try:
-            self._sink.write_batch([envelope.checkpoint for envelope in envelopes])
-        except Exception:
-            stats.failed_batches += 1
-            raise
-        finally:
-            metrics.checkpoint_batch(len(envelopes), time.perf_counter() - started)
-        stats.committed_batches += 1
-        stats.checkpoints += len(envelopes)
-
-    def _fail_session(self, session: str, part: list[Envelope], cause: BaseException) -> None:
-        self._failures.poison(session, cause)
-        if any(envelope.waiter is None for envelope in part):
-            logger.warning(
-                "async checkpoint(s) for session %r failed; session poisoned",
-                session,
-                exc_info=cause,
-            )
-        for envelope in part:
-            _fail(envelope, cause)
 
     def _die(self, exc: BaseException, batch: list[Envelope]) -> None:
         with self._lock:
@@ -306,7 +253,7 @@ class CheckpointWriter:
             self._death = exc
         self._abandon(batch, exc)
         for envelope in self.intake.take_all():
-            _fail(envelope, exc)
+            fail(envelope, exc)
 
     def _abandon(self, batch: list[Envelope], exc: BaseException) -> None:
         """A batch whose write an exception cut short, so whether it committed is unknown:
@@ -314,7 +261,7 @@ class CheckpointWriter:
         for envelope in batch:
             if envelope.kind is EnvelopeKind.WRITE:
                 self._failures.poison(envelope.session, exc)
-            _fail(envelope, exc)
+            fail(envelope, exc)
 
 
 def _held_signals() -> AbstractContextManager[object]:
@@ -326,18 +273,6 @@ def _held_signals() -> AbstractContextManager[object]:
 
 
 _NO_HOLD = nullcontext()
-
-
-def _fail(envelope: Envelope, cause: BaseException) -> None:
-    if envelope.waiter is not None:
-        envelope.waiter.set_exception(CheckpointFailed.caused_by(envelope.session, cause))
-
-
-def _resolve(envelope: Envelope, cause: BaseException | None) -> None:
-    if cause is not None:
-        _fail(envelope, cause)
-    elif envelope.waiter is not None:
-        envelope.waiter.set_result()
 
 
 # Writers whose thread was started in this process, drained at interpreter exit.

@@ -98,7 +98,7 @@ def _completion_labels(completed: list[_Ended]) -> list[str]:
 
 
 def _failure_labels(e: _Ended) -> list[str]:
-    return [record_outcome(e.branch, e.claimed, e.outcome, e.policy)]
+    return [record_outcome(e.branch, e.claimed, e.outcome, e.policy).label]
 
 
 def _hand_back(ended: list[_Ended], write: Callable[[], list[str]]) -> None:

@@ -1,6 +1,6 @@
 """The branch task's work: what `fanfold.run_branch` does with one attempt of one branch.
 
-claim (a `BranchClaim` through the checkpoint writer: a conditional update, pending -> running
+claim (a `BranchClaim` through runtime.store.branch_writes: a conditional update, pending -> running
 for exactly this attempt, only while the run is active, set-based with the other claims of its
 batch) -> body -> a report (runtime.fanout.report), counted on the group row in the same
 transaction -> after commit, the receipt's actions.
@@ -16,14 +16,12 @@ claim a running step only once that lease has expired.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from django.utils import timezone
 
 from runtime import conf
-from runtime.checkpoint.batching import Checkpoint
 from runtime.core.errors import FatalError
 from runtime.core.receipts import ClaimReceipt
 from runtime.core.writes import BranchClaim
@@ -31,25 +29,21 @@ from runtime.durable.body import BodyCall, StepBody, is_async_callable
 from runtime.durable.stepinfo import StepInfo, current_step
 from runtime.fanout import async_branches
 from runtime.fanout.children import drive_child, stop_abandoned_child
-from runtime.fanout.report import BranchAttempt, ClaimedBranch, record_outcome
+from runtime.fanout.report import BranchAttempt, ClaimedBranch, Recorded, record_outcome
 from runtime.flow.ratelimit import branch_turn_later
 from runtime.leases.keepers import branch_leases
 from runtime.leases.liveness import process_key
 from runtime.registry import registry, step_policy
-from runtime.store import write_now
+from runtime.store.branch_writes import claim_branches
 
 
-def claim_checkpoint(branch: BranchAttempt, continuing: bool = False) -> Checkpoint:
-    """The checkpoint of a claim of `branch`; its payload's receipt says what it won."""
-    payload = BranchClaim(branch.run_id, branch.step_id, branch.attempt, continuing, process_key())
-    session = f"claim/{payload.step_id}/{branch.attempt}/{threading.get_ident()}"
-    return Checkpoint(session=session, payload=payload, size=64, sync=True)
+def branch_claim(branch: BranchAttempt, continuing: bool = False) -> BranchClaim:
+    """A claim of `branch` by this process."""
+    return BranchClaim(branch.run_id, branch.step_id, branch.attempt, continuing, process_key())
 
 
 def _claim(branch: BranchAttempt, continuing: bool) -> ClaimReceipt:
-    cp = claim_checkpoint(branch, continuing)
-    write_now(cp.payload, session=cp.session, size=cp.size)
-    return cast(BranchClaim, cp.payload).receipt
+    return claim_branches([branch_claim(branch, continuing)])[0]
 
 
 def claim_branch(branch: BranchAttempt, *, continuing: bool = False) -> ClaimedBranch | None:
@@ -94,7 +88,7 @@ def run_branch(branch: BranchAttempt, poll: int = 0, traceparent: str | None = N
         if poll > 0:  # only child branches poll: the fan-out may have let this one go
             stop_abandoned_child(branch)
         return "skipped"
-    return run_claimed(branch, claimed, poll, traceparent)
+    return run_claimed(branch, claimed, poll, traceparent).label
 
 
 @dataclass
@@ -109,22 +103,22 @@ def run_claimed(
     claimed: ClaimedBranch,
     poll: int = 0,
     traceparent: str | None = None,
-    then: Checkpoint | None = None,
+    then: BranchClaim | None = None,
     body_time: BodyTime | None = None,
-) -> str:
-    """Run a branch whose claim was won. `then`, another branch's claim, is committed with
-    this one's report if the body completes (runtime.fanout.chunk); its receipt stays unfilled
-    (`won` False, and no row touched) for any other outcome. A completed body's duration is
-    added to `body_time`."""
+) -> Recorded:
+    """Run a branch whose claim was won; says how it went. `then`, another branch's claim, is
+    committed with this one's report if the body completes (runtime.fanout.chunk), and its
+    receipt comes back in `following`; for any other outcome it is not written. A completed
+    body's duration is added to `body_time`."""
     if poll == 0 and claimed.kind == "step" and branch_turn_later(
         branch.run_id, branch.group_position, branch.position, branch.attempt, claimed.name,
         branch.priority,
     ):  # fmt: skip
-        return "rate_limited"  # claim handed back, published again for its turn
+        return Recorded("rate_limited")  # claim handed back, published again for its turn
     args = list(claimed.input.get("args", []))
     kwargs = dict(claimed.input.get("kwargs", {}))
     if claimed.kind == "child":
-        return drive_child(branch, poll, claimed, args, kwargs)
+        return Recorded(drive_child(branch, poll, claimed, args, kwargs))
     fn = registry.steps.get(claimed.name)
     call = BodyCall(
         StepInfo(branch.run_id, branch.position, claimed.name, branch.attempt),
@@ -135,7 +129,7 @@ def run_claimed(
         fn.timeout if fn else None,
     )
     if fn is not None and is_async_callable(fn.fn):
-        return async_branches.start(branch, claimed, call, step_policy(fn), traceparent)
+        return Recorded(async_branches.start(branch, claimed, call, step_policy(fn), traceparent))
     branch_leases.hold(branch.step_id)
     with StepBody(call, traceparent) as body:
         try:
@@ -145,8 +139,9 @@ def run_claimed(
             raise
         if body_time is not None and outcome.ok:
             body_time.seconds += outcome.seconds
-        body.outcome = record_outcome(branch, claimed, outcome, step_policy(fn), then)
-    return body.outcome
+        recorded = record_outcome(branch, claimed, outcome, step_policy(fn), then)
+        body.outcome = recorded.label
+    return recorded
 
 
 def _unregistered(*args: Any, **kwargs: Any) -> Any:

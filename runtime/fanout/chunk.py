@@ -23,27 +23,25 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import replace
-from typing import cast
 
 from django.utils import timezone
 
 from publisher import PublishError
 from runtime import conf
 from runtime.core.branch_dispatch import BranchDispatch, outcome_summary
-from runtime.core.writes import BranchClaim
 from runtime.dispatch import publish_branches
 from runtime.durable.body import is_async_callable
 from runtime.fanout.branch import (
     BodyTime,
+    branch_claim,
     claim_branch,
-    claim_checkpoint,
     claimed_branch,
     run_branch,
     run_claimed,
 )
 from runtime.fanout.report import BranchAttempt, ClaimedBranch
 from runtime.registry import registry
-from runtime.store import write_all_now
+from runtime.store.branch_writes import claim_branches
 from runtime.store.fanout_groups import record_dispatch
 
 log = logging.getLogger("fanfold.branches")
@@ -76,17 +74,17 @@ def run_chunk(first: BranchAttempt, count: int, traceparent: str | None = None) 
             branch, claimed = following, claim_branch(following)
             continue
         within = body_time.seconds < budget
-        then = claim_checkpoint(following) if following is not None and within else None
-        outcome = run_claimed(
+        then = branch_claim(following) if following is not None and within else None
+        recorded = run_claimed(
             branch, claimed, traceparent=traceparent, then=then, body_time=body_time
         )
-        outcomes[outcome] += 1
+        outcomes[recorded.label] += 1
         if following is None:
             break
-        if then is None or outcome != "completed":
+        if recorded.following is None or recorded.label != "completed":
             outcomes["published"] += _publish_rest(first, index, count)
             break
-        branch, claimed = following, claimed_branch(cast(BranchClaim, then.payload).receipt)
+        branch, claimed = following, claimed_branch(recorded.following)
     return outcome_summary(outcomes)
 
 
@@ -101,16 +99,15 @@ def _start_async_chunk(
     """Async bodies run side by side, not in turn: the rest of the chunk is claimed in one
     commit and every won branch goes to the worker loop (runtime.fanout.async_branches)."""
     rest = [_at(first, index) for index in range(1, count)]
-    claims = [claim_checkpoint(branch) for branch in rest]
-    write_all_now(claims)
+    receipts = claim_branches([branch_claim(branch) for branch in rest])
     outcomes: Counter[str] = Counter()
-    outcomes[run_claimed(first, claimed, traceparent=traceparent)] += 1
-    for branch, cp in zip(rest, claims, strict=True):
-        won = claimed_branch(cast(BranchClaim, cp.payload).receipt)
+    outcomes[run_claimed(first, claimed, traceparent=traceparent).label] += 1
+    for branch, receipt in zip(rest, receipts, strict=True):
+        won = claimed_branch(receipt)
         if won is None:
             outcomes["skipped"] += 1
         else:
-            outcomes[run_claimed(branch, won, traceparent=traceparent)] += 1
+            outcomes[run_claimed(branch, won, traceparent=traceparent).label] += 1
     return outcome_summary(outcomes)
 
 

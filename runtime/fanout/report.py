@@ -1,10 +1,10 @@
-"""A branch attempt's outcome: committed through the checkpoint writer, then acted on.
+"""A branch attempt's outcome: recorded (runtime.store.branch_writes), then acted on.
 
 A `BranchReport` is counted on its group in the same transaction (runtime.store.
-branch_reports); its receipt says whether it was recorded (a stale report is not), which
-branches its completion released and whether it settled the fan-out. After the commit the
-receipt's actions run: publish the released branches, enqueue the workflow once.
-"""
+branch_reports); the receipt `record_reports` returns says whether it was recorded (a stale
+report is not), which branches its completion released and whether it settled the fan-out.
+After the commit the receipt's actions run: publish the released branches, enqueue the
+workflow once."""
 
 from __future__ import annotations
 
@@ -14,23 +14,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Any, cast
+from typing import Any
 
 from django.utils import timezone
 
 from publisher import PublishError
-from runtime.checkpoint.batching import Checkpoint
 from runtime.core.branch_dispatch import BranchDispatch
 from runtime.core.errors import describe_exception
 from runtime.core.identity import group_id, step_id
 from runtime.core.jsonvalues import encoded_size
-from runtime.core.receipts import BranchReceipt
+from runtime.core.receipts import BranchReceipt, ClaimReceipt
 from runtime.core.retry import GiveUp, RetryPolicy, decide
-from runtime.core.writes import BranchReport
+from runtime.core.writes import BranchClaim, BranchReport
 from runtime.dispatch import enqueue_run, publish_branches, publish_later
 from runtime.durable.body import BodyOutcome
 from runtime.leases.keepers import branch_leases
-from runtime.store import write_all_now
+from runtime.store.branch_writes import record_reports
 from runtime.store.fanout_groups import record_dispatch
 
 log = logging.getLogger("fanfold.branches")
@@ -66,29 +65,35 @@ class ClaimedBranch:
     started_at: datetime
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """How a branch's attempt went ("completed", "stale", "retrying", "failed", ...) and, if
+    the next branch's claim was committed with its report, that claim's receipt."""
+
+    label: str
+    following: ClaimReceipt | None = None
+
+
 def report(
     branch: BranchAttempt,
     claimed: ClaimedBranch,
     outcome: str,
     size: int | None = None,
-    then: Checkpoint | None = None,
     **values: Any,
-) -> BranchReport:
-    """Commit one attempt's outcome (`size`: its result's JSON bytes, if already measured),
-    with the checkpoint `then` in the same batch if one is given (the next branch's claim)."""
-    cp = report_checkpoint(branch, claimed, outcome, size, **values)
-    write_all_now([cp] if then is None else [cp, then])
-    return cast(BranchReport, cp.payload)
+) -> BranchReceipt:
+    """Commit one attempt's outcome (`size`: its result's JSON bytes, if already measured);
+    returns its receipt."""
+    return record_reports([branch_report(branch, claimed, outcome, size, **values)]).reports[0]
 
 
-def report_checkpoint(
+def branch_report(
     branch: BranchAttempt, claimed: ClaimedBranch, outcome: str, size: int | None, **values: Any
-) -> Checkpoint:
-    """The checkpoint of one attempt's outcome; its payload's receipt fills in at commit."""
+) -> BranchReport:
+    """The report of one attempt's outcome."""
     if size is None:
         result = values.get("result")
         size = encoded_size(result) if result is not None else 0
-    written = BranchReport(
+    return BranchReport(
         run_id=branch.run_id,
         step_id=branch.step_id,
         position=branch.position,
@@ -100,17 +105,15 @@ def report_checkpoint(
         result_bytes=size,
         **values,
     )
-    session = f"branch/{written.step_id}/{branch.attempt}"
-    return Checkpoint(session=session, payload=written, size=256 + size, sync=True)
 
 
 def finish(
     branch: BranchAttempt, claimed: ClaimedBranch, outcome: str, **values: Any
-) -> BranchReport:
+) -> BranchReceipt:
     """Commit a final outcome, then carry out its receipt (release, resume)."""
-    written = report(branch, claimed, outcome, **values)
-    after_commit(branch, written.receipt)
-    return written
+    receipt = report(branch, claimed, outcome, **values)
+    after_commit(branch, receipt)
+    return receipt
 
 
 def report_failure(
@@ -124,17 +127,17 @@ def report_failure(
     error = describe_exception(exc)
     decision = decide(policy, branch.attempt, exc)
     if isinstance(decision, GiveUp):
-        written = finish(
+        receipt = finish(
             branch, claimed, "failed", error=error, reason=decision.reason,
             lease_expired_by=lease_expired_by,
         )  # fmt: skip
-        return "failed" if written.receipt.recorded else "stale"
+        return "failed" if receipt.recorded else "stale"
     wake_at = timezone.now() + timedelta(seconds=decision.delay)
-    written = report(
+    receipt = report(
         branch, claimed, "retrying", error=error, wake_at=wake_at,
         lease_expired_by=lease_expired_by,
     )  # fmt: skip
-    if not written.receipt.recorded:
+    if not receipt.recorded:
         return "stale"
     publish_later(
         branch.run_id, branch.group_position, branch.position, branch.attempt + 1, decision.delay,
@@ -168,21 +171,23 @@ def record_outcome(
     claimed: ClaimedBranch,
     outcome: BodyOutcome,
     policy: RetryPolicy,
-    then: Checkpoint | None = None,
-) -> str:
+    then: BranchClaim | None = None,
+) -> Recorded:
     """Report how a claimed step branch's body ended and act on the receipt; says how it went
-    ("completed", "stale", or a failure's "retrying"/"failed"). The branch's lease, held since
-    its claim, is given back once the report is written."""
+    ("completed", "stale", or a failure's "retrying"/"failed"). A completion commits the claim
+    `then` with it and hands back its receipt; any other outcome leaves `then` unwritten. The
+    branch's lease, held since its claim, is given back once the report is written."""
     try:
         if outcome.error is not None:
-            return report_failure(branch, claimed, outcome.error, policy)
-        written = report(
-            branch, claimed, "completed", result=outcome.result, size=outcome.size, then=then
-        )
+            return Recorded(report_failure(branch, claimed, outcome.error, policy))
+        completed = branch_report(branch, claimed, "completed", outcome.size, result=outcome.result)
+        written = record_reports([completed], [then] if then is not None else [])
     finally:
         branch_leases.release(branch.step_id)
-    after_commit(branch, written.receipt)
-    return "completed" if written.receipt.recorded else "stale"
+    receipt = written.reports[0]
+    after_commit(branch, receipt)
+    label = "completed" if receipt.recorded else "stale"
+    return Recorded(label, written.claims[0] if written.claims else None)
 
 
 def record_completions(
@@ -191,18 +196,17 @@ def record_completions(
     """`record_outcome` for many completed bodies at once: their reports commit together
     (one batch, unless its limits cut it), then each receipt is acted on. The branches' leases
     are given back once the reports are written; says how each went."""
-    checkpoints = [
-        report_checkpoint(branch, claimed, "completed", outcome.size, result=outcome.result)
+    reports = [
+        branch_report(branch, claimed, "completed", outcome.size, result=outcome.result)
         for branch, claimed, outcome in completed
     ]
     try:
-        write_all_now(checkpoints)
+        receipts = record_reports(reports).reports
     finally:
         for branch, _, _ in completed:
             branch_leases.release(branch.step_id)
     labels = []
-    for (branch, _, _), cp in zip(completed, checkpoints, strict=True):
-        receipt = cast(BranchReport, cp.payload).receipt
+    for (branch, _, _), receipt in zip(completed, receipts, strict=True):
         after_commit(branch, receipt)
         labels.append("completed" if receipt.recorded else "stale")
     return labels

@@ -1,7 +1,8 @@
 """The checkpoint store: the database sink and every SQL statement of the runtime.
 
 `writer()` is this process's checkpoint writer over a `DatabaseSink`; `write_now` commits one
-checkpoint on its own (a cancel, a callback post, a branch's claim or report).
+checkpoint on its own (a cancel, a callback post). Fan-out branch claims and reports have
+their own call, runtime.store.branch_writes.
 """
 
 from __future__ import annotations
@@ -46,16 +47,8 @@ def install_writer(
 
 def write_now(payload: object, *, session: str, size: int) -> None:
     """Commit one checkpoint in a session of its own; raises CheckpointFailed if it was not."""
-    write_all_now([Checkpoint(session=session, payload=payload, size=size, sync=True)])
-
-
-def write_all_now(checkpoints: list[Checkpoint]) -> None:
-    """Commit checkpoints, each in a session of its own, in one batch unless its limits cut
-    it (a branch's report with the next branch's claim); raises CheckpointFailed if any was
-    not committed."""
     w = writer()
     try:
-        w.write_all(checkpoints)
+        w.write(Checkpoint(session=session, payload=payload, size=size, sync=True))
     finally:
-        for cp in checkpoints:
-            w.reset_session(cp.session)
+        w.reset_session(session)

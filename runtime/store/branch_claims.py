@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -69,8 +69,9 @@ class ClaimBatch:
                 self.statements.append(_statement(part, continuing, self.now, lease_until, flush))
                 self._kinds.append(continuing)
 
-    def receipts(self, results: Sequence[Sequence[tuple[Any, ...]]]) -> list[Callable[[], None]]:
-        """Receipt fills (to run after commit) from the rows of `statements`, in order."""
+    def receipts(self, results: Sequence[Sequence[tuple[Any, ...]]]) -> list[ClaimReceipt]:
+        """Each claim's receipt, in order, from the rows of `statements` (its duplicates in
+        the batch lose)."""
         won: dict[_Key, ClaimReceipt] = {}
         for continuing, rows in zip(self._kinds, results, strict=True):
             for sid, attempt, name, kind, raw, started in rows:
@@ -78,12 +79,12 @@ class ClaimBatch:
                 started_at = _started_at(started, self.now) if continuing else self.now
                 key = ((as_uuid(sid), int(attempt)), continuing)
                 won[key] = ClaimReceipt(True, name, kind, data or {}, started_at)
-        fills: list[Callable[[], None]] = []
+        receipts: list[ClaimReceipt] = []
         for c in self.claims:
             key = ((c.step_id, c.attempt), c.continuing)
             value = won.get(key) if self._first[key] is c else None
-            fills.append(_filler(c.receipt, value or ClaimReceipt()))
-        return fills
+            receipts.append(value or ClaimReceipt())
+        return receipts
 
 
 def _statement(
@@ -129,15 +130,6 @@ def _statement(
         "RETURNING id, attempt, name, kind, input, started_at"
     )
     return sql, [*params, *set_params, *cond_params, *map(str, ACTIVE_RUN_STATES)]
-
-
-def _filler(target: ClaimReceipt, value: ClaimReceipt) -> Callable[[], None]:
-    def fill() -> None:
-        target.won = value.won
-        target.name, target.kind = value.name, value.kind
-        target.input, target.started_at = value.input, value.started_at
-
-    return fill
 
 
 def _started_at(value: Any, default: datetime) -> datetime:

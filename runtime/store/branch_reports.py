@@ -19,13 +19,13 @@ comes here. Nothing here reads the event log. The statements are in runtime.stor
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from runtime.core.fanin import FanInRule, GroupCounts, after_batch
-from runtime.core.receipts import BranchReceipt
+from runtime.core.receipts import BranchReceipt, ClaimReceipt
 from runtime.core.writes import BranchClaim, BranchReport, EventDraft
 from runtime.store import report_statements as sql
 from runtime.store.branch_claims import ClaimBatch
@@ -34,24 +34,13 @@ from runtime.store.dialect import Statement, as_uuid, execute, time_param
 Rows = list[list[tuple[Any, ...]]]
 
 
-@dataclass
-class Receipts:
-    """Receipts computed in a transaction, handed to their callers only after it committed."""
+class Receipts(dict[int, ClaimReceipt | BranchReceipt]):
+    """The receipts a batch's branch writes earned, by id() of each claim or report; the sink
+    returns them to their writers once the transaction committed."""
 
-    pending: list[Callable[[], None]] = field(default_factory=list)
-
-    def deliver(self) -> None:
-        for fill in self.pending:
-            fill()
-
-    def report(self, report: BranchReport, value: BranchReceipt) -> None:
-        def fill() -> None:
-            target = report.receipt
-            target.recorded = value.recorded
-            target.release = list(value.release)
-            target.wake = value.wake
-
-        self.pending.append(fill)
+    def add_claims(self, claims: Sequence[BranchClaim], receipts: list[ClaimReceipt]) -> None:
+        for claim, receipt in zip(claims, receipts, strict=True):
+            self[id(claim)] = receipt
 
 
 def record_branch_writes_txn(
@@ -65,7 +54,7 @@ def record_branch_writes_txn(
         results = _ReportBatch(reports, now).record(receipts, claims.statements)
     else:
         results = execute(claims.statements, last=True)
-    receipts.pending.extend(claims.receipts(results))
+    receipts.add_claims(claims.claims, claims.receipts(results))
     return receipts
 
 
@@ -186,7 +175,7 @@ class _ReportBatch:
         drafts: dict[uuid.UUID, list[EventDraft]] = {run_id: [] for run_id in active}
         for r in self.reports:
             value = self.values.get(id(r), BranchReceipt())
-            receipts.report(r, value)
+            receipts[id(r)] = value
             if value.recorded:
                 drafts[r.run_id] += sql.report_events(r)
         events: list[tuple[Any, ...]] = []

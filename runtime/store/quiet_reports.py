@@ -57,11 +57,11 @@ class QuietBatch:
         return bool(results[1] and results[1][0][0] == 1)
 
     def receipts(self, results: Sequence[Sequence[tuple[Any, ...]]]) -> Receipts:
-        """The receipts to deliver once the pipeline committed (`results`: its rows)."""
+        """The receipts the pipeline's rows (`results`) earned, once it committed."""
         receipts = Receipts()
         for r in self.reports:
-            receipts.report(r, BranchReceipt(recorded=True))
-        receipts.pending.extend(self.claims.receipts(results[2:]))
+            receipts[id(r)] = BranchReceipt(recorded=True)
+        receipts.add_claims(self.claims.claims, self.claims.receipts(results[2:]))
         return receipts
 
 

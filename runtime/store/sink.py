@@ -35,6 +35,7 @@ from runtime.core.writes import (
 )
 from runtime.store import branch_reports, fanout_groups, pg_statements, quiet_reports
 from runtime.store.branch_claims import ClaimBatch
+from runtime.store.branch_reports import Receipts
 from runtime.store.connection import SinkConnection
 from runtime.store.dialect import PipelinedTransaction, execute, postgres
 from runtime.store.orm import write_parts_txn
@@ -55,22 +56,25 @@ class DatabaseSink:
         self._committing = False
         self._last_used = 0.0
 
-    def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
+    def write_batch(self, checkpoints: Sequence[Checkpoint]) -> list[object]:
+        """Write the batch in one transaction; returns each checkpoint's receipt (a branch
+        claim's or report's; None for the others), in order."""
         with self._connection.lent():
-            self._write_checkpoints(checkpoints)
+            receipts = self._write_checkpoints(checkpoints)
+        return [receipts.get(id(cp.payload)) for cp in checkpoints]
 
     def close(self) -> None:
         self._connection.close()
 
-    def _write_checkpoints(self, checkpoints: Sequence[Checkpoint]) -> None:
+    def _write_checkpoints(self, checkpoints: Sequence[Checkpoint]) -> Receipts:
         writes = packed_writes(checkpoints)  # payloads in stored form, for either path
         branch_writes = [cp.payload for cp in checkpoints if isinstance(cp.payload, BranchWrite)]
         if not writes and not branch_writes:
-            return
+            return Receipts()
         parts = run_parts(writes)
         self._drop_dead_connection()
         try:
-            self._write(parts, branch_writes)
+            return self._write(parts, branch_writes)
         except (InterfaceError, OperationalError) as exc:
             # Only a failure before COMMIT is retried: the transaction is rolled back for sure.
             # A failure during COMMIT leaves the outcome unknown, and replay settles it.
@@ -78,7 +82,7 @@ class DatabaseSink:
                 connection.close()
                 raise OutcomeUnknown(f"the batch's COMMIT failed: {exc}") from exc
             connection.close()  # a connection that died between batches: reconnect once
-            self._write(parts, branch_writes)
+            return self._write(parts, branch_writes)
         finally:
             self._last_used = time.monotonic()
 
@@ -91,15 +95,17 @@ class DatabaseSink:
         if not connection.is_usable():
             connection.close()
 
-    def _write(self, parts: list[RunPart], branch_writes: Sequence[BranchWrite]) -> None:
+    def _write(self, parts: list[RunPart], branch_writes: Sequence[BranchWrite]) -> Receipts:
         self._committing = False
         now = timezone.now()
-        if not parts and self._claims_alone(branch_writes, now):
-            return
-        if not parts and self._branch_writes_alone(branch_writes, now):
-            return
+        if not parts:
+            receipts = self._claims_alone(branch_writes, now)
+            if receipts is None:
+                receipts = self._branch_writes_alone(branch_writes, now)
+            if receipts is not None:
+                return receipts
         if not branch_writes and self._one_round_trip(parts, now):
-            return
+            return Receipts()
         with transaction.atomic():
             write_parts_txn(parts, now)
             fanout_groups.insert_groups_txn(
@@ -110,43 +116,44 @@ class DatabaseSink:
             self._committing = True
         self._committing = False
         self.transactions += 1
-        receipts.deliver()  # only a committed report gets its receipt
+        return receipts  # only a committed batch hands its receipts out
 
-    def _claims_alone(self, writes: Sequence[BranchWrite], now: datetime) -> bool:
+    def _claims_alone(self, writes: Sequence[BranchWrite], now: datetime) -> Receipts | None:
         """A batch of nothing but branch claims, on PostgreSQL: one statement in autocommit.
 
         The claims are one conditional UPDATE, atomic by itself, so it needs no BEGIN and
         COMMIT round trips of its own; fresh claims do not wait for the WAL flush
-        (runtime.store.branch_claims). Returns False when the batch is not such a batch.
+        (runtime.store.branch_claims). Returns None when the batch is not such a batch.
         """
         claims = [w for w in writes if isinstance(w, BranchClaim)]
         if not postgres() or not claims or len(claims) != len(writes):
-            return False
+            return None
         batch = ClaimBatch(claims, now, wait_for_flush=False)
         if len(batch.statements) != 1:
-            return False  # fresh and continuing claims: two statements, one transaction
+            return None  # fresh and continuing claims: two statements, one transaction
         try:
             results = execute(batch.statements)
         except DatabaseError as exc:
             _raise_if_cut_off(exc.__cause__)
             raise  # the server answered: rolled back, so write_batch may write it again
         self.transactions += 1
-        for fill in batch.receipts(results):
-            fill()
-        return True
+        receipts = Receipts()
+        receipts.add_claims(claims, batch.receipts(results))
+        return receipts
 
-    def _branch_writes_alone(self, writes: Sequence[BranchWrite], now: datetime) -> bool:
+    def _branch_writes_alone(self, writes: Sequence[BranchWrite], now: datetime) -> Receipts | None:
         """A batch of branch reports (and claims), on PostgreSQL: one round trip if it decides
         nothing, else two, BEGIN in the first and COMMIT in the second (a fan-out branch's
-        report on a prefork child, whose batches hold one branch each). Returns False when the
+        report on a prefork child, whose batches hold one branch each). Returns None when the
         batch is not such a batch."""
         if not postgres() or not writes:
-            return False
-        if self._quiet_reports(writes, now):
-            return True
+            return None
+        quiet = self._quiet_reports(writes, now)
+        if quiet is not None:
+            return quiet
         return self._two_rounds(writes, now)
 
-    def _two_rounds(self, writes: Sequence[BranchWrite], now: datetime) -> bool:
+    def _two_rounds(self, writes: Sequence[BranchWrite], now: datetime) -> Receipts:
         """Branch writes in two round trips, BEGIN in the first and COMMIT in the second."""
         txn = PipelinedTransaction()
         try:
@@ -156,29 +163,28 @@ class DatabaseSink:
             self._committing = txn.committing
             raise
         self.transactions += 1
-        receipts.deliver()  # only a committed report gets its receipt
-        return True
+        return receipts
 
-    def _quiet_reports(self, writes: Sequence[BranchWrite], now: datetime) -> bool:
-        """Reports that decide nothing in one round trip (runtime.store.quiet_reports); False
+    def _quiet_reports(self, writes: Sequence[BranchWrite], now: datetime) -> Receipts | None:
+        """Reports that decide nothing in one round trip (runtime.store.quiet_reports); None
         when the batch is not such a batch, or the server found it was not and rolled it back."""
         batch = quiet_reports.quiet_batch(writes, now)
         if batch is None:
-            return False
+            return None
         try:
             with PipelinedTransaction():
                 results = execute(batch.statements, last=True)
         except DatabaseError as exc:
             _raise_if_cut_off(exc.__cause__)  # its COMMIT went out with it
-            return False  # the server rolled it back: the two rounds decide the batch exactly
+            return None  # the server rolled it back: the two rounds decide the batch exactly
         self.transactions += 1
         if not batch.wrote_reports(results):
             # The reports would decide or release: none was written, the claims committed.
-            for fill in batch.claims.receipts(results[2:]):
-                fill()
-            return self._two_rounds(batch.reports, now)
-        batch.receipts(results).deliver()
-        return True
+            receipts = Receipts()
+            receipts.add_claims(batch.claims.claims, batch.claims.receipts(results[2:]))
+            receipts.update(self._two_rounds(batch.reports, now))
+            return receipts
+        return batch.receipts(results)
 
     def _one_round_trip(self, parts: list[RunPart], now: datetime) -> bool:
         """Plain checkpoints on PostgreSQL in one round trip; False if the batch is not one."""

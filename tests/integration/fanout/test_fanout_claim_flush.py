@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import pytest
 from django.db import connection, transaction
@@ -15,6 +14,7 @@ from fanout_workflows import calls, completed_once
 
 import runtime.fanout.branch
 from runtime.core.identity import step_id
+from runtime.core.receipts import ClaimReceipt
 from runtime.core.writes import BranchClaim
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Run
@@ -54,14 +54,14 @@ def test_fanout_claim_batch_waits_for_the_flush_unless_told_and_fresh() -> None:
 def _claims_written(monkeypatch: pytest.MonkeyPatch) -> Counter[bool]:
     """Counts the claims run_branch writes, by `continuing`."""
     written: Counter[bool] = Counter()
-    real = runtime.fanout.branch.write_now
+    real = runtime.fanout.branch.claim_branches
 
-    def spy(payload: Any, **kwargs: Any) -> None:
-        if isinstance(payload, BranchClaim):
-            written[payload.continuing] += 1
-        real(payload, **kwargs)
+    def spy(claims: Sequence[BranchClaim]) -> list[ClaimReceipt]:
+        for claim in claims:
+            written[claim.continuing] += 1
+        return real(claims)
 
-    monkeypatch.setattr(runtime.fanout.branch, "write_now", spy)
+    monkeypatch.setattr(runtime.fanout.branch, "claim_branches", spy)
     return written
 
 

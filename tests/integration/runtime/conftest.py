@@ -38,9 +38,10 @@ class RecordingSink(DatabaseSink):
         self.committed: list[list[Checkpoint]] = []
         RecordingSink.instances.append(self)
 
-    def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
-        super().write_batch(checkpoints)
+    def write_batch(self, checkpoints: Sequence[Checkpoint]) -> list[object]:
+        receipts = super().write_batch(checkpoints)
         self.committed.append(list(checkpoints))
+        return receipts
 
 
 @pytest.fixture(autouse=True)

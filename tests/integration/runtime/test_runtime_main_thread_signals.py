@@ -54,12 +54,13 @@ class SignalledSink(RecordingSink):
     seen_at_commit_end: list[list[int]] = []
     written_on: list[str] = []
 
-    def write_batch(self, checkpoints: Sequence[Checkpoint]) -> None:
+    def write_batch(self, checkpoints: Sequence[Checkpoint]) -> list[object]:
         SignalledSink.written_on.append(threading.current_thread().name)
         if len(self.committed) == SignalledSink.fire_at:
             signal.raise_signal(signal.SIGALRM)
-        super().write_batch(checkpoints)
+        receipts = super().write_batch(checkpoints)
         SignalledSink.seen_at_commit_end.append(list(SignalledSink.handled))
+        return receipts
 
 
 @pytest.fixture
