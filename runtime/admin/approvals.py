@@ -27,14 +27,14 @@ def approvals_context(run: Run) -> dict[str, Any]:
 def decide_from_form(
     model_admin: admin.ModelAdmin[Run], request: HttpRequest, run: Run, approval_id: str
 ) -> HttpResponse:
-    """Approve (`decision=approve`) or deny the approval, with the form's `reason`; back to
+    """Approve (`decision=approve`) or deny the approval, with its row's reason; back to
     the run's page with what happened. The caller checked POST and the change right."""
     back = reverse("admin:runtime_run_change", args=[run.pk])
     decision = request.POST.get("decision")
     if decision not in ("approve", "deny"):
         model_admin.message_user(request, "Approve or deny?", messages.ERROR)
         return HttpResponseRedirect(back)
-    reason = request.POST.get("reason") or None
+    reason = request.POST.get(f"reason_{approval_id}") or None
     try:
         approval = decide_approval(
             run.pk,
