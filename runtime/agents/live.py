@@ -48,19 +48,24 @@ def _parts(payload: Any) -> list[dict[str, Any]] | None:
 
 
 async def publish_model_response(payload: Any) -> None:
-    """The events of one model response: its text, its tool calls, `final` when it calls none."""
+    """The events of one pydantic-ai model response (see `publish_response`)."""
     parts = _parts(payload) or []
-    calls = [p for p in parts if p.get("part_kind") == "tool-call"]
     text = "".join(str(p.get("content", "")) for p in parts if p.get("part_kind") == "text")
+    calls = [
+        (p.get("tool_name"), p.get("args"), p.get("tool_call_id"))
+        for p in parts
+        if p.get("part_kind") == "tool-call"
+    ]
+    await publish_response(text, calls)
+
+
+async def publish_response(text: str, calls: list[tuple[Any, Any, Any]]) -> None:
+    """The events of one model response of any framework: its text, each tool call
+    (name, arguments, call id) in order, and `final` when it calls no tool."""
     if text:
         await publish("text_delta", text=text)
-    for part in calls:
-        await publish(
-            "tool_call",
-            tool_name=part.get("tool_name"),
-            args=part.get("args"),
-            tool_call_id=part.get("tool_call_id"),
-        )
+    for tool_name, args, tool_call_id in calls:
+        await publish("tool_call", tool_name=tool_name, args=args, tool_call_id=tool_call_id)
     if not calls:
         await publish("final", text=text)
 

@@ -25,7 +25,7 @@ from agents.usage import Usage
 from pydantic import TypeAdapter
 
 from runtime.agents.approvals import ApprovalCall, wait_for_approvals, workflow_context
-from runtime.agents.live import publish
+from runtime.agents.live import publish, publish_response
 from runtime.agents.openai_order import CallOrder
 
 _OUTPUT_ITEM: TypeAdapter[TResponseOutputItem] = TypeAdapter(TResponseOutputItem)
@@ -64,18 +64,8 @@ async def _publish_response(payload: dict[str, Any]) -> None:
         if item.get("type") == "message":
             text += "".join(str(c.get("text", "")) for c in item.get("content", []))
         elif item.get("type") == "function_call":
-            calls.append(item)
-    if text:
-        await publish("text_delta", text=text)
-    for call in calls:
-        await publish(
-            "tool_call",
-            tool_name=call.get("name"),
-            args=call.get("arguments"),
-            tool_call_id=call.get("call_id"),
-        )
-    if not calls:
-        await publish("final", text=text)
+            calls.append((item.get("name"), item.get("arguments"), item.get("call_id")))
+    await publish_response(text, calls)
 
 
 class FanfoldModel(Model):
