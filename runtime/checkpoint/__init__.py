@@ -1,10 +1,17 @@
 """The checkpoint store's pure core: group commit of checkpoints from many threads to a sink.
 
-`batching` (checkpoints, envelopes, batch limits), `intake` (the queue and whose turn it is to
-write), `writer` (the per-process writer and its thread), `commit` (one batch's commit and the
-sessions a failure poisons), `held_signals`, `poisoned`, `errors`, and `memory` (an in-memory
-sink for tests). Nothing here imports Django: the database sink is runtime.store.sink, and
-runtime.store builds this process's writer over it.
+- `batching`: what is queued (checkpoints, their envelopes and waiters) and the batch limits.
+- `intake`: the queue, and whose turn it is to write the next batch.
+- `writer`: the per-process writer (`write` blocks until committed, `submit` queues) and its
+  thread.
+- `commit`: one batch's commit, its callers resolved, and a failure kept to the sessions it hit.
+- `poisoned`: the sessions a failed write poisoned, and by what.
+- `held_signals`: signal handlers held back while the main thread writes a batch itself.
+- `sink`: the port batches are written through (`Sink`) and the writer's counters;
+  `memory`: an in-memory sink for tests; `errors`: what the writer's callers may get.
+
+Nothing here imports Django: the database sink is runtime.store.sink, and runtime.store builds
+this process's writer over it.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-STEPS = 8_000  # about five seconds of steps: several passes of one second
+STEPS = 5_000  # about three seconds of steps: several passes of one second
 
 
 def test_a_run_longer_than_the_soft_time_limit_completes_over_several_passes() -> None:

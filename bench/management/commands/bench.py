@@ -48,10 +48,20 @@ def _refuse_other_workers() -> None:
         )
 
 
+def _refuse(scenario: str, options: dict[str, Any]) -> None:
+    """CommandError for options out of range, or for workers already on the broker."""
+    for name in COUNTS:
+        if name in options and options[name] is not None and options[name] < 1:
+            raise CommandError(f"--{name} must be at least 1")
+    ratio = options.get("trace_ratio", 1.0)
+    if options.get("observe") and not 0 < ratio <= 1:
+        raise CommandError(f"--trace-ratio must be above 0 and at most 1, got {ratio}")
+    if scenario in WITH_WORKERS:
+        _refuse_other_workers()
+
+
 def _sample_traces(ratio: float) -> None:
     """The "on" side's sampler, for this process and the workers it starts (their env)."""
-    if not 0 < ratio <= 1:
-        raise CommandError(f"--trace-ratio must be above 0 and at most 1, got {ratio}")
     os.environ[tracing.RATIO_ENV] = repr(ratio)
 
 
@@ -170,8 +180,9 @@ class Command(BaseCommand):
             p.add_argument("--timeout", type=float, default=600.0)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        call_command("migrate", verbosity=0)
         scenario = options["scenario"]
+        _refuse(scenario, options)  # before the migrate: a refusal touches no database
+        call_command("migrate", verbosity=0)
         report = self._run(scenario, options)
         if options["json"]:
             self.stdout.write(json.dumps(report))
@@ -181,11 +192,6 @@ class Command(BaseCommand):
             self.stdout.write(f"  {key:<32} {value}")
 
     def _run(self, scenario: str, options: dict[str, Any]) -> dict[str, Any]:
-        for name in COUNTS:
-            if name in options and options[name] is not None and options[name] < 1:
-                raise CommandError(f"--{name} must be at least 1")
-        if scenario in WITH_WORKERS:
-            _refuse_other_workers()
         observe = options.get("observe", False)
         if observe:
             _sample_traces(options["trace_ratio"])

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import operate_workflows as flows
+import pytest
 
+from runtime.core.clock import FakeClock
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Event, Step
 from runtime.services import start_run
@@ -17,24 +18,29 @@ def _names(run_id: Any) -> list[tuple[str, str]]:
     return list(Step.objects.filter(run_id=run_id).order_by("position").values_list("kind", "name"))
 
 
-def _resume(run_id: Any) -> Any:
-    time.sleep(0.25)  # past the workflow's 0.2 s sleep
-    execution = execute(run_id)
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def _resume(run_id: Any, clock: FakeClock) -> Any:
+    clock.advance(0.25)  # past the workflow's 0.2 s sleep
+    execution = execute(run_id, clock)
     assert execution.outcome == ExecutionOutcome.COMPLETED
     return Step.objects.filter(run_id=run_id).order_by("position").last()
 
 
 def test_patched_old_history_takes_the_old_branch_and_a_new_run_the_new_one(
-    dispatcher: InMemoryDispatcher,
+    dispatcher: InMemoryDispatcher, clock: FakeClock
 ) -> None:
     old, _ = start_run("tests.operate.patched")
-    assert execute(old.id).outcome == ExecutionOutcome.SUSPENDED  # asleep on v1 code
+    assert execute(old.id, clock).outcome == ExecutionOutcome.SUSPENDED  # asleep on v1 code
     flows.VERSION["code"] = 2
     new, _ = start_run("tests.operate.patched")
-    assert execute(new.id).outcome == ExecutionOutcome.SUSPENDED  # asleep on v2 code
+    assert execute(new.id, clock).outcome == ExecutionOutcome.SUSPENDED  # asleep on v2 code
 
-    _resume(old.id)
-    _resume(new.id)
+    _resume(old.id, clock)
+    _resume(new.id, clock)
 
     assert _names(old.id) == [("step", "a"), ("step", "b"), ("sleep", "sleep"), ("step", "d")]
     assert _names(new.id) == [
@@ -50,11 +56,11 @@ def test_patched_old_history_takes_the_old_branch_and_a_new_run_the_new_one(
     assert replay(old.id).ok and replay(new.id).ok
 
 
-def test_patched_recorded_answer_is_kept_on_replay() -> None:
+def test_patched_recorded_answer_is_kept_on_replay(clock: FakeClock) -> None:
     flows.VERSION["code"] = 2
     run, _ = start_run("tests.operate.patched")
-    execute(run.id)
-    _resume(run.id)
+    execute(run.id, clock)
+    _resume(run.id, clock)
     flows.calls.clear()
     # A replay with the same code reads the marker back and runs nothing.
     report = replay(run.id)
@@ -62,14 +68,16 @@ def test_patched_recorded_answer_is_kept_on_replay() -> None:
     assert flows.calls == {}
 
 
-def test_patched_removed_patch_passes_runs_with_the_marker_and_fails_runs_without() -> None:
+def test_patched_removed_patch_passes_runs_with_the_marker_and_fails_runs_without(
+    clock: FakeClock,
+) -> None:
     old, _ = start_run("tests.operate.patched")
-    execute(old.id)
-    _resume(old.id)
+    execute(old.id, clock)
+    _resume(old.id, clock)
     flows.VERSION["code"] = 2
     new, _ = start_run("tests.operate.patched")
-    execute(new.id)
-    _resume(new.id)
+    execute(new.id, clock)
+    _resume(new.id, clock)
 
     flows.VERSION["code"] = 3  # the patch call is gone, only the new branch is left
     assert replay(new.id).ok  # its marker is stepped over

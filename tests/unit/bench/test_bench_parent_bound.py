@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from bench.workers import ROOT
+from tests.support.services import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's prctl")
 
@@ -34,22 +34,25 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def _command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
 def test_the_bound_program_ends_when_its_starter_is_killed() -> None:
     starter = subprocess.Popen(
         [sys.executable, "-c", STARTER], cwd=ROOT, stdout=subprocess.PIPE, text=True
     )
     assert starter.stdout is not None
     bound = int(starter.stdout.readline())
-    time.sleep(0.5)
+    wait_until(lambda: _command_line(bound).startswith(b"/bin/sleep"), 10, "the exec")
     assert alive(bound)  # exec'd into sleep, bound to the starter
-    assert Path(f"/proc/{bound}/cmdline").read_bytes().startswith(b"/bin/sleep")
 
     starter.kill()
     starter.wait(10)
-    deadline = time.monotonic() + 10
-    while alive(bound) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(bound)
+    wait_until(lambda: not alive(bound), 10, "the bound program to end")
 
 
 def test_a_starter_already_gone_is_not_outlived() -> None:

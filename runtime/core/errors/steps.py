@@ -1,25 +1,14 @@
-"""Typed errors of the runtime, each with a stable `code`, picklable across Celery."""
+"""Errors of steps and workflow code: raised by step bodies, and raised into workflow code.
+
+`describe_exception` is the JSON record of any exception as step and run errors store it.
+"""
 
 from __future__ import annotations
 
 import traceback
 from typing import Any
 
-
-class FanfoldError(Exception):
-    """Base class of every error Fanfold raises on purpose."""
-
-    code = "fanfold_error"
-
-    def __init__(self, message: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (self.__class__, (self.message,))
-
-    def __str__(self) -> str:
-        return self.message
+from runtime.core.errors.base import FanfoldError
 
 
 class FatalError(FanfoldError):
@@ -91,30 +80,6 @@ class NotAwaited(FanfoldError):
     code = "not_awaited"
 
 
-class PayloadError(FanfoldError):
-    """A value that must be recorded is not JSON, or is larger than the configured limit."""
-
-    code = "invalid_payload"
-
-
-class PayloadTooLarge(PayloadError):
-    code = "payload_too_large"
-
-
-class WorkflowNotFound(FanfoldError):
-    code = "unknown_workflow"
-
-
-class InvalidArguments(FanfoldError):
-    """Arguments that do not fit the workflow's parameters."""
-
-    code = "invalid_arguments"
-
-
-class RegistrationError(FanfoldError):
-    code = "registration_error"
-
-
 class StepFailed(FanfoldError):
     """A step failed for good. Carries the recorded error of its last attempt."""
 
@@ -151,61 +116,10 @@ class StepFailed(FanfoldError):
         )
 
 
-class RunFailed(FanfoldError):
-    """`RunHandle.wait()` found the run failed; `.error` is the recorded error."""
-
-    code = "run_failed"
-
-    def __init__(self, message: str = "", error: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.error = error or {}
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (self.__class__, (self.message, self.error))
-
-
-class RunCancelled(FanfoldError):
-    code = "run_cancelled"
-
-
-class RunAlreadyFinished(FanfoldError):
-    """Cancel (or a callback) arrived for a run that has already finished."""
-
-    code = "run_finished"
-
-
-class RunFinished(RunAlreadyFinished):
-    """A message was sent to a run that has finished (completed, failed or cancelled)."""
-
-    code = "run_finished"
-
-
-class ValueNotFound(FanfoldError, LookupError):
-    """The run has set no value under this key (yet)."""
-
-    code = "value_not_found"
-
-
 class StepChanged(FanfoldError):
     """A write conditional on a step's state found the step finished or its deadline moved."""
 
     code = "step_changed"
-
-
-class LeaseLost(FanfoldError):
-    """This executor no longer owns the run (cancelled, or taken over after a lost heartbeat)."""
-
-    code = "lease_lost"
-
-
-class WokenUp(LeaseLost):
-    """A suspend lost the race with a wake-up: the executor must replay instead of sleeping."""
-
-    code = "woken_up"
-
-
-class RunNotFound(FanfoldError, LookupError):
-    code = "not_found"
 
 
 class StepInterrupted(FanfoldError):
@@ -221,64 +135,10 @@ class ChildFailed(FanfoldError):
     code = "child_failed"
 
 
-class CallbackFailed(FanfoldError):
-    """`Callback.wait()` found an error posted to the callback."""
-
-    code = "callback_failed"
-
-    def __init__(
-        self, message: str = "", callback: str = "", error_type: str = "", error_message: str = ""
-    ) -> None:
-        super().__init__(message or f"callback {callback!r} failed: {error_type}: {error_message}")
-        self.callback = callback
-        self.error_type = error_type
-        self.error_message = error_message
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            self.__class__,
-            (self.message, self.callback, self.error_type, self.error_message),
-        )
-
-
-class CallbackTimedOut(FanfoldError):
-    """`Callback.wait()` passed its `timeout`, or its `heartbeat_timeout` with no heartbeat."""
-
-    code = "callback_timed_out"
-
-
 class ConditionTimedOut(FanfoldError):
     """`ctx.wait_for_condition` polled until its `timeout` and the condition never held."""
 
     code = "condition_timed_out"
-
-
-class CallbackNotFound(FanfoldError, LookupError):
-    code = "callback_not_found"
-
-
-class CallbackAlreadyCompleted(FanfoldError):
-    """A result, error or heartbeat arrived for a callback that already has its outcome."""
-
-    code = "callback_completed"
-
-
-class PositionOutOfRange(FanfoldError, ValueError):
-    """A fork position that is not a position of the source run's history (or one past it)."""
-
-    code = "position_out_of_range"
-
-
-class PositionUnfinished(FanfoldError):
-    """A fork position after a step of the source run that has not finished yet."""
-
-    code = "position_unfinished"
-
-
-class NothingToRetry(FanfoldError):
-    """A retry of a run that has no failed or cancelled step."""
-
-    code = "nothing_to_retry"
 
 
 def describe_exception(exc: BaseException) -> dict[str, Any]:
@@ -289,27 +149,3 @@ def describe_exception(exc: BaseException) -> dict[str, Any]:
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     record["traceback"] = tb[-8000:]
     return record
-
-
-class ScheduleNotFound(FanfoldError, LookupError):
-    """No workflow with a schedule has this name."""
-
-    code = "schedule_not_found"
-
-
-class IdempotencyConflict(FanfoldError):
-    """A start repeats an idempotency key of the same owner and workflow with other arguments."""
-
-    code = "idempotency_conflict"
-
-
-class ReservedIdempotencyKey(FanfoldError, ValueError):
-    """A caller's idempotency key in the namespace of the keys the runtime makes itself."""
-
-    code = "reserved_idempotency_key"
-
-
-class NotPermitted(FanfoldError, PermissionError):
-    """The acting user may see the run or schedule but lacks the permission for this action."""
-
-    code = "permission_denied"

@@ -1,0 +1,143 @@
+"""Runs: what a start and a fork take, the list's filters, and a run in a list and on its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from api.includes import RUN_PARTS, left_out
+from runtime.models import Run, RunStatus, choices
+from runtime.selectors import step_counts
+
+
+class StartRunSerializer(serializers.Serializer[Any]):
+    workflow = serializers.CharField(max_length=200, help_text="a registered workflow name")
+    args = serializers.ListField(child=serializers.JSONField(), default=list)
+    kwargs = serializers.DictField(child=serializers.JSONField(), default=dict)
+    idempotency_key = serializers.CharField(
+        max_length=255,
+        required=False,
+        allow_null=True,
+        help_text="a second start with the same key returns the first run",
+    )
+    concurrency_key = serializers.CharField(
+        max_length=255,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text="the slots to count against, for a workflow with `concurrency=N`",
+    )
+    priority = serializers.IntegerField(
+        min_value=0, max_value=9, default=0, help_text="0-9, higher is admitted first"
+    )
+
+
+class ForkRunSerializer(serializers.Serializer[Any]):
+    from_position = serializers.IntegerField(
+        help_text="the first position run again; the records before it are copied"
+    )
+    args = serializers.ListField(
+        child=serializers.JSONField(),
+        required=False,
+        help_text="new arguments (default: the source's)",
+    )
+    kwargs = serializers.DictField(
+        child=serializers.JSONField(), required=False, help_text="new keyword arguments"
+    )
+
+
+class RunFilterSerializer(serializers.Serializer[Any]):
+    status = serializers.ChoiceField(choices=choices(RunStatus), required=False)
+    workflow = serializers.CharField(max_length=200, required=False)
+
+
+class StepCountsSerializer(serializers.Serializer[Any]):
+    pending = serializers.IntegerField()
+    running = serializers.IntegerField()
+    completed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+
+
+class RunSerializer(serializers.ModelSerializer[Run]):
+    owner = serializers.IntegerField(
+        source="owner_id",
+        read_only=True,
+        allow_null=True,
+        help_text="the id of the user who owns the run (null: started by a schedule or code)",
+    )
+    args = serializers.ListField(child=serializers.JSONField(), read_only=True)
+    kwargs = serializers.DictField(child=serializers.JSONField(), read_only=True)
+    result = serializers.JSONField(read_only=True, allow_null=True)
+    error = serializers.JSONField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "workflow",
+            "status",
+            "owner",
+            "args",
+            "kwargs",
+            "idempotency_key",
+            "priority",
+            "concurrency_key",
+            "result",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class RunDetailSerializer(RunSerializer):
+    step_counts = serializers.SerializerMethodField()
+    forked_from = serializers.UUIDField(
+        source="forked_from_id",
+        read_only=True,
+        allow_null=True,
+        help_text="the run this one was forked from (fork or retry), if any",
+    )
+    forked_from_position = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="the position the fork ran again from"
+    )
+    forks = serializers.SerializerMethodField(help_text="ids of the runs forked from this one")
+
+    class Meta(RunSerializer.Meta):
+        fields = [
+            *RunSerializer.Meta.fields,
+            "step_counts",
+            "forked_from",
+            "forked_from_position",
+            "forks",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.UUIDField()))
+    def get_forks(self, run: Run) -> list[str]:
+        return [str(i) for i in run.forks.order_by("created_at").values_list("id", flat=True)]
+
+    @extend_schema_field(StepCountsSerializer)
+    def get_step_counts(self, run: Run) -> dict[str, int]:
+        return step_counts(run.id)
+
+
+class RunSummarySerializer(RunSerializer):
+    """A run in a list: its input, result and error only with `?include=`."""
+
+    # Not read-only, so that the OpenAPI document shows them optional.
+    args = serializers.ListField(child=serializers.JSONField(), required=False)
+    kwargs = serializers.DictField(child=serializers.JSONField(), required=False)
+    result = serializers.JSONField(required=False, allow_null=True)
+    error = serializers.JSONField(required=False, allow_null=True)
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        fields = super().get_fields()
+        for name in left_out(RUN_PARTS, self.context):
+            fields.pop(name)
+        return fields

@@ -1,0 +1,93 @@
+"""Typed errors of the runtime, each with a stable `code`, picklable across Celery.
+
+One base class (`base.FanfoldError`) and the errors by what they are about: `steps` (raised by
+step bodies or into workflow code, and `describe_exception`, the stored record of any error),
+`runs`, `callbacks` and `refusals` (a caller's request refused: the API's 4xx). Import them
+from here: `from runtime.core.errors import StepFailed`.
+"""
+
+from __future__ import annotations
+
+from runtime.core.errors.base import FanfoldError
+from runtime.core.errors.callbacks import (
+    CallbackAlreadyCompleted,
+    CallbackFailed,
+    CallbackNotFound,
+    CallbackTimedOut,
+)
+from runtime.core.errors.refusals import (
+    IdempotencyConflict,
+    InvalidArguments,
+    NothingToRetry,
+    NotPermitted,
+    PayloadError,
+    PayloadTooLarge,
+    PositionOutOfRange,
+    PositionUnfinished,
+    RegistrationError,
+    ReservedIdempotencyKey,
+    ScheduleNotFound,
+    WorkflowNotFound,
+)
+from runtime.core.errors.runs import (
+    LeaseLost,
+    RunAlreadyFinished,
+    RunCancelled,
+    RunFailed,
+    RunFinished,
+    RunNotFound,
+    ValueNotFound,
+    WokenUp,
+)
+from runtime.core.errors.steps import (
+    ChildFailed,
+    ConditionTimedOut,
+    FatalError,
+    NonDeterminismError,
+    NotAwaited,
+    RetryableError,
+    StepChanged,
+    StepFailed,
+    StepInterrupted,
+    StepTimedOut,
+    describe_exception,
+)
+
+__all__ = [
+    "CallbackAlreadyCompleted",
+    "CallbackFailed",
+    "CallbackNotFound",
+    "CallbackTimedOut",
+    "ChildFailed",
+    "ConditionTimedOut",
+    "FanfoldError",
+    "FatalError",
+    "IdempotencyConflict",
+    "InvalidArguments",
+    "LeaseLost",
+    "NonDeterminismError",
+    "NotAwaited",
+    "NotPermitted",
+    "NothingToRetry",
+    "PayloadError",
+    "PayloadTooLarge",
+    "PositionOutOfRange",
+    "PositionUnfinished",
+    "RegistrationError",
+    "ReservedIdempotencyKey",
+    "RetryableError",
+    "RunAlreadyFinished",
+    "RunCancelled",
+    "RunFailed",
+    "RunFinished",
+    "RunNotFound",
+    "ScheduleNotFound",
+    "StepChanged",
+    "StepFailed",
+    "StepInterrupted",
+    "StepTimedOut",
+    "ValueNotFound",
+    "WokenUp",
+    "WorkflowNotFound",
+    "describe_exception",
+]
