@@ -5,12 +5,14 @@ a task starts a run of the one-step workflow `runtime.django_tasks.runner` (the 
 the run id); the task's body is that run's step, so it is retried by a retry policy, taken over
 when its worker dies, and its result is read from the run's records (runtime.django_tasks
 .results). The run is written in the caller's transaction and its message sent when that
-commits: a rolled-back enqueue runs nothing, and the task sees what its caller committed.
+commits: a rolled-back enqueue runs nothing, and the task sees what its caller committed
+(OPTIONS["enqueue_on_commit"] False: the run is written and sent at once even then).
 """
 
 from __future__ import annotations
 
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -35,6 +37,7 @@ from runtime.django_tasks.compat import (
 from runtime.django_tasks.options import BadTaskOptions, TaskOptions
 from runtime.django_tasks.results import TASK_WORKFLOW, result_of
 from runtime.handles import start
+from runtime.store.connection import committed_apart, in_transaction
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,15 +95,18 @@ class FanfoldBackend(BaseTaskBackend):
             "enqueued_at": enqueued_at.isoformat(),
         }
         # One start: its run and first event are written in one transaction (the caller's,
-        # when there is one), and its message sent when that commits.
-        handle = start(
-            TASK_WORKFLOW,
-            task.module_path,
-            call_args,
-            call_kwargs,
-            meta,
-            priority=run_priority(task.priority),
-        )
+        # when there is one), and its message sent when that commits; with enqueue_on_commit
+        # False, in a transaction of its own that commits now, whatever the caller's does.
+        apart = self.settings.enqueue_on_commit is False and in_transaction()
+        with committed_apart() if apart else nullcontext():
+            handle = start(
+                TASK_WORKFLOW,
+                task.module_path,
+                call_args,
+                call_kwargs,
+                meta,
+                priority=run_priority(task.priority),
+            )
         queues.remember(handle.id, task.queue_name)
         result: TaskResult[..., Any] = TaskResult(
             task=task,
