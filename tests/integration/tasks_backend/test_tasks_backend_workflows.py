@@ -86,9 +86,13 @@ def test_tasks_backend_a_workflow_task_enqueued_in_a_rolled_back_transaction_run
         default_task_backend.get_result(result.id)
 
 
-def test_tasks_backend_a_workflow_task_takes_no_task_context() -> None:
+def test_tasks_backend_a_workflow_task_takes_no_task_context_and_is_no_step() -> None:
+    from runtime.django_tasks.steps import step_of
+
     with pytest.raises(InvalidTask, match="DurableContext"):
         task(takes_context=True)(tasks.order_total.func)
+    with pytest.raises(TypeError, match="cannot be a step"):
+        step_of(tasks.order_total)
 
 
 def test_tasks_backend_a_plain_run_is_no_task_result() -> None:
