@@ -4,7 +4,9 @@ against the same tasks on django-tasks-db's `db_worker`, on the same PostgreSQL,
 Each side has its workers running and idle first; the figure is the time from the first
 enqueue to the last task's finish (the rows' own `finished_at`). Fanfold's side is one prefork
 worker of `concurrency` processes; django-tasks-db's is as many `db_worker` processes (each
-runs one task at a time), polling every `interval` seconds when idle. django-tasks-db is not a
+runs one task at a time), polling every `interval` seconds when idle. Fanfold's side also
+reports the execution messages its worker took (`execute_messages`: one per task, and the
+duplicates it skipped). django-tasks-db is not a
 dependency of Fanfold: `pip install -e '.[bench]'` brings it (the TASKS alias "db" of the demo
 settings uses it when it is installed).
 """
@@ -22,10 +24,11 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.db.models import Max, Min
 
-from bench import environment
+from bench import counting, environment
 from bench.environment import Pool
 from bench.workers import ROOT, database_url
 from runtime import dispatch
+from runtime.dispatch import EXECUTE_RUN
 from runtime.models import Run, RunStatus
 
 POLL_SECONDS = 0.05
@@ -52,7 +55,8 @@ def run_tasks(count: int, timeout: float, pool: Pool, interval: float) -> dict[s
 def _fanfold_side(count: int, timeout: float, pool: Pool) -> dict[str, Any]:
     from bench.task_noops import fanfold_noop
 
-    with environment.workers(pool):
+    with environment.workers(pool, **{counting.ENV: counting.counter_url()}):
+        counting.reset()
         began = time.monotonic()
         ids = [uuid.UUID(fanfold_noop.enqueue(i).id) for i in range(count)]
         enqueued = time.monotonic() - began
@@ -61,9 +65,12 @@ def _fanfold_side(count: int, timeout: float, pool: Pool) -> dict[str, Any]:
         # Messages still queued (duplicates a backlog draws) are consumed here, not by the
         # next round's workers, whose runs these no longer are.
         _until(lambda: dispatch.queue_depth() in (0, None), timeout)
+        time.sleep(0.2)  # what a worker took last is counted as it starts
     span = runs.aggregate(first=Min("created_at"), last=Max("finished_at"))
     runs.delete()
-    return _side(span["first"], span["last"], enqueued)
+    # Execution messages the worker took: one per task, and the duplicates it skipped.
+    messages = counting.consumed().get(EXECUTE_RUN, 0)
+    return {**_side(span["first"], span["last"], enqueued), "execute_messages": messages}
 
 
 def _db_worker_side(count: int, timeout: float, processes: int, interval: float) -> dict[str, Any]:

@@ -58,8 +58,9 @@ class Dispatcher(Protocol):
         """Publish these branch attempts of a run of `priority`, delayed ones after their
         countdown; raises `publisher.PublishError` if any failed."""
 
-    def queue_depth(self) -> int | None:
-        """How many messages wait in the default queue now; None if that cannot be known."""
+    def queue_depth(self, queue: str | None = None) -> int | None:
+        """How many messages wait in `queue` (None: the default queue) now; None if that
+        cannot be known."""
 
 
 def branch_message(
@@ -180,9 +181,9 @@ class CeleryDispatcher:
     def _level(self, app: Celery, priority: int) -> int | None:
         return broker_priority(str(app.conf.broker_url or ""), priority)
 
-    def queue_depth(self) -> int | None:
+    def queue_depth(self, queue: str | None = None) -> int | None:
         app = self._app()
-        queue = app.conf.task_default_queue
+        queue = queue or app.conf.task_default_queue
         try:
             with app.connection_or_acquire() as connection:
                 declared = connection.default_channel.queue_declare(queue, passive=True)
@@ -259,6 +260,7 @@ def publish_later(
     publish_branches(run_id, group_position, [delayed], priority)
 
 
-def queue_depth() -> int | None:
-    """How many messages wait in the broker's default queue; None if unknown."""
-    return _dispatcher.queue_depth()
+def queue_depth(queue: str | None = None) -> int | None:
+    """How many messages wait in the broker's `queue` (None: the default queue); None if
+    unknown."""
+    return _dispatcher.queue_depth(queue)

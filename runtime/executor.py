@@ -37,6 +37,7 @@ from runtime.leases.liveness import process_key
 from runtime.models import RunStatus
 from runtime.observe import metrics
 from runtime.observe.attempts import RunPass
+from runtime.process.identity import worker_id
 from runtime.registry import registry
 from runtime.store import writer
 from runtime.store.leases import give_back_run_lease, run_wakeups
@@ -186,7 +187,8 @@ def _invoke(ctx: DurableContext, claimed: RunClaim) -> Any:
 def _announce_start(session: ExecutionSession, claimed: RunClaim, now: datetime) -> None:
     if claimed.status == RunStatus.PENDING:
         metrics.run_started(claimed.workflow)
-        events: tuple[EventDraft, ...] = (EventDraft(EventType.RUN_STARTED, now),)
+        started = EventDraft(EventType.RUN_STARTED, now, payload={"worker": worker_id()})
+        events: tuple[EventDraft, ...] = (started,)
         patch = RunPatch(status=RunStatus.RUNNING, started_at=now, wake_at=None)
     elif claimed.status == RunStatus.WAITING:
         events, patch = (), RunPatch(status=RunStatus.RUNNING, wake_at=None)

@@ -122,7 +122,7 @@ class InMemoryDispatcher:
             self.branches.extend(sent)
             self._queue.extend(sent)
 
-    def queue_depth(self) -> int | None:
+    def queue_depth(self, queue: str | None = None) -> int | None:
         with self._lock:
             return len(self._queue)
 

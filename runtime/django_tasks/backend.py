@@ -5,12 +5,15 @@ a task starts a run of the one-step workflow `runtime.django_tasks.runner` (the 
 the run id); the task's body is that run's step, so it is retried by a retry policy, taken over
 when its worker dies, and its result is read from the run's records (runtime.django_tasks
 .results). The run is written in the caller's transaction and its message sent when that
-commits: a rolled-back enqueue runs nothing, and the task sees what its caller committed.
+commits: a rolled-back enqueue runs nothing, and the task sees what its caller committed
+(OPTIONS["enqueue_on_commit"] False: the run is written and sent at once even then).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -34,7 +37,13 @@ from runtime.django_tasks.compat import (
 )
 from runtime.django_tasks.options import BadTaskOptions, TaskOptions
 from runtime.django_tasks.results import TASK_WORKFLOW, result_of
+from runtime.django_tasks.workflow_tasks import (
+    start_workflow_task,
+    workflow_of,
+    workflow_task_result,
+)
 from runtime.handles import start
+from runtime.store.connection import committed_apart, in_transaction
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,6 +86,20 @@ class FanfoldBackend(BaseTaskBackend):
         """The retry policy of this backend's tasks that name none."""
         return self.settings.retry
 
+    def validate_task(self, task: Task) -> None:
+        """Django's checks; a task that is a Fanfold workflow is checked as its function
+        (the workflow's first parameter is its DurableContext, never a TaskContext)."""
+        workflow = workflow_of(task)
+        if workflow is None:
+            super().validate_task(task)
+            return
+        if task.takes_context:
+            raise InvalidTask(
+                f"task {task.module_path} is a Fanfold workflow: it gets its DurableContext, "
+                "not a TaskContext (takes_context=True)"
+            )
+        super().validate_task(dataclasses.replace(task, func=workflow.fn))
+
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
         """Start the task's run (in the caller's transaction, sent when it commits)."""
         self.validate_task(task)
@@ -91,20 +114,35 @@ class FanfoldBackend(BaseTaskBackend):
             "run_after": None if task.run_after is None else task.run_after.isoformat(),
             "enqueued_at": enqueued_at.isoformat(),
         }
+        workflow = workflow_of(task)
         # One start: its run and first event are written in one transaction (the caller's,
-        # when there is one), and its message sent when that commits.
-        handle = start(
-            TASK_WORKFLOW,
-            task.module_path,
-            call_args,
-            call_kwargs,
-            meta,
-            priority=run_priority(task.priority),
-        )
-        queues.remember(handle.id, task.queue_name)
+        # when there is one), and its message sent when that commits; with enqueue_on_commit
+        # False, in a transaction of its own that commits now, whatever the caller's does.
+        apart = self.settings.enqueue_on_commit is False and in_transaction()
+        with committed_apart() if apart else nullcontext():
+            if workflow is None:
+                run_id = start(
+                    TASK_WORKFLOW,
+                    task.module_path,
+                    call_args,
+                    call_kwargs,
+                    meta,
+                    priority=run_priority(task.priority),
+                ).id
+            else:  # the task is a workflow: a run of its own, what it was enqueued with beside
+                meta["path"] = task.module_path
+                run_id = start_workflow_task(
+                    workflow,
+                    call_args,
+                    call_kwargs,
+                    meta,
+                    run_priority(task.priority),
+                    task.run_after,
+                )
+        queues.remember(run_id, task.queue_name)
         result: TaskResult[..., Any] = TaskResult(
             task=task,
-            id=str(handle.id),
+            id=str(run_id),
             status=TaskResultStatus.READY,
             enqueued_at=enqueued_at,
             started_at=None,
@@ -125,7 +163,7 @@ class FanfoldBackend(BaseTaskBackend):
             run_id = uuid.UUID(str(result_id))
         except ValueError:
             raise TaskResultDoesNotExist(result_id) from None
-        found = result_of(run_id)
+        found = result_of(run_id) or workflow_task_result(run_id)
         if found is None:
             raise TaskResultDoesNotExist(result_id)
         return found

@@ -24,10 +24,13 @@ class BadTaskOptions(ValueError):
 
 @dataclass(frozen=True)
 class TaskOptions:
-    """`retry`: the policy of tasks that name none (None: Fanfold's default policy)."""
+    """`retry`: the policy of tasks that name none (None: Fanfold's default policy).
+    `enqueue_on_commit`: True or None (the default), a task enqueued inside an atomic block
+    is written in that transaction and sent when it commits (outside one, at once); False,
+    it is written and sent at once even inside one, whatever that transaction then does."""
 
     retry: RetryPolicy | None = None
-    enqueue_on_commit: bool = True
+    enqueue_on_commit: bool | None = None
 
     @classmethod
     def parse(cls, alias: str, options: Any) -> TaskOptions:
@@ -43,15 +46,13 @@ class TaskOptions:
                 f"{where} has unknown keys {', '.join(unknown)} "
                 f"(known: {', '.join(sorted(KNOWN_OPTIONS))})"
             )
-        on_commit = options.get("enqueue_on_commit", True)
-        if on_commit is not True:
-            # A task's run is a row in the caller's database, written in the caller's
-            # transaction: it is always enqueued on commit, never before.
+        on_commit = options.get("enqueue_on_commit")
+        if on_commit is not None and not isinstance(on_commit, bool):
             raise BadTaskOptions(
-                f'{where}["enqueue_on_commit"] must be True (the default): a task is a run '
-                "written in your transaction, so it is always enqueued when that commits"
+                f'{where}["enqueue_on_commit"] must be True, False or None (left out: a task '
+                "enqueued inside an atomic block is sent when that commits)"
             )
-        return cls(retry=_policy(where, options.get("retry")), enqueue_on_commit=True)
+        return cls(retry=_policy(where, options.get("retry")), enqueue_on_commit=on_commit)
 
 
 def _policy(where: str, value: Any) -> RetryPolicy | None:

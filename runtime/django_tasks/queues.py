@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 
 from runtime.django_tasks import configured_aliases
-from runtime.django_tasks.results import TASK_WORKFLOW
+from runtime.django_tasks.results import TASK_META_KEY, TASK_WORKFLOW
 from runtime.store.django_tasks import task_queue_name
 
 DEFAULT_QUEUE = "default"
@@ -48,7 +48,7 @@ def queue_of(run_id: uuid.UUID) -> str | None:
             return _known[run_id]
     if not named_queues():
         return None
-    queue = celery_queue(task_queue_name(run_id, TASK_WORKFLOW))
+    queue = celery_queue(task_queue_name(run_id, TASK_WORKFLOW, TASK_META_KEY))
     remember(run_id, queue)
     return queue
 

@@ -20,8 +20,11 @@ from runtime.models import RunStatus
 from runtime.store.django_tasks import TaskRunRecord, load_task_run
 
 TASK_WORKFLOW = "fanfold.django_task"
-# Each attempt of a task's body writes {"attempt", "worker"} here as it starts.
+# Where each attempt of a task's body wrote {"attempt", "worker"} as it started, before
+# `step_started` events named their worker: read for the runs recorded then.
 ATTEMPTS_STREAM = "fanfold.task_attempts"
+# The run value holding what a task that is a workflow was enqueued with (workflow_tasks).
+TASK_META_KEY = "fanfold.task"
 
 _FINISHED = {
     RunStatus.COMPLETED: TaskResultStatus.SUCCESSFUL,
@@ -64,7 +67,7 @@ def result_of(run_id: uuid.UUID) -> TaskResult | None:
         kwargs=kwargs,
         backend=meta["backend"],
         errors=[task_error(e) for e in record.failures] + _cancelled(record),
-        worker_ids=[a.worker_id for a in attempts],
+        worker_ids=[str(a.worker_id) for a in attempts],
     )
     if record.status == RunStatus.COMPLETED:
         object.__setattr__(result, "_return_value", record.result)

@@ -3,16 +3,14 @@
 `fanfold.django_task(ctx, path, args, kwargs, meta)` waits durably until the task's
 `run_after` (when it has one), then runs the task's function as one step named after the
 task, retried by the task's policy (`@task(retry=...)`), else the backend's OPTIONS["retry"],
-else Fanfold's default. Each attempt writes the worker that took it to the run's stream
-`ATTEMPTS_STREAM` and sends Django's `task_started`; the attempt that settles the task sends
+else Fanfold's default. Each attempt's `step_started` event names the worker that took it;
+the attempt sends Django's `task_started`, and the attempt that settles the task sends
 `task_finished`.
 """
 
 from __future__ import annotations
 
 import functools
-import os
-import socket
 import uuid
 from datetime import datetime
 from typing import Any
@@ -32,16 +30,11 @@ from runtime.django_tasks.compat import (
     task_finished,
     task_started,
 )
-from runtime.django_tasks.results import ATTEMPTS_STREAM, TASK_WORKFLOW, load_task, task_error
+from runtime.django_tasks.results import TASK_WORKFLOW, load_task, task_error
 from runtime.durable.stepinfo import current_step
+from runtime.process.identity import worker_id
 from runtime.registry import workflow
 from runtime.store.django_tasks import attempt_workers
-from runtime.streaming.writer import stream
-
-
-def worker_id() -> str:
-    """This worker process, as a task result's `worker_ids` name it."""
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def task_policy(task: Task) -> RetryPolicy:
@@ -80,9 +73,11 @@ def attempt(
     signals sent, the context given when the task takes one."""
     number = current_step().attempt
     me = worker_id()
-    stream(ATTEMPTS_STREAM).write({"attempt": number, "worker": me})
     now = timezone.now()
-    workers = [me] if number == 1 else [*attempt_workers(run_id, ATTEMPTS_STREAM)]
+    # This attempt's start (naming its worker) may not be committed yet: it is queued, and
+    # usually commits with the attempt's end.
+    earlier = [] if number == 1 else attempt_workers(run_id)
+    workers = [worker for n, worker in earlier if n < number] + [me]
     result: TaskResult[..., Any] = TaskResult(
         task=task,
         id=str(run_id),

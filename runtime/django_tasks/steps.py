@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.django_tasks.compat import Task
-from runtime.registry import StepFunction, registry, step
+from runtime.registry import StepFunction, WorkflowFunction, registry, step
 
 
 def step_of(task: Task) -> StepFunction[..., Any]:
@@ -16,6 +16,11 @@ def step_of(task: Task) -> StepFunction[..., Any]:
     at module level, so that every worker has the step."""
     if not isinstance(task, Task):
         raise TypeError(f"step_of takes a Django task, not {type(task).__name__}")
+    if isinstance(task.func, WorkflowFunction):
+        raise TypeError(
+            f"task {task.module_path} is a Fanfold workflow: fan out over `task.func` "
+            "(a child workflow per item), it cannot be a step"
+        )
     if task.takes_context:
         raise TypeError(f"task {task.module_path} takes a TaskContext: it cannot be a step")
     name = task.module_path

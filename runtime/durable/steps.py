@@ -27,6 +27,7 @@ from runtime.durable.body import BodyCall, BodyOutcome, StepBody
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.stepinfo import StepInfo
 from runtime.flow.ratelimit import turn_wait
+from runtime.process.identity import worker_id
 from runtime.registry import StepFunction, step_policy
 
 
@@ -160,7 +161,8 @@ class StepAttemptRun:
             events.append(
                 step_created(sid, call.position, call.name, "step", self.step_input, started)
             )
-        events.append(EventDraft(EventType.STEP_STARTED, started, sid, {"attempt": attempt}))
+        begun = {"attempt": attempt, "worker": worker_id()}
+        events.append(EventDraft(EventType.STEP_STARTED, started, sid, begun))
         running = self.row(StepStatus.RUNNING, attempt, started, started_at=started)
         # An at-most-once start must be durable before the body runs; an at-least-once start
         # is queued and usually commits together with the completion.

@@ -3,7 +3,9 @@
 It finds runs that should be executing but have no live owner: a lease that expired (the
 worker died), or no lease and a wake-up time in the past (a lost timer or start message).
 Every worker process runs it on a timer; duplicates are harmless because executions claim
-a lease first.
+a lease first, but each costs a worker a message, so the sweep sends as few as it can: a run
+it sends again is due anew from then (runtime.store.run_queue), and while the run queue has
+messages waiting a run's message may be one of them, so it counts as lost only much later.
 """
 
 from __future__ import annotations
@@ -15,19 +17,40 @@ from datetime import timedelta
 from django.utils import timezone
 
 from runtime import conf
-from runtime.dispatch import enqueue_run
+from runtime.dispatch import enqueue_run, queue_depth
 from runtime.process.background import BackgroundLoop
-from runtime.store.run_queue import due_runs as due_runs_of_queue
+from runtime.store.run_queue import take_due_runs
 
 log = logging.getLogger("fanfold.sweep")
 
+# As for fan-out branches (runtime.fanout.sweep): a run whose message may wait behind others
+# in the queue counts as lost after this many leases unpicked.
+QUEUED_GRACE_LEASES = 10
+
+
+def overdue_grace(depth: int | None) -> float:
+    """Seconds an unleased run stays due, its message unpicked, before the sweep sends it
+    again, with `depth` messages waiting in the run queue (None: unknown).
+
+    An empty queue holds no run's message: one not picked up within a sweep interval (at
+    least a second: the ordinary message arrives first) was lost, or sits in a live worker's
+    prefetch, where a duplicate just finds the lease taken. A queue with messages waiting may
+    hold the run's message behind them: a copy sent now would wait behind the same backlog
+    and only add to it, so the run counts as lost after QUEUED_GRACE_LEASES leases.
+    """
+    settings = conf.get()
+    grace = max(settings.SWEEP_INTERVAL, 1.0)
+    if not depth:
+        return grace
+    return max(grace, QUEUED_GRACE_LEASES * settings.LEASE_SECONDS)
+
 
 def due_runs(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
-    """(id, priority) of the runs to enqueue again, oldest due first."""
+    """(id, priority) of the runs to enqueue again, oldest due first; each is due anew from
+    now (the next sweep waits for the message sent now as it waited for the first)."""
     now = timezone.now()
-    # A grace period lets the ordinary message arrive first; the sweep is the backstop.
-    grace = timedelta(seconds=max(conf.get().SWEEP_INTERVAL, 1.0))
-    return due_runs_of_queue(now, grace, limit)
+    grace = overdue_grace(queue_depth(conf.get().RUN_QUEUE or None))
+    return take_due_runs(now, now - timedelta(seconds=grace), limit)
 
 
 def sweep_once() -> int:

@@ -111,3 +111,20 @@ class KeptConnections:
                 raise
             finally:
                 kept.last_used = time.monotonic()
+
+
+_apart = KeptConnections()
+
+
+def in_transaction() -> bool:
+    """Whether this thread's default connection is inside an atomic block now."""
+    return bool(connection.in_atomic_block)
+
+
+@contextmanager
+def committed_apart() -> Iterator[None]:
+    """Statements in the block run on a kept connection of this thread's own, in autocommit:
+    what they write commits at once, whatever the caller's open transaction then does (a
+    Django task enqueued with `enqueue_on_commit` False)."""
+    with _apart.lent():
+        yield

@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 
+from django.db import transaction
 from django.db.models import Q
 
 from runtime.models import Run
 
 
-def due_runs(now: datetime, grace: timedelta, limit: int) -> list[tuple[uuid.UUID, int]]:
+def take_due_runs(
+    now: datetime, overdue_before: datetime, limit: int
+) -> list[tuple[uuid.UUID, int]]:
     """(id, priority) of the active runs whose lease expired, or that are unleased and were
-    due more than `grace` ago, oldest due first."""
+    due before `overdue_before`, oldest due first. The unleased ones are marked due `now`:
+    their message is sent again now, and a later sweep gives that message as long as this one
+    gave the first before it sends one more. Rows another sweeper holds are left to it."""
     orphaned = Q(lease_token__isnull=False, lease_expires_at__lt=now)
-    overdue = Q(lease_token__isnull=True, wake_at__lt=now - grace)
-    ids = (
-        Run.objects.active()
-        .filter(orphaned | overdue)
-        .order_by("wake_at")
-        .values_list("id", "priority")[:limit]
-    )
-    return list(ids)
+    overdue = Q(lease_token__isnull=True, wake_at__lt=overdue_before)
+    with transaction.atomic():
+        rows = list(
+            Run.objects.active()
+            .filter(orphaned | overdue)
+            .order_by("wake_at")
+            .select_for_update(skip_locked=True)
+            .values_list("id", "priority", "lease_token")[:limit]
+        )
+        unleased = [run_id for run_id, _, token in rows if token is None]
+        if unleased:
+            Run.objects.filter(id__in=unleased, lease_token__isnull=True).update(wake_at=now)
+    return [(run_id, priority) for run_id, priority, _ in rows]

@@ -41,3 +41,10 @@ square_step = step_of(square)
 def sum_of_squares(ctx: Any, numbers: list[int]) -> int:
     first = ctx.step(square_step, numbers[0])
     return first + sum(ctx.map(square_step, numbers[1:]))
+
+
+@task
+@workflow(name="tests.tasks.squares_total")
+def squares_total(ctx: Any, numbers: list[int]) -> int:
+    """A task that is a workflow: enqueued, its run fans out over `square` on the workers."""
+    return sum(ctx.map(square_step, numbers))

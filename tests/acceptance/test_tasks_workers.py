@@ -10,6 +10,7 @@ import pytest
 
 from runtime import get_run, start
 from runtime.django_tasks.compat import TaskResultStatus
+from runtime.models import Run
 from tests.acceptance import task_flows as flows
 from tests.support.services import wait_until
 from tests.support.workers import running_worker
@@ -70,3 +71,23 @@ def test_tasks_workers_a_named_queue_is_the_celery_queue_its_workers_consume(
     with running_worker("tasks-reports", "prefork", 1, queue="fanfold-test-reports", **env):
         result = flows.square.using(queue_name="fanfold-test-reports").enqueue(9)
         assert get_run(result.id).wait(timeout=60) == 81
+
+
+def test_tasks_workers_a_task_that_is_a_workflow_runs_as_that_workflow(
+    counters_redis: Any,
+) -> None:
+    with running_worker("tasks-workflow", "prefork", 2, **WORKER_ENV):
+        result = flows.squares_total.enqueue([2, 3, 4])
+        run = get_run(result.id)  # the task's run is a run of the workflow itself
+        assert run.wait(timeout=60) == 29
+    assert sorted(int(x) for x in counters_redis.lrange(flows.SQUARES, 0, -1)) == [2, 3, 4]
+    result.refresh()
+    assert (result.status, result.return_value, result.errors) == (
+        TaskResultStatus.SUCCESSFUL,
+        29,
+        [],
+    )
+    assert result.attempts == 1 and result.worker_ids[0].split(":")[-1].isdigit()
+    assert result.enqueued_at <= result.started_at <= result.finished_at
+    assert Run.objects.get(id=result.id).workflow == "tests.tasks.squares_total"
+    assert len([s for s in run.steps() if s.kind == "step"]) == 3  # the map's branches

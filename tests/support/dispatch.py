@@ -68,7 +68,7 @@ class RecordingDispatcher(CeleryDispatcher):
     ) -> None:
         self.enqueued(run_id, countdown, priority)
 
-    def queue_depth(self) -> int | None:
+    def queue_depth(self, queue: str | None = None) -> int | None:
         return self.depth  # None (unknown) unless a test sets it
 
     def publish_branches(

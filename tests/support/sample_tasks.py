@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime import RetryPolicy
+from runtime import FatalError, RetryPolicy, workflow
 from runtime.django_tasks.compat import TaskContext, task
 
 _task = task
@@ -57,3 +57,20 @@ def fails_once() -> int:
     if attempt == 1:
         raise ConnectionError("first attempt fails")
     return attempt
+
+
+def subtotal(prices: list[int]) -> int:
+    return sum(prices)
+
+
+@_task(priority=20)
+@workflow(name="tests.tasks.order_total")
+def order_total(ctx: Any, prices: list[int], discount: int = 0) -> int:
+    """A task that is itself a Fanfold workflow: enqueued, it is a run of this workflow."""
+    return int(ctx.step(subtotal, prices)) - discount
+
+
+@_task()
+@workflow(name="tests.tasks.refuses")
+def refuses(ctx: Any, reason: str) -> None:
+    raise FatalError(reason)

@@ -5,23 +5,18 @@ Messages go to an `InMemoryDispatcher`; `join()` delivers them in this process.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
-from django.db import connection
 
 from runtime import conf
 from runtime.testing import InMemoryDispatcher, use_dispatcher, use_writer
+from tests.support.integration import require_postgres
 
 
 @pytest.fixture(autouse=True)
 def _postgres(transactional_db: None) -> Iterator[None]:
-    if connection.vendor != "postgresql":
-        message = "flow integration tests need PostgreSQL: export DATABASE_URL"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    require_postgres("flow integration tests")
     conf.reset()
     yield
     conf.reset()

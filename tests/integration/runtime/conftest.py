@@ -7,77 +7,34 @@ records its batches, and enqueues are recorded instead of reaching a broker.
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 from run_records import LEASE_TOKEN
 
-from runtime import conf, store
-from runtime.checkpoint.batching import Checkpoint
+from runtime import conf
 from runtime.core.clock import FakeClock
 from runtime.executor import Execution, execute
 from runtime.models import Run
 from runtime.services import start_run
-from runtime.store.sink import DatabaseSink
-from runtime.testing import use_dispatcher, use_writer
-from tests.support.dispatch import Enqueued, RecordingDispatcher
+from tests.support.dispatch import Enqueued
+from tests.support.integration import RecordingSink, enqueued, require_postgres, sink
 
-
-class RecordingSink(DatabaseSink):
-    """The real database sink, remembering every batch it committed."""
-
-    instances: list[RecordingSink] = []
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.committed: list[list[Checkpoint]] = []
-        RecordingSink.instances.append(self)
-
-    def write_batch(self, checkpoints: Sequence[Checkpoint]) -> list[object]:
-        receipts = super().write_batch(checkpoints)
-        self.committed.append(list(checkpoints))
-        return receipts
+__all__ = ["enqueued", "sink"]
 
 
 @pytest.fixture(autouse=True)
-def _integration(transactional_db: None) -> Iterator[None]:
-    if connection.vendor != "postgresql":
-        # tests/conftest.py's DATABASE_URL default comes too late for pytest-django's settings.
-        message = (
-            "runtime integration tests need PostgreSQL: export DATABASE_URL (scripts/test does)"
-        )
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+def _integration(
+    transactional_db: None, enqueued: Enqueued, sink: Callable[[], RecordingSink]
+) -> Iterator[None]:
+    """Every test: PostgreSQL, enqueues recorded, a fresh writer whose sink records."""
+    require_postgres("runtime integration tests")
     conf.reset()
     yield
     conf.reset()
-
-
-@pytest.fixture(autouse=True)
-def enqueued() -> Iterator[Enqueued]:
-    """Every `enqueue_run` call (start's after-commit and the executor's timers)."""
-    with use_dispatcher(RecordingDispatcher()) as dispatcher:
-        assert isinstance(dispatcher, RecordingDispatcher)
-        yield dispatcher.enqueued
-
-
-@pytest.fixture(autouse=True)
-def sink(_integration: None) -> Iterator[Callable[[], RecordingSink]]:
-    """A fresh process checkpoint writer per test; returns a getter for its sink."""
-    RecordingSink.instances = []
-
-    def current() -> RecordingSink:
-        store.writer()
-        return RecordingSink.instances[-1]
-
-    with use_writer(RecordingSink):
-        yield current
 
 
 @pytest.fixture

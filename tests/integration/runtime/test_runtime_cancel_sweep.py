@@ -11,11 +11,12 @@ import pytest
 from django.utils import timezone
 from run_records import BodyCalls, event_types, payloads, run_row, steps
 
-from runtime import RunAlreadyFinished, RunCancelled, get_run, step, workflow
+from runtime import RunAlreadyFinished, RunCancelled, dispatch, get_run, step, workflow
 from runtime.executor import Execution, ExecutionOutcome
 from runtime.models import Run
-from runtime.recovery.run_sweep import due_runs, sweep_once
+from runtime.recovery.run_sweep import due_runs, overdue_grace, sweep_once
 from runtime.services import start_run
+from tests.support.dispatch import RecordingDispatcher
 
 calls = BodyCalls()
 
@@ -119,8 +120,32 @@ def test_sweep_finds_expired_leases_and_overdue_timers_only(enqueued: Any) -> No
         ids[label] = run.id
     enqueued.calls.clear()
 
-    assert sorted(run_id for run_id, _ in due_runs()) == sorted([ids["orphaned"], ids["overdue"]])
     assert sweep_once() == 2
     assert sorted(run_id for run_id, _ in enqueued.calls) == sorted(
         [ids["orphaned"], ids["overdue"]]
     )
+    # The overdue run was sent again just now: it is due anew, given that message's grace;
+    # the orphaned one stays due until a worker claims it.
+    assert [run_id for run_id, _ in due_runs()] == [ids["orphaned"]]
+
+
+def test_sweep_waits_longer_for_a_run_whose_message_may_be_queued(enqueued: Any) -> None:
+    """With messages waiting in the run queue, a run unpicked for a few seconds is likely
+    behind them: the sweep leaves it (a copy would only wait behind the same backlog) until
+    it has been due for QUEUED_GRACE_LEASES leases, then sends it once more."""
+    now = timezone.now()
+    behind, lost = (start_run("tests.cancel.naps")[0].id for _ in range(2))
+    Run.objects.filter(id=behind).update(wake_at=now - timedelta(seconds=5))
+    lost_for = timedelta(seconds=overdue_grace(depth=1) + 5)
+    Run.objects.filter(id=lost).update(wake_at=now - lost_for)
+    recorder = dispatch.current()
+    assert isinstance(recorder, RecordingDispatcher)
+    enqueued.calls.clear()
+
+    recorder.depth = 40
+    assert sweep_once() == 1
+    assert [run_id for run_id, _ in enqueued.calls] == [lost]
+    recorder.depth = 0  # the queue drained and `behind` was not picked up: its message is lost
+    assert sweep_once() == 1
+    assert [run_id for run_id, _ in enqueued.calls] == [lost, behind]
+    assert sweep_once() == 0  # each was sent again once, and is due anew

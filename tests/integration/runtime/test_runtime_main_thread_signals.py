@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
-from conftest import RecordingSink
 from run_records import event_types, step_at
 
 from runtime import step, workflow
@@ -21,6 +20,7 @@ from runtime.models import Run, RunStatus
 from runtime.services import start_run
 from runtime.testing import use_writer
 from tests.support.dispatch import Enqueued
+from tests.support.integration import RecordingSink
 
 passes: list[int] = []
 

@@ -3,38 +3,28 @@ executor, their enqueues recorded (a real worker runs them in tests/acceptance).
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from django.db import connection
 
 from runtime import conf
 from runtime.executor import execute
 from runtime.models import Run
-from runtime.testing import use_dispatcher
-from tests.support.dispatch import Enqueued, RecordingDispatcher
+from tests.support.dispatch import Enqueued
+from tests.support.integration import enqueued, require_postgres
+
+__all__ = ["enqueued"]
 
 
 @pytest.fixture(autouse=True)
-def _postgres(transactional_db: None) -> Iterator[None]:
-    if connection.vendor != "postgresql":
-        message = "Tasks integration tests need PostgreSQL: export DATABASE_URL"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+def _postgres(transactional_db: None, enqueued: Enqueued) -> Iterator[None]:
+    """Every test: PostgreSQL, enqueues recorded."""
+    require_postgres("Tasks integration tests")
     conf.reset()
     yield
     conf.reset()
-
-
-@pytest.fixture(autouse=True)
-def enqueued() -> Iterator[Enqueued]:
-    with use_dispatcher(RecordingDispatcher()) as dispatcher:
-        assert isinstance(dispatcher, RecordingDispatcher)
-        yield dispatcher.enqueued
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from django.db import transaction
 from django.utils import timezone
 
 from runtime.django_tasks.backend import FanfoldBackend, run_priority
@@ -197,29 +196,6 @@ def test_tasks_backend_run_after_waits_ready_until_due(drive: Callable[[str], st
     assert drive(result.id) == "completed"
     result.refresh()
     assert result.started_at >= due and result.return_value == 2
-
-
-def test_tasks_backend_enqueue_in_a_rolled_back_transaction_runs_nothing(
-    enqueued: Enqueued, signals: list[Any]
-) -> None:
-    class Rollback(Exception):
-        pass
-
-    with pytest.raises(Rollback), transaction.atomic():
-        result = tasks.add.enqueue(1, 2)
-        raise Rollback
-    assert Run.objects.count() == 0 and enqueued.calls == []
-    with pytest.raises(TaskResultDoesNotExist):
-        default_task_backend.get_result(result.id)
-
-
-def test_tasks_backend_enqueue_in_a_transaction_is_sent_when_it_commits(
-    enqueued: Enqueued,
-) -> None:
-    with transaction.atomic():
-        result = tasks.add.enqueue(1, 2)
-        assert enqueued.calls == []
-    assert enqueued.calls == [(uuid.UUID(result.id), None)]
 
 
 def test_tasks_backend_unknown_result_ids_do_not_exist() -> None:

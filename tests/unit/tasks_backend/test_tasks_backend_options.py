@@ -11,9 +11,14 @@ from runtime.django_tasks.options import BadTaskOptions, TaskOptions
 from runtime.django_tasks.results import class_path
 
 
-def test_tasks_backend_options_default_to_no_policy_and_on_commit() -> None:
-    assert TaskOptions.parse("default", None) == TaskOptions(None, True)
-    assert TaskOptions.parse("default", {}) == TaskOptions(None, True)
+def test_tasks_backend_options_default_to_no_policy_and_on_commit_when_in_a_transaction() -> None:
+    assert TaskOptions.parse("default", None) == TaskOptions(None, None)
+    assert TaskOptions.parse("default", {}) == TaskOptions(None, None)
+
+
+@pytest.mark.parametrize("value", [True, False, None])
+def test_tasks_backend_options_enqueue_on_commit_takes_true_false_or_none(value: object) -> None:
+    assert TaskOptions.parse("default", {"enqueue_on_commit": value}).enqueue_on_commit is value
 
 
 def test_tasks_backend_options_retry_takes_retry_policy_keywords() -> None:
@@ -34,7 +39,8 @@ def test_tasks_backend_options_retry_takes_retry_policy_keywords() -> None:
         ({"retry": {"retry_on": "builtins.OSError"}}, "list of exception paths"),
         ({"retry": {"retry_on": ["no.such.Error"]}}, "cannot import"),
         ({"retry": {"retry_on": ["os.path"]}}, "not an exception"),
-        ({"enqueue_on_commit": False}, "must be True"),
+        ({"enqueue_on_commit": "yes"}, "must be True, False or None"),
+        ({"enqueue_on_commit": 1}, "must be True, False or None"),
     ],
 )
 def test_tasks_backend_options_refuse_what_cannot_be_used(options: object, message: str) -> None:
