@@ -95,7 +95,13 @@ TEMPLATES = [
 ]
 
 _default_sqlite = f"sqlite:///{VAR_DIR / 'fanfold.sqlite3'}"
-DATABASES = {"default": dj_database_url.parse(os.environ.get("DATABASE_URL") or _default_sqlite)}
+# Connections are kept for a minute (checked before reuse), not opened anew for every request
+# and every task: a worker's run otherwise pays a PostgreSQL connect before its first query.
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or _default_sqlite, conn_max_age=60, conn_health_checks=True
+    )
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # WAL lets the checkpoint writer commit while request and worker threads read.
@@ -156,6 +162,10 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Celery closes Django's database connections before and after every task unless told to
+# reuse them: a run's task would open a new PostgreSQL connection each time. Reused here for
+# 500 tasks (CONN_MAX_AGE and its health check above still retire a stale one).
+CELERY_DB_REUSE_MAX = 500
 CELERY_TASK_DEFAULT_QUEUE = "fanfold"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
 # "quorum" makes the default queue a RabbitMQ quorum queue (replicated); "classic" is durable.
