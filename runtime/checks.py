@@ -131,7 +131,11 @@ def check_connection_pooler(app_configs: Any = None, **kwargs: Any) -> list[Chec
         fanfold = conf.parse(getattr(settings, "FANFOLD", {}))
     except conf.SettingsError:
         return []  # fanfold.E001 reports it
-    default = getattr(settings, "DATABASES", {}).get("default", {})
+    return pooler_warnings(fanfold, getattr(settings, "DATABASES", {}).get("default", {}))
+
+
+def pooler_warnings(fanfold: conf.FanfoldSettings, default: dict[str, Any]) -> list[CheckMessage]:
+    """check_connection_pooler's findings for these settings and default database."""
     if not str(default.get("ENGINE", "")).endswith("postgresql"):
         return []
     warnings: list[CheckMessage] = []

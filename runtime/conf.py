@@ -88,6 +88,10 @@ class FanfoldSettings:
     # database name takes the default database's name.
     DATABASE_POOLED: bool = False
     DIRECT_DATABASE_URL: str = field(default="", repr=False)
+    # Whether each worker process holds a liveness lock (runtime.leases.liveness): a direct
+    # connection per process, which lets a dead process's leases go in about two seconds.
+    # Off, they go when they expire (LEASE_SECONDS): for hosts of many processes.
+    LIVENESS_LOCKS: bool = True
 
 
 class SettingsError(ValueError):

@@ -10,7 +10,9 @@ keeps its lock however slow its step is.
 The lock lives on a direct connection of its own (past any pooler: runtime.store.direct),
 checked every second and, after a database restart, reconnected and locked again under the
 same key. A forked child (a prefork worker)
-gets a key and a connection of its own. On databases other than PostgreSQL there is no key.
+gets a key and a connection of its own. On databases other than PostgreSQL there is no key,
+nor with FANFOLD_LIVENESS_LOCKS off: a host of hundreds of processes behind a pooler would
+need a direct connection for each.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import threading
 
 import psycopg
 
+from runtime import conf
 from runtime.process.background import BackgroundLoop
 from runtime.process.local import ProcessLocal
 from runtime.store.dialect import postgres
@@ -70,8 +73,9 @@ _process_liveness: ProcessLocal[Liveness] = ProcessLocal(Liveness)
 
 
 def process_key() -> int | None:
-    """This process's liveness key, its lock held (taken on first use); None off PostgreSQL."""
-    if not postgres():
+    """This process's liveness key, its lock held (taken on first use); None off PostgreSQL
+    or with FANFOLD_LIVENESS_LOCKS off."""
+    if not postgres() or not conf.get().LIVENESS_LOCKS:
         return None
     return _process_liveness.get().key
 

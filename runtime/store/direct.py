@@ -52,11 +52,11 @@ def _direct_params() -> dict[str, Any]:
     return {key: value for key, value in found.items() if value}
 
 
-def open_direct(application_name: str) -> psycopg.Connection:
-    """A new autocommit session on the database itself, its own (not Django's)."""
-    return psycopg.connect(
-        **_direct_params(), autocommit=True, application_name=application_name, connect_timeout=10
-    )
+def open_direct(application_name: str | None = None) -> psycopg.Connection:
+    """A new autocommit session on the database itself, its own (not Django's); without
+    `application_name`, the process's (PGAPPNAME) as Django's connections have."""
+    named = {"application_name": application_name} if application_name else {}
+    return psycopg.connect(**_direct_params(), **named, autocommit=True, connect_timeout=10)
 
 
 def usable(raw: psycopg.Connection | None) -> bool:

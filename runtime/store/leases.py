@@ -38,7 +38,7 @@ def locked_connection(key: int) -> psycopg.Connection:
     """A new direct connection of this process's own (past any pooler: runtime.store.direct)
     holding the session advisory lock `key` until it is closed (the liveness lock:
     runtime.leases.liveness)."""
-    raw = open_direct("fanfold-liveness")
+    raw = open_direct()
     try:
         raw.execute(lock_statement(), [key])
     except BaseException:

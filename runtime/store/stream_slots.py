@@ -86,7 +86,7 @@ class _SlotSession:
             return raw
         if raw is not None:
             raw.close()
-        self._raw = open_direct("fanfold-stream-slots")
+        self._raw = open_direct()
         self._number += 1
         return self._raw
 

@@ -33,7 +33,7 @@ def _release_test_database(django_db_setup: None, django_db_blocker: Any) -> Ite
     # database are sessions too, and the drop would find them.
     from runtime.store.direct import open_direct
 
-    with django_db_blocker.unblock(), open_direct("fanfold-test-teardown") as raw:
+    with django_db_blocker.unblock(), open_direct() as raw:
         raw.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
