@@ -33,7 +33,7 @@ def direct_configured() -> bool:
     return bool(conf.get().DIRECT_DATABASE_URL)
 
 
-def _direct_params() -> dict[str, Any]:
+def direct_params() -> dict[str, Any]:
     """psycopg's connection keywords for a direct session: the URL's, or the default
     database's; the default database's name when the URL names none (test databases too)."""
     url = conf.get().DIRECT_DATABASE_URL
@@ -55,8 +55,10 @@ def _direct_params() -> dict[str, Any]:
 def open_direct(application_name: str | None = None) -> psycopg.Connection:
     """A new autocommit session on the database itself, its own (not Django's); without
     `application_name`, the process's (PGAPPNAME) as Django's connections have."""
-    named = {"application_name": application_name} if application_name else {}
-    return psycopg.connect(**_direct_params(), **named, autocommit=True, connect_timeout=10)
+    params = direct_params()
+    if application_name:
+        params["application_name"] = application_name
+    return psycopg.connect(**params, autocommit=True, connect_timeout=10)
 
 
 def usable(raw: psycopg.Connection | None) -> bool:

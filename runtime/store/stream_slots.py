@@ -74,9 +74,8 @@ class _SlotSession:
             if raw is None or raw.closed or held.session != self._number:
                 return  # the session that held it is gone, and its locks with it
             try:
-                raw.execute(
-                    "SELECT pg_advisory_unlock(%s, %s)", [NAMESPACE + held.slot, user_id % USER_KEYS]
-                )
+                key = user_id % USER_KEYS
+                raw.execute("SELECT pg_advisory_unlock(%s, %s)", [NAMESPACE + held.slot, key])
             except psycopg.Error:
                 raw.close()  # its locks go with it; the next stream opens another session
 

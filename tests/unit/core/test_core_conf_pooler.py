@@ -33,7 +33,7 @@ def test_conf_pooler_defaults_are_unpooled_and_direct_through_django() -> None:
 
 def test_conf_pooler_direct_url_must_be_postgres() -> None:
     url = "postgres://app:secret@db.internal:5432/app"
-    assert conf.parse({"DIRECT_DATABASE_URL": url}).DIRECT_DATABASE_URL == url
+    assert url == conf.parse({"DIRECT_DATABASE_URL": url}).DIRECT_DATABASE_URL
     assert "secret" not in repr(conf.parse({"DIRECT_DATABASE_URL": url}))
     with pytest.raises(conf.SettingsError, match="must be a postgres:// URL"):
         conf.parse({"DIRECT_DATABASE_URL": "mysql://db/app"})
@@ -60,17 +60,17 @@ def test_conf_pooler_check_leaves_other_databases_alone() -> None:
     assert _ids(sqlite, DATABASE_POOLED=True) == []
 
 
-def test_direct_params_take_the_url_and_the_default_database_name(
+def testdirect_params_take_the_url_and_the_default_database_name(
     monkeypatch: pytest.MonkeyPatch, fanfold_settings: Any
 ) -> None:
     fake = type("Connection", (), {"settings_dict": {"NAME": "test_app", "HOST": "pooler"}})
     monkeypatch.setattr(direct, "connection", fake)
     fanfold_settings(DIRECT_DATABASE_URL="postgres://admin:pw@db.internal:5433")
-    assert direct._direct_params() == {
+    assert direct.direct_params() == {
         "user": "admin", "password": "pw", "host": "db.internal", "port": "5433",
         "dbname": "test_app",
     }  # fmt: skip
     fanfold_settings(DIRECT_DATABASE_URL="postgres://admin@db.internal:5433/real_name")
-    assert direct._direct_params()["dbname"] == "real_name"
+    assert direct.direct_params()["dbname"] == "real_name"
     fanfold_settings(DIRECT_DATABASE_URL="")
-    assert direct._direct_params() == {"dbname": "test_app", "host": "pooler"}
+    assert direct.direct_params() == {"dbname": "test_app", "host": "pooler"}
