@@ -89,9 +89,9 @@ class ConnectionSampler:
 
     def _run(self) -> None:
         with open_direct("fanfold-bench-sampler") as raw:
-            while not self._stop.is_set():
+            self._sample(raw)  # at least once, however short the block
+            while not self._stop.wait(self._interval):
                 self._sample(raw)
-                self._stop.wait(self._interval)
 
     def _sample(self, raw: psycopg.Connection) -> None:
         row = raw.execute(_SESSIONS).fetchone()
