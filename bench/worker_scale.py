@@ -8,8 +8,9 @@ connections" errors in the workers' logs, the server's sessions at their peak (e
 client backend, on the database and on the whole server) beside its `max_connections`, and
 each worker process's connections to the pooler and to the database at their peak.
 
-`--compare` then runs `bench seq` and `bench fanout` on the same database twice, their
-workers through the pooler and straight to the database, for the ratio of the two.
+`--compare` then runs `bench seq`'s run and `bench fanout`'s durable fan-out on the same
+database twice, their workers through the pooler and straight to the database, for the
+ratio of the two.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from urllib.parse import quote
 
 from django.db import connection
 
-from bench import environment, scale_workflows
+from bench import counting, environment, scale_workflows
 from bench.db_connections import ConnectionSampler
-from bench.environment import LOGS
-from bench.fanout import run_fanout
-from bench.sequential import run_seconds, run_sequential
+from bench.environment import LOGS, Pool
+from bench.fanout import WARM_UP_BRANCHES, durable_fanout
+from bench.sequential import run_seconds, warm_up
 from bench.stats import median
 from bench.workers import WorkerProcess
 from runtime import conf, start
@@ -101,20 +102,26 @@ def run_worker_scale(
 def run_pooled_vs_direct(
     seq_steps: int, branches: int, repeat: int, timeout: float
 ) -> dict[str, Any]:
-    """`bench seq` and `bench fanout` with their workers through the pooler and direct, in
+    """`bench seq`'s run and `bench fanout`'s durable fan-out on workers (prefork -c 2) whose
+    connections go through the pooler, and on workers that go straight to the database, in
     `repeat` rounds whose order alternates; the medians and their ratios."""
     sides = {"pooled": {}, "direct": _direct_env()}
     seq: dict[str, list[float]] = {name: [] for name in sides}
     fan: dict[str, list[float]] = {name: [] for name in sides}
     for i in range(repeat):
         for name in list(sides) if i % 2 == 0 else list(reversed(sides)):
-            env = sides[name]
-            seq[name].append(run_sequential(seq_steps, timeout, worker_env=env)["steps_per_second"])
-            fan[name].append(run_fanout(branches, timeout, worker_env=env)["fan_in_ms"])
+            env = {counting.ENV: counting.counter_url(), **sides[name]}
+            with environment.workers(Pool(), **env):
+                warm_up(timeout)
+                handle = start("examples.noop_loop", seq_steps)
+                handle.wait(timeout=timeout, poll_interval=0.01)
+                seq[name].append(seq_steps / run_seconds([handle]))
+                durable_fanout(WARM_UP_BRANCHES, timeout)
+                fan[name].append(durable_fanout(branches, timeout)["fan_in_ms"])
     report: dict[str, Any] = {
         name: {
-            "seq_steps_per_second": median(seq[name]),
-            "fanout_fan_in_ms": median(fan[name]),
+            "seq_steps_per_second": round(median(seq[name]), 1),
+            "fanout_fan_in_ms": round(median(fan[name]), 1),
         }
         for name in sides
     }
@@ -123,6 +130,7 @@ def run_pooled_vs_direct(
     # As a throughput ratio: the direct side's fan-in time over the pooled side's.
     report["fanout_ratio"] = round(direct["fanout_fan_in_ms"] / pooled["fanout_fan_in_ms"], 3)
     report["rounds"] = repeat
+    report["each_round"] = {"seq_steps_per_second": seq, "fanout_fan_in_ms": fan}
     return report
 
 
