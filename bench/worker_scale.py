@@ -9,8 +9,8 @@ client backend, on the database and on the whole server) beside its `max_connect
 each worker process's connections to the pooler and to the database at their peak.
 
 `--compare` then runs `bench seq`'s run and `bench fanout`'s durable fan-out on the same
-database twice, their workers through the pooler and straight to the database, for the
-ratio of the two.
+database with their workers through the pooler, straight to the database, and straight to
+it without prepared statements (what the pooler costs, apart from its hop), for the ratios.
 """
 
 from __future__ import annotations
@@ -105,7 +105,9 @@ def run_pooled_vs_direct(
     """`bench seq`'s run and `bench fanout`'s durable fan-out on workers (prefork -c 2) whose
     connections go through the pooler, and on workers that go straight to the database, in
     `repeat` rounds whose order alternates; the medians and their ratios."""
-    sides = {"pooled": {}, "direct": _direct_env()}
+    # The third side tells the pooler's hop from the prepared statements it costs.
+    unprepared = {**_direct_env(), "FANFOLD_DATABASE_POOLED": "on"}
+    sides = {"pooled": {}, "direct": _direct_env(), "direct_unprepared": unprepared}
     seq: dict[str, list[float]] = {name: [] for name in sides}
     fan: dict[str, list[float]] = {name: [] for name in sides}
     for i in range(repeat):
@@ -129,6 +131,12 @@ def run_pooled_vs_direct(
     report["seq_ratio"] = round(pooled["seq_steps_per_second"] / direct["seq_steps_per_second"], 3)
     # As a throughput ratio: the direct side's fan-in time over the pooled side's.
     report["fanout_ratio"] = round(direct["fanout_fan_in_ms"] / pooled["fanout_fan_in_ms"], 3)
+    report["unprepared_seq_ratio"] = round(
+        report["direct_unprepared"]["seq_steps_per_second"] / direct["seq_steps_per_second"], 3
+    )
+    report["unprepared_fanout_ratio"] = round(
+        direct["fanout_fan_in_ms"] / report["direct_unprepared"]["fanout_fan_in_ms"], 3
+    )
     report["rounds"] = repeat
     report["each_round"] = {"seq_steps_per_second": seq, "fanout_fan_in_ms": fan}
     return report
