@@ -166,7 +166,9 @@ def pooler_warnings(fanfold: conf.FanfoldSettings, default: dict[str, Any]) -> l
                 "FANFOLD_DIRECT_DATABASE_URL is set and FANFOLD_DATABASE_POOLED is off: "
                 "statements are prepared on the default database's connections, which a "
                 "pooler in transaction mode cannot keep",
-                hint="Turn FANFOLD_DATABASE_POOLED on when the default database is pooled.",
+                hint="Turn FANFOLD_DATABASE_POOLED on when the default database is pooled, "
+                "unless the pooler keeps prepared statements (PgBouncer 1.21+ with "
+                "max_prepared_statements).",
                 id="fanfold.W011",
             )
         )
