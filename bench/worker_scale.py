@@ -64,7 +64,8 @@ def run_worker_scale(
         ready = time.monotonic() - began
         pids = [pid for worker in workers for pid in worker.task_pids()]
         ports = _ports()
-        with ConnectionSampler(pids, ports.values()) as sampler:
+        console = _pooler_console() if "pooler" in ports else None
+        with ConnectionSampler(pids, ports.values(), 0.2, console) as sampler:
             handles = [start(scale_workflows.mixed, steps, branches, body_ms) for _ in range(runs)]
             failed = _wait_all(handles, timeout)
     finally:
@@ -95,6 +96,7 @@ def run_worker_scale(
         "connections_per_process": {
             name: peaks.process_summary(port) for name, port in ports.items()
         },
+        "busy_pooled_connections_per_process": peaks.busy_summary(),
         "processes_sampled": len(peaks.per_process),
     }
 
@@ -163,6 +165,15 @@ def _ports() -> dict[str, int]:
     if pooled == direct:
         return {"database": pooled}
     return {"pooler": pooled, "direct": direct}
+
+
+def _pooler_console() -> dict[str, Any]:
+    """Where PgBouncer's admin console would be: the pooler's address, Django's user."""
+    params = connection.settings_dict
+    return {
+        "host": params["HOST"], "port": str(params["PORT"]), "user": params["USER"],
+        "password": params.get("PASSWORD") or None, "connect_timeout": 5,
+    }  # fmt: skip
 
 
 def _direct_env() -> dict[str, str]:
