@@ -12,6 +12,7 @@ import pytest
 from django.db import connection
 
 from bench.db_connections import ConnectionSampler
+from runtime.leases.liveness import process_key
 from runtime.store import stream_slots
 from runtime.store.connection import NEVER_AUTOMATICALLY, raw_connection
 from runtime.store.leases import locked_connection
@@ -102,3 +103,10 @@ def test_direct_sessions_the_bench_sampler_counts_this_process_connections() -> 
         pass
     assert sampler.peaks.per_process[os.getpid()][port] >= 1
     assert sampler.peaks.server_database >= 1
+
+
+def test_direct_sessions_no_liveness_key_with_liveness_locks_off(fanfold_settings: Any) -> None:
+    fanfold_settings(LIVENESS_LOCKS=False)
+    assert process_key() is None
+    fanfold_settings(LIVENESS_LOCKS=True)
+    assert isinstance(process_key(), int)
