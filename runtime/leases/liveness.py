@@ -9,10 +9,9 @@ keeps its lock however slow its step is.
 
 The lock lives on a direct connection of its own (past any pooler: runtime.store.direct),
 checked every second and, after a database restart, reconnected and locked again under the
-same key. A forked child (a prefork worker)
-gets a key and a connection of its own. On databases other than PostgreSQL there is no key,
-nor with FANFOLD_LIVENESS_LOCKS off: a host of hundreds of processes behind a pooler would
-need a direct connection for each.
+same key. A forked child (a prefork worker) gets a key and a connection of its own. On
+databases other than PostgreSQL there is no key, nor with FANFOLD_LIVENESS_LOCKS off: a host
+of hundreds of processes behind a pooler would need a direct connection for each.
 """
 
 from __future__ import annotations

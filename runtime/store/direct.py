@@ -22,15 +22,16 @@ from psycopg.conninfo import conninfo_to_dict
 
 from runtime import conf
 
+# DATABASES OPTIONS that Django's PostgreSQL backend takes for itself, not libpq.
+_DJANGO_OPTIONS = frozenset({
+    "isolation_level", "server_side_binding", "pool", "assume_role", "prepare_threshold",
+    "cursor_factory", "context",
+})  # fmt: skip
+
 
 def pooled() -> bool:
     """Whether Django's default database is reached through a transaction-pooling pooler."""
     return conf.get().DATABASE_POOLED
-
-
-def direct_configured() -> bool:
-    """Whether the sessions of Fanfold's own have a URL of their own."""
-    return bool(conf.get().DIRECT_DATABASE_URL)
 
 
 def direct_params() -> dict[str, Any]:
@@ -49,6 +50,9 @@ def direct_params() -> dict[str, Any]:
         "host": settings.get("HOST"),
         "port": str(settings["PORT"]) if settings.get("PORT") else None,
     }
+    # libpq's own options (sslmode, sslrootcert, options, ...), as Django passes them.
+    options = settings.get("OPTIONS") or {}
+    found.update({key: value for key, value in options.items() if key not in _DJANGO_OPTIONS})
     return {key: value for key, value in found.items() if value}
 
 

@@ -4,6 +4,7 @@ sessions of Fanfold's own connect (runtime.store.direct)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ def _fresh_conf() -> Iterator[None]:
 
 
 def _ids(database: dict[str, Any], **fanfold: Any) -> list[str]:
-    return [message.id for message in pooler_warnings(conf.parse(fanfold), database)]
+    return [str(message.id) for message in pooler_warnings(conf.parse(fanfold), database)]
 
 
 def test_conf_pooler_defaults_are_unpooled_and_direct_through_django() -> None:
@@ -63,7 +64,7 @@ def test_conf_pooler_check_leaves_other_databases_alone() -> None:
 def testdirect_params_take_the_url_and_the_default_database_name(
     monkeypatch: pytest.MonkeyPatch, fanfold_settings: Any
 ) -> None:
-    fake = type("Connection", (), {"settings_dict": {"NAME": "test_app", "HOST": "pooler"}})
+    fake = SimpleNamespace(settings_dict={"NAME": "test_app", "HOST": "pooler"})
     monkeypatch.setattr(direct, "connection", fake)
     fanfold_settings(DIRECT_DATABASE_URL="postgres://admin:pw@db.internal:5433")
     assert direct.direct_params() == {
@@ -74,3 +75,6 @@ def testdirect_params_take_the_url_and_the_default_database_name(
     assert direct.direct_params()["dbname"] == "real_name"
     fanfold_settings(DIRECT_DATABASE_URL="")
     assert direct.direct_params() == {"dbname": "test_app", "host": "pooler"}
+    options = {"sslmode": "require", "isolation_level": 2, "server_side_binding": True}
+    fake.settings_dict = {"NAME": "app", "OPTIONS": options}
+    assert direct.direct_params() == {"dbname": "app", "sslmode": "require"}
