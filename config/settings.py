@@ -111,6 +111,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 30,
     }
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+if os.environ.get("FANFOLD_DATABASE_POOLED", "").lower() in {"1", "true", "yes", "on"}:
+    # DATABASE_URL names a pooler in transaction mode (docs/deploying.md, PgBouncer): Django's
+    # .iterator() must not open server-side cursors there.
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True

@@ -116,3 +116,60 @@ def check_unread_environment(app_configs: Any = None, **kwargs: Any) -> list[Che
         except conf.SettingsError as exc:
             warnings.append(Warning(f"{variable} in the environment: {exc}", id="fanfold.W008"))
     return warnings
+
+
+@register()
+def check_connection_pooler(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """What a transaction-pooling pooler in front of the default database breaks.
+
+    With FANFOLD_DATABASE_POOLED on, the sessions of Fanfold's own (LISTEN, liveness locks,
+    stream slots: runtime.store.direct) need FANFOLD_DIRECT_DATABASE_URL, and Django's
+    `.iterator()` needs DISABLE_SERVER_SIDE_CURSORS. A direct URL with the setting off leaves
+    statements prepared on pooled connections.
+    """
+    try:
+        fanfold = conf.parse(getattr(settings, "FANFOLD", {}))
+    except conf.SettingsError:
+        return []  # fanfold.E001 reports it
+    return pooler_warnings(fanfold, getattr(settings, "DATABASES", {}).get("default", {}))
+
+
+def pooler_warnings(fanfold: conf.FanfoldSettings, default: dict[str, Any]) -> list[CheckMessage]:
+    """check_connection_pooler's findings for these settings and default database."""
+    if not str(default.get("ENGINE", "")).endswith("postgresql"):
+        return []
+    warnings: list[CheckMessage] = []
+    if fanfold.DATABASE_POOLED and not fanfold.DIRECT_DATABASE_URL:
+        warnings.append(
+            Warning(
+                "FANFOLD_DATABASE_POOLED is on and FANFOLD_DIRECT_DATABASE_URL is empty: the "
+                "LISTEN of run notifications, the worker liveness locks and the stream slots "
+                "need a session of their own, which a pooler in transaction mode does not keep",
+                hint="Set FANFOLD_DIRECT_DATABASE_URL to a postgres:// URL of the database "
+                "itself (not the pooler); see the deploying guide's PgBouncer section.",
+                id="fanfold.W009",
+            )
+        )
+    if fanfold.DATABASE_POOLED and not default.get("DISABLE_SERVER_SIDE_CURSORS"):
+        warnings.append(
+            Warning(
+                "FANFOLD_DATABASE_POOLED is on and the default database keeps server-side "
+                "cursors: Django's .iterator() opens them outside transactions, which a "
+                "pooler in transaction mode breaks",
+                hint='Set DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True.',
+                id="fanfold.W010",
+            )
+        )
+    if fanfold.DIRECT_DATABASE_URL and not fanfold.DATABASE_POOLED:
+        warnings.append(
+            Warning(
+                "FANFOLD_DIRECT_DATABASE_URL is set and FANFOLD_DATABASE_POOLED is off: "
+                "statements are prepared on the default database's connections, which a "
+                "pooler in transaction mode cannot keep",
+                hint="Turn FANFOLD_DATABASE_POOLED on when the default database is pooled, "
+                "unless the pooler keeps prepared statements (PgBouncer 1.21+ with "
+                "max_prepared_statements).",
+                id="fanfold.W011",
+            )
+        )
+    return warnings

@@ -81,6 +81,17 @@ class FanfoldSettings:
     # that blocked it (0: no lag monitor).
     ASYNC_CONCURRENCY: int = 100
     ASYNC_LAG_WARNING: float = 0.1
+    # Connection poolers (docs/deploying.md): whether Django's default database is reached
+    # through a transaction-pooling pooler (PgBouncer, RDS Proxy, pgcat), and the PostgreSQL
+    # URL of the database itself for what needs a session of its own (LISTEN, the liveness
+    # lock, the stream slots); "" uses the default database's settings. A URL without a
+    # database name takes the default database's name.
+    DATABASE_POOLED: bool = False
+    DIRECT_DATABASE_URL: str = field(default="", repr=False)
+    # Whether each worker process holds a liveness lock (runtime.leases.liveness): a direct
+    # connection per process, which lets a dead process's leases go in about two seconds.
+    # Off, they go when they expire (LEASE_SECONDS): for hosts of many processes.
+    LIVENESS_LOCKS: bool = True
 
 
 class SettingsError(ValueError):
@@ -91,6 +102,7 @@ _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 _MAY_BE_ZERO = {"CHECKPOINT_ASYNC_WINDOW", "METRICS_PORT", "OFFLOAD_BYTES", "ASYNC_LAG_WARNING"}
 _RATE = re.compile(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)")
 _KEEP_EVERYTHING = {"none", "never", "off"}
+_POSTGRES_URLS = ("postgres://", "postgresql://")
 
 
 def _payload_keys(raw: Any) -> tuple[str, ...]:
@@ -134,6 +146,8 @@ def _coerce_text(name: str, kind: str, raw: Any) -> Any:
     if kind == "str":
         if not isinstance(raw, str):
             raise SettingsError(f"FANFOLD_{name} must be a string")
+        if name == "DIRECT_DATABASE_URL" and raw and not raw.startswith(_POSTGRES_URLS):
+            raise SettingsError("FANFOLD_DIRECT_DATABASE_URL must be a postgres:// URL")
         if name.endswith("_RATE") and raw and not _RATE.fullmatch(raw):
             raise SettingsError(f"FANFOLD_{name} must be like 100/minute, got {raw!r}")
         return raw

@@ -7,9 +7,11 @@ at once instead
 of waiting for them to expire. The lease stays the backstop for a hung process: a live one
 keeps its lock however slow its step is.
 
-The lock lives on a connection of its own, checked every second and, after a database
-restart, reconnected and locked again under the same key. A forked child (a prefork worker)
-gets a key and a connection of its own. On databases other than PostgreSQL there is no key.
+The lock lives on a direct connection of its own (past any pooler: runtime.store.direct),
+checked every second and, after a database restart, reconnected and locked again under the
+same key. A forked child (a prefork worker) gets a key and a connection of its own. On
+databases other than PostgreSQL there is no key, nor with FANFOLD_LIVENESS_LOCKS off: a host
+of hundreds of processes behind a pooler would need a direct connection for each.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import logging
 import secrets
 import threading
 
-from django.db.backends.base.base import BaseDatabaseWrapper
+import psycopg
 
+from runtime import conf
 from runtime.process.background import BackgroundLoop
 from runtime.process.local import ProcessLocal
 from runtime.store.dialect import postgres
+from runtime.store.direct import usable
 from runtime.store.leases import locked_connection
 
 log = logging.getLogger("fanfold.liveness")
@@ -36,7 +40,7 @@ class Liveness:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.key = secrets.randbits(62) | 1
-        self._wrapper: BaseDatabaseWrapper | None = None
+        self._raw: psycopg.Connection | None = None
         self._loop = BackgroundLoop("fanfold-liveness", lambda: CHECK_INTERVAL, self._check)
         self._loop.start()
         try:
@@ -46,30 +50,31 @@ class Liveness:
 
     def _check(self) -> None:
         with self._lock:
-            wrapper = self._wrapper
-            if wrapper is not None and wrapper.is_usable():
+            raw = self._raw
+            if usable(raw):
                 return
-            if wrapper is not None:
+            if raw is not None:
                 log.warning("liveness connection lost; taking the lock %s again", self.key)
-                wrapper.close()
-                self._wrapper = None
-            self._wrapper = locked_connection(self.key)
+                raw.close()
+                self._raw = None
+            self._raw = locked_connection(self.key)
 
     def close(self) -> None:
         """Release the lock (a clean shutdown)."""
         self._loop.stop()
         with self._lock:
-            if self._wrapper is not None:
-                self._wrapper.close()
-            self._wrapper = None
+            if self._raw is not None:
+                self._raw.close()
+            self._raw = None
 
 
 _process_liveness: ProcessLocal[Liveness] = ProcessLocal(Liveness)
 
 
 def process_key() -> int | None:
-    """This process's liveness key, its lock held (taken on first use); None off PostgreSQL."""
-    if not postgres():
+    """This process's liveness key, its lock held (taken on first use); None off PostgreSQL
+    or with FANFOLD_LIVENESS_LOCKS off."""
+    if not postgres() or not conf.get().LIVENESS_LOCKS:
         return None
     return _process_liveness.get().key
 

@@ -15,8 +15,10 @@ cannot keep prepared statements), and psycopg then ignores even an explicit
 `execute(..., prepare=True)`. The checkpoint and fan-out statements are a few fixed shapes
 run thousands of times, and parsing and planning them took about two thirds of a step's
 server time. So this connection's threshold is raised to "never automatically": Django's
-own queries stay unprepared, and ours are prepared because they ask. Behind PgBouncer this
-needs its `max_prepared_statements` (1.21 and later) in transaction pooling mode.
+own queries stay unprepared, and ours are prepared because they ask. Behind a pooler in
+transaction mode (FANFOLD_DATABASE_POOLED) nothing is prepared: the next transaction may run
+on a server connection that never saw the statement (PgBouncer before 1.21 cannot follow
+them), so the threshold stays off and psycopg ignores the asking.
 """
 
 from __future__ import annotations
@@ -32,13 +34,15 @@ import psycopg
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from runtime.store.direct import pooled
+
 NEVER_AUTOMATICALLY = 2**31 - 1
 
 
 def raw_connection() -> psycopg.Connection:
     connection.ensure_connection()
     raw = connection.connection
-    if raw.prepare_threshold is None:
+    if raw.prepare_threshold is None and not pooled():
         raw.prepare_threshold = NEVER_AUTOMATICALLY
     return raw
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.backends.base.base import BaseDatabaseWrapper
+import psycopg
 
 from runtime.models import Run, Step, StepStatus
+from runtime.store.direct import open_direct
 from runtime.store.liveness import lock_statement
 
 
@@ -34,11 +34,14 @@ def run_wakeups(run_id: uuid.UUID) -> int:
     return int(found or 0)
 
 
-def locked_connection(key: int) -> BaseDatabaseWrapper:
-    """A new connection of this process's own holding the session advisory lock `key` until it
-    is closed (the liveness lock: runtime.leases.liveness)."""
-    wrapper = connections.create_connection(DEFAULT_DB_ALIAS)
-    wrapper.inc_thread_sharing()
-    with wrapper.cursor() as cursor:
-        cursor.execute(lock_statement(), [key])
-    return wrapper
+def locked_connection(key: int) -> psycopg.Connection:
+    """A new direct connection of this process's own (past any pooler: runtime.store.direct)
+    holding the session advisory lock `key` until it is closed (the liveness lock:
+    runtime.leases.liveness)."""
+    raw = open_direct()
+    try:
+        raw.execute(lock_statement(), [key])
+    except BaseException:
+        raw.close()
+        raise
+    return raw

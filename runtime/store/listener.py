@@ -1,7 +1,8 @@
 """The LISTEN side of run notifications: one PostgreSQL connection of its own per process.
 
 It is not Django's connection: it stays in autocommit, idle between notifications, and
-belongs to the one thread that listens (runtime.streaming.wakeups).
+belongs to the one thread that listens (runtime.streaming.wakeups). A LISTEN needs a session
+of its own, so it goes past any pooler (runtime.store.direct).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable
 import psycopg
 from django.db import connection
 
+from runtime.store.direct import open_direct
 from runtime.store.streams import CHANNEL
 
 
@@ -20,17 +22,8 @@ def can_listen() -> bool:
 
 
 def open_listener() -> psycopg.Connection:
-    """A new autocommit connection to the default database, listening on the run channel."""
-    params = connection.settings_dict
-    raw = psycopg.connect(
-        dbname=params["NAME"],
-        user=params.get("USER") or None,
-        password=params.get("PASSWORD") or None,
-        host=params.get("HOST") or None,
-        port=str(params["PORT"]) if params.get("PORT") else None,
-        autocommit=True,
-        application_name="fanfold-listener",
-    )
+    """A new direct autocommit connection to the database, listening on the run channel."""
+    raw = open_direct("fanfold-listener")
     raw.execute(f"LISTEN {CHANNEL}")
     return raw
 

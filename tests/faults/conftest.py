@@ -4,6 +4,8 @@ scripts/test runs it as its own pass, on a PostgreSQL cluster (port 5433) and a 
 of its own (scripts/fault-services), so that restarting them touches nothing else; RabbitMQ is
 restarted with `rabbitmqctl stop_app` / `start_app`. `FAULT_PG_CLUSTER` ("VERSION NAME") and
 `FAULT_REDIS_PORT` name what may be restarted; without them the suite cannot run.
+`FAULT_PGBOUNCER` ("PORT POSTGRES_PORT") names the PgBouncer (scripts/pgbouncer) the suite's
+DATABASE_URL goes through, when it does: its restart case runs only then.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -51,6 +54,12 @@ def _wait_port(port: int, timeout: float = 60.0) -> None:
         time.sleep(0.1)
 
 
+def _postgres_port() -> int:
+    """The suite's cluster's port: behind the suite's PgBouncer, the one it forwards to."""
+    named = os.environ.get("FAULT_PGBOUNCER", "").split()
+    return int(named[1]) if len(named) == 2 else 5433
+
+
 @pytest.fixture
 def restart_postgres() -> Callable[[], None]:
     def restart() -> None:
@@ -59,8 +68,25 @@ def restart_postgres() -> Callable[[], None]:
             ["pg_ctlcluster", "--skip-systemctl-redirect", version, name, "restart", "-m", "fast"],
             check=True,
         )
-        _wait_port(5433)
+        _wait_port(_postgres_port())
         connection.close()  # this process's connection died with the server
+
+    return restart
+
+
+@pytest.fixture
+def restart_pgbouncer() -> Callable[[], None]:
+    """Restart the suite's PgBouncer: every client and server connection through it is cut."""
+    named = os.environ.get("FAULT_PGBOUNCER", "").split()
+    if len(named) != 2:
+        pytest.skip("the suite's DATABASE_URL goes through no PgBouncer (FAULT_PGBOUNCER)")
+    port, upstream = named
+    script = str(Path(__file__).resolve().parents[2] / "scripts" / "pgbouncer")
+
+    def restart() -> None:
+        subprocess.run([script, "restart", port, upstream], check=True)
+        _wait_port(int(port))
+        connection.close()  # this process's connection died with it
 
     return restart
 

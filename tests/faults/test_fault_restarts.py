@@ -112,6 +112,31 @@ def test_fault_postgres_restart_mid_run(
     (flows.steady, STEPS, flows.TICKS, 1),
     (flows.wide, 500, flows.LEAVES, 8),
 ])  # fmt: skip
+def test_fault_pgbouncer_restart_mid_run(
+    counters_redis: Any,
+    restart_pgbouncer: Callable[[], None],
+    workflow: Any,
+    arg: int,
+    key: str,
+    in_flight: int,
+) -> None:
+    # Every pooled connection (the worker's tasks, its checkpoint writer, this process) is cut;
+    # the direct ones (the liveness lock) stay, so the run's lease stays with its worker.
+    with running_worker("fault-pgbouncer", "threads", 8, **ENV):
+        handle = start(workflow, arg)
+        result, recovered, finished = _faulted(
+            counters_redis, key, 40, restart_pgbouncer, handle, "the run", in_flight
+        )
+    _report(f"PgBouncer restarted mid {workflow.name}", recovered, finished)
+    assert result == sum(range(arg))
+    assert_each_step_completed_once(handle.id)
+    assert len(counters_redis.lrange(flows.CHARGES, 0, -1)) == 1
+
+
+@pytest.mark.parametrize(("workflow", "arg", "key", "in_flight"), [
+    (flows.steady, STEPS, flows.TICKS, 1),
+    (flows.wide, 500, flows.LEAVES, 8),
+])  # fmt: skip
 def test_fault_rabbitmq_restart_mid_run(
     counters_redis: Any,
     amqp_url: str,

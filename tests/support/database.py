@@ -20,18 +20,25 @@ def _release_test_database(django_db_setup: None, django_db_blocker: Any) -> Ite
     # Importing runtime needs the app registry pytest sets up.
     from runtime.leases.liveness import release_process_liveness
     from runtime.store import writer
+    from runtime.store.stream_slots import close_slot_session
     from runtime.streaming.wakeups import stop_listening
 
     writer().close()
     release_process_liveness()
     stop_listening()
+    close_slot_session()
     if connection.vendor != "postgresql" or not _on_a_test_database():
         return
-    with django_db_blocker.unblock(), connection.cursor() as cursor:
-        cursor.execute(
+    # On a session past any pooler: behind PgBouncer its own server connections to the test
+    # database are sessions too, and the drop would find them.
+    from runtime.store.direct import open_direct
+
+    with django_db_blocker.unblock(), open_direct() as raw:
+        raw.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
+    connection.close()
 
 
 def _on_a_test_database() -> bool:

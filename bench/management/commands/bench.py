@@ -23,16 +23,28 @@ from bench.sequential import run_concurrent, run_sequential
 from bench.signals import run_signals
 from bench.streams import run_stream
 from bench.tasks_backend import run_tasks
+from bench.worker_scale import run_pooled_vs_direct, run_worker_scale
 from runtime.lifecycle.retention import DEFAULT_PACE
 
 # Options that count something: each must be at least 1.
 COUNTS = (
     "steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients", "workers",
-    "concurrency", "waiting", "rounds", "tasks",
+    "concurrency", "waiting", "rounds", "tasks", "processes", "hosts",
 )  # fmt: skip
 # Scenarios that start worker processes of their own on the configured broker.
 WITH_WORKERS = frozenset(
-    {"seq", "concurrent", "fanout", "flow", "stream", "history", "signals", "tasks", "agents"}
+    {
+        "seq",
+        "concurrent",
+        "fanout",
+        "flow",
+        "stream",
+        "history",
+        "signals",
+        "tasks",
+        "agents",
+        "workers",
+    }
 )
 
 
@@ -68,7 +80,7 @@ def _sample_traces(ratio: float) -> None:
 class Command(BaseCommand):
     help = (
         "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream, flow, "
-        "history, signals, tasks or agents."
+        "history, signals, tasks, agents or workers."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -123,6 +135,23 @@ class Command(BaseCommand):
         tasks.add_argument(
             "--interval", type=float, default=0.1, help="db_worker's idle poll interval (s)"
         )
+        scale = sub.add_parser(
+            "workers", help="N worker processes on one database through a pooler"
+        )
+        scale.add_argument("--processes", type=int, default=200, help="worker processes")
+        scale.add_argument("--hosts", type=int, default=4, help="worker main processes")
+        scale.add_argument("--runs", type=int, default=50, help="workflows at once")
+        scale.add_argument("--steps", type=int, default=5, help="steps before and after")
+        scale.add_argument("--branches", type=int, default=20, help="fan-out branches per run")
+        scale.add_argument("--body-ms", type=float, default=50.0, help="each body's sleep")
+        scale.add_argument(
+            "--compare",
+            action="store_true",
+            help="then bench seq and bench fanout, workers through the pooler and direct",
+        )
+        scale.add_argument("--compare-steps", type=int, default=500)
+        scale.add_argument("--compare-branches", type=int, default=500)
+        scale.add_argument("--repeat", type=int, default=2, help="rounds of the comparison")
         for p in (seq, conc, fan, sig, tasks):
             p.add_argument(
                 "--pool",
@@ -175,7 +204,7 @@ class Command(BaseCommand):
         agents = sub.add_parser("agents", help="a durable pydantic-ai agent's cost per step")
         agents.add_argument("--rounds", type=int, default=5)
         agents.add_argument("--concurrency", type=int, default=2, help="prefork -c")
-        for p in (seq, conc, probe, fan, check, streams, flow, sig, tasks, agents):
+        for p in (seq, conc, probe, fan, check, streams, flow, sig, tasks, agents, scale):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -227,6 +256,8 @@ class Command(BaseCommand):
             return run_flow(
                 options["runs"], options["steps"], options["repeat"], options["timeout"]
             )
+        if scenario == "workers":
+            return self._workers(options)
         if scenario == "agents":
             pool = Pool("prefork", 1, options["concurrency"])
             return run_agents(options["rounds"], options["timeout"], pool)
@@ -258,6 +289,20 @@ class Command(BaseCommand):
                 options["branches"], options["timeout"], options["repeat"], options["pairs"], pool
             )
         return run_fanout(options["branches"], options["timeout"], options["repeat"], pool=pool)
+
+    def _workers(self, options: dict[str, Any]) -> dict[str, Any]:
+        if options["hosts"] > options["processes"] or options["body_ms"] < 0:
+            raise CommandError("--hosts must not exceed --processes; --body-ms must be >= 0")
+        report = run_worker_scale(
+            options["processes"], options["hosts"], options["runs"], options["steps"],
+            options["branches"], options["body_ms"], options["timeout"],
+        )  # fmt: skip
+        if options["compare"]:
+            report["pooled_vs_direct"] = run_pooled_vs_direct(
+                options["compare_steps"], options["compare_branches"], options["repeat"],
+                options["timeout"],
+            )  # fmt: skip
+        return report
 
 
 def _pool(options: dict[str, Any], threads_default: int) -> Pool:
