@@ -71,10 +71,11 @@ class AsyncDurableContext(DurableContext):
 
     async def _step(self, call: steps.StepCall) -> Any:
         cursor = self.cursor
-        prepared = await in_run_thread(steps.prepare_step, cursor, call, self._rand)
-        if isinstance(prepared, steps.Answered):
-            return prepared.result
-        with StepBody(await in_run_thread(prepared.start)) as body:
+        begun = await in_run_thread(steps.begin_step, cursor, call, self._rand)
+        if isinstance(begun, steps.Answered):
+            return begun.result
+        prepared, body_call = begun
+        with StepBody(body_call) as body:
             outcome = await body.arun(cursor.payload_limit)
             return await in_run_thread(prepared.finish, body, outcome)
 
