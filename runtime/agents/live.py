@@ -78,10 +78,13 @@ async def publish_model_response(payload: Any) -> None:
     await publish_response(text, calls)
 
 
-async def publish_response(text: str, calls: list[tuple[Any, Any, Any]]) -> None:
-    """The events of one model response of any framework: its text, each tool call
-    (name, arguments, call id) in order, and `final` when it calls no tool."""
-    if text:
+async def publish_response(
+    text: str, calls: list[tuple[Any, Any, Any]], *, text_streamed: bool = False
+) -> None:
+    """The events of one model response of any framework: its text (unless it was streamed
+    as it arrived), each tool call (name, arguments, call id) in order, and `final` when it
+    calls no tool."""
+    if text and not text_streamed:
         await publish("text_delta", text=text)
     for tool_name, args, tool_call_id in calls:
         await publish("tool_call", tool_name=tool_name, args=args, tool_call_id=tool_call_id)
