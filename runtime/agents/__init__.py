@@ -2,8 +2,9 @@
 
 The public names are imported on first use, so importing this package imports neither agent
 library (nor Django's models): `FanfoldDurability` and `FanfoldApprovals` need pydantic-ai,
-`FanfoldRunner` the OpenAI Agents SDK; `approvals`, `decide`, `resolve`, `wait_for_approvals`
-(runtime.agents.approvals) and `agent_events` (runtime.agents.live) need neither.
+`FanfoldRunner` the OpenAI Agents SDK; `decide`, `resolve`, `wait_for_approvals` and
+`agent_events` need neither. (The list of a run's approvals is
+`runtime.agents.approvals.approvals`: the package cannot export a name its submodule has.)
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the type checker sees; at run time __getattr__ imports on first use
-    from runtime.agents.approvals import approvals, decide, resolve, wait_for_approvals
+    from runtime.agents.approvals import decide, resolve, wait_for_approvals
     from runtime.agents.deferred import FanfoldApprovals
     from runtime.agents.durability import FanfoldDurability
     from runtime.agents.live import agent_events
@@ -22,13 +23,12 @@ __all__ = [
     "FanfoldDurability",
     "FanfoldRunner",
     "agent_events",
-    "approvals",
     "decide",
     "resolve",
     "wait_for_approvals",
 ]
 
-_APPROVALS = frozenset({"approvals", "decide", "resolve", "wait_for_approvals"})
+_APPROVALS = frozenset({"decide", "resolve", "wait_for_approvals"})
 
 
 def __getattr__(name: str) -> Any:

@@ -31,7 +31,6 @@ from agents import (
     RunState,
 )
 from agents.items import TResponseOutputItem, TResponseStreamEvent
-from agents.result import RunResultBase
 from agents.run_internal.turn_preparation import get_model
 from agents.tool_context import ToolContext
 from agents.usage import Usage
@@ -247,7 +246,10 @@ class FanfoldRunner:
 
     @classmethod
     async def decide_interruptions(
-        cls, agent: Agent[Any], result: RunResultBase, approval_timeout: float | None = None
+        cls,
+        agent: Agent[Any],
+        result: RunResult | RunResultStreaming,
+        approval_timeout: float | None = None,
     ) -> RunState[Any]:
         """Ask people to approve `result.interruptions` (step `openai.<agent>.approve.ask`),
         wait for their decisions holding no worker, and return the run's state with each call

@@ -14,7 +14,8 @@ from agents import Agent, function_tool, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from runtime import workflow
-from runtime.agents import FanfoldRunner, agent_events
+from runtime.agents import FanfoldRunner, agent_events, decide
+from runtime.agents.approvals import approvals
 from runtime.core.clock import FakeClock
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Run, Step
@@ -128,3 +129,52 @@ def test_run_sync_refuses_an_async_workflow_and_run_streamed_no_workflow(
     with pytest.raises(LookupError, match="inside an async def Fanfold workflow"):
         FanfoldRunner.run_streamed(tracker, "where?")
     assert model.calls == ()
+
+
+@function_tool(needs_approval=True)
+def refund(order: int) -> str:
+    """Refund an order."""
+    LOOKUPS.append(-order)
+    return f"refunded order {order}"
+
+
+refunder = Agent(name="refunder", tools=[refund])
+
+
+@workflow(name="tests.agents_openai.streamed_refund")
+async def streamed_refund_flow(ctx: Any) -> str:
+    result = FanfoldRunner.run_streamed(refunder, "refund order 7")
+    async for _ in result.stream_events():
+        pass
+    while result.interruptions:
+        state = await FanfoldRunner.decide_interruptions(refunder, result)
+        result = FanfoldRunner.run_streamed(refunder, state)
+        async for _ in result.stream_events():
+            pass
+    return str(result.final_output)
+
+
+def test_a_streamed_run_waits_for_an_approval_then_goes_on(clock: FakeClock) -> None:
+    LOOKUPS.clear()
+    refunder.model = model = ScriptedModel(
+        [
+            [function_call("refund", {"order": 7}, call_id="r1")],
+            [assistant_message("Refunded.")],
+        ]
+    )
+    run, _ = start_run("tests.agents_openai.streamed_refund", [])
+    assert execute(run.id, clock=clock).outcome is ExecutionOutcome.SUSPENDED
+    [pending] = approvals(run.id)
+    assert (pending.tool_name, pending.arguments, LOOKUPS) == ("refund", {"order": 7}, [])
+    decide(run.id, pending.id, approved=True, by={"username": "ada"})
+    assert execute(run.id, clock=clock).outcome is ExecutionOutcome.COMPLETED
+    assert Run.objects.get(id=run.id).result == "Refunded."
+    assert LOOKUPS == [-7] and len(model.calls) == 2
+    names = _names(run.id)
+    assert names[2].startswith("fanfold.approvals.")  # the wait for the answer
+    assert names[:2] + names[3:] == [
+        "openai.refunder.model",
+        "openai.refunder.approve.ask",
+        "openai.refunder.tool.refund",
+        "openai.refunder.model",
+    ]
