@@ -2,9 +2,10 @@
 
 Each round starts one run of `bench.agents.turns` on a real worker: the same 10-turn agent
 (`FunctionModel` answering at once, nine tool calls) runs bare, then with `FanfoldDurability`,
-in the same run and process, and once more with `live_events=False`. The overhead per step
-is (durable - bare) / steps, where steps are the 19 model requests and tool calls; the
-figure is the median over the rounds.
+in the same run and process, and once more with `live_events=False` (the two durable ones in
+alternating order from round to round). The overhead per step is (durable - bare) / steps,
+where steps are the 19 model requests and tool calls; the figure is the median over the
+rounds.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def run_agents(rounds: int, timeout: float, pool: Pool) -> dict[str, Any]:
     samples: list[dict[str, float]] = []
     with environment.workers(pool, **env):
         for i in range(WARM_UP_ROUNDS + rounds):
-            timings = start(agent_workflows.turns).wait(timeout=timeout)
+            timings = start(agent_workflows.turns, i % 2 == 0).wait(timeout=timeout)
             if i >= WARM_UP_ROUNDS:
                 samples.append(timings)
     overheads = [(s["durable_ms"] - s["bare_ms"]) / steps for s in samples]

@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from runtime.context import DurableContext
 from runtime.core import history
 from runtime.core.clock import Clock
+from runtime.core.errors import FanfoldError
 from runtime.durable import steps
 from runtime.durable.awaited import (
     AsyncCallback,
@@ -27,6 +29,8 @@ from runtime.durable.session import ExecutionSession
 from runtime.fanout.group import run_all
 from runtime.messaging import durable as messaging
 from runtime.registry import Signature, SignatureMap
+
+T = TypeVar("T")
 
 
 def workflow_context(
@@ -71,10 +75,11 @@ class AsyncDurableContext(DurableContext):
 
     async def _step(self, call: steps.StepCall) -> Any:
         cursor = self.cursor
-        prepared = await in_run_thread(steps.prepare_step, cursor, call, self._rand)
-        if isinstance(prepared, steps.Answered):
-            return prepared.result
-        with StepBody(await in_run_thread(prepared.start)) as body:
+        begun = await in_run_thread(steps.begin_step, cursor, call, self._rand)
+        if isinstance(begun, steps.Answered):
+            return begun.result
+        prepared, body_call = begun
+        with StepBody(body_call) as body:
             outcome = await body.arun(cursor.payload_limit)
             return await in_run_thread(prepared.finish, body, outcome)
 
@@ -107,3 +112,34 @@ class AsyncDurableContext(DurableContext):
             create_callback, name=name, timeout=timeout, heartbeat_timeout=heartbeat_timeout
         )
         return AsyncCallback(in_run_thread_now(create, self.cursor), self.calls)
+
+
+class SyncWorkflowView(AsyncDurableContext):
+    """An async view of a sync workflow's `ctx`: the same cursor (positions, history, writes)
+    and the same `uuid4` counter, for async code that a sync workflow runs to its end
+    (`run_async_from_sync`)."""
+
+    def __init__(self, ctx: DurableContext) -> None:
+        cursor = ctx.cursor
+        super().__init__(cursor.session, {}, cursor.clock, ctx._rand, cursor=cursor)
+        self._sync = ctx
+
+    def uuid4(self) -> uuid.UUID:
+        return self._sync.uuid4()
+
+
+def run_async_from_sync(
+    ctx: DurableContext, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any, **kwargs: Any
+) -> T:
+    """`await fn(*args, **kwargs)` run from sync workflow code, whose durable calls (made
+    through `runtime.durable.stepinfo.active_workflow()`) take the workflow's next positions
+    as an async workflow's would: a step or wait inside suspends the whole run alike."""
+    if isinstance(ctx, AsyncDurableContext):
+        raise FanfoldError("run_async_from_sync is for sync workflows: await the call instead")
+    view = SyncWorkflowView(ctx)
+
+    async def call(_: Any) -> T:
+        return await fn(*args, **kwargs)
+
+    with messaging.workflow_sender(view):
+        return cast(T, run_async_workflow(call, view, view.calls, [], {}))

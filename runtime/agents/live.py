@@ -2,10 +2,13 @@
 
 Each event is `{"step", "attempt", "kind", ...}` with kind `text_delta` (`text`), `tool_call`
 (`tool_name`, `args`, `tool_call_id`), `tool_result` (`tool_name`, `result`) or `final`
-(`text`). They are written from inside the step that produced them, tagged with its position
-and attempt, so a step retried after it published (a worker killed between publishing and
-checkpointing) publishes again under a higher attempt. `agent_events` marks the events of
-every attempt but a step's last one `superseded`; SSE clients do the same with `attempt`.
+(`text`), tagged with the position and attempt of the step that produced it. A model
+response's and a tool result's events (`publish`) commit with the step's result, in its
+checkpoint's transaction: one write for all of them, and none for an attempt that failed.
+Text streamed as it arrives (`publish_now`) is written at once, so a step retried after it
+streamed (its worker killed mid-response) streams again under a higher attempt:
+`agent_events` marks the events of every attempt but a step's last one `superseded`; SSE
+clients do the same with `attempt`.
 """
 
 from __future__ import annotations
@@ -23,15 +26,31 @@ AGENT_STREAM = "agent"
 KINDS = ("text_delta", "tool_call", "tool_result", "final")
 
 
-async def publish(kind: str, **data: Any) -> None:
-    """Append one event of `kind` to the run's `agent` stream (only from inside a step)."""
+def _event(kind: str, data: dict[str, Any]) -> dict[str, Any] | None:
     if kind not in KINDS:
         raise ValueError(f"an agent event's kind is one of {', '.join(KINDS)}, not {kind!r}")
     info = active_step()
     if info is None:
-        return  # workflow code replays: only steps publish, once per attempt
-    event = {"step": info.position, "attempt": info.attempt, "kind": kind, **data}
-    await in_run_thread(stream(AGENT_STREAM).write, event)
+        return None  # workflow code replays: only steps publish, once per attempt
+    return {"step": info.position, "attempt": info.attempt, "kind": kind, **data}
+
+
+async def publish(kind: str, **data: Any) -> None:
+    """Append one event of `kind` to the run's `agent` stream with the step's result: it
+    commits in the step's checkpoint (no transaction of its own), and a failed attempt's
+    events are never written. Only from inside a step; in a fan-out branch it is written at
+    once."""
+    event = _event(kind, data)
+    if event is not None and not stream(AGENT_STREAM).write_with_step(event):
+        await in_run_thread(stream(AGENT_STREAM).write, event)
+
+
+async def publish_now(kind: str, **data: Any) -> None:
+    """Append one event of `kind` to the run's `agent` stream at once, in a transaction of
+    its own (a streamed model call's text as it arrives). Only from inside a step."""
+    event = _event(kind, data)
+    if event is not None:
+        await in_run_thread(stream(AGENT_STREAM).write, event)
 
 
 def _parts(payload: Any) -> list[dict[str, Any]] | None:
@@ -59,10 +78,13 @@ async def publish_model_response(payload: Any) -> None:
     await publish_response(text, calls)
 
 
-async def publish_response(text: str, calls: list[tuple[Any, Any, Any]]) -> None:
-    """The events of one model response of any framework: its text, each tool call
-    (name, arguments, call id) in order, and `final` when it calls no tool."""
-    if text:
+async def publish_response(
+    text: str, calls: list[tuple[Any, Any, Any]], *, text_streamed: bool = False
+) -> None:
+    """The events of one model response of any framework: its text (unless it was streamed
+    as it arrived), each tool call (name, arguments, call id) in order, and `final` when it
+    calls no tool."""
+    if text and not text_streamed:
         await publish("text_delta", text=text)
     for tool_name, args, tool_call_id in calls:
         await publish("tool_call", tool_name=tool_name, args=args, tool_call_id=tool_call_id)

@@ -1,4 +1,4 @@
-"""`FanfoldRunner`: the OpenAI Agents SDK's `Runner` inside an async Fanfold workflow.
+"""`FanfoldRunner`: the OpenAI Agents SDK's `Runner` inside a Fanfold workflow.
 
 `FanfoldRunner.run(agent, input)` runs the agent with every model call a step named
 `openai.<agent>.model` (its response checkpointed as JSON, so a replay asks the model nothing)
@@ -8,6 +8,8 @@ tool calls take their step positions in the order the model emitted their call i
 SDK's run; the runner asks people through runtime.agents.approvals (the same approvals as
 pydantic-ai's deferred tools: REST, admin, `approval_requested`/`approval_decided` events),
 waits holding no worker, then resumes the SDK's `RunState` with each approval or rejection.
+`run_sync` is the same from a `def` workflow; `run_streamed` streams each model call's text to
+the run's `agent` stream from inside its step (runtime.agents.openai_stream).
 """
 
 from __future__ import annotations
@@ -17,7 +19,17 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agents import Agent, FunctionTool, Model, ModelResponse, RunConfig, Runner, RunResult
+from agents import (
+    Agent,
+    FunctionTool,
+    Model,
+    ModelResponse,
+    RunConfig,
+    Runner,
+    RunResult,
+    RunResultStreaming,
+    RunState,
+)
 from agents.items import TResponseOutputItem, TResponseStreamEvent
 from agents.run_internal.turn_preparation import get_model
 from agents.tool_context import ToolContext
@@ -27,6 +39,10 @@ from pydantic import TypeAdapter
 from runtime.agents.approvals import ApprovalCall, wait_for_approvals, workflow_context
 from runtime.agents.live import publish, publish_response
 from runtime.agents.openai_order import CallOrder
+from runtime.agents.openai_stream import completed_event, read_stream, response_text
+from runtime.context import DurableContext
+from runtime.messaging.durable import current_sender
+from runtime.workflow_call import AsyncDurableContext, run_async_from_sync
 
 _OUTPUT_ITEM: TypeAdapter[TResponseOutputItem] = TypeAdapter(TResponseOutputItem)
 
@@ -57,15 +73,14 @@ def response_from_json(payload: dict[str, Any]) -> ModelResponse:
     )
 
 
-async def _publish_response(payload: dict[str, Any]) -> None:
+async def _publish_response(payload: dict[str, Any], *, text_streamed: bool = False) -> None:
     """The live events of one model response: its text, its tool calls, `final` if none."""
-    text, calls = "", []
-    for item in payload["output"]:
-        if item.get("type") == "message":
-            text += "".join(str(c.get("text", "")) for c in item.get("content", []))
-        elif item.get("type") == "function_call":
-            calls.append((item.get("name"), item.get("arguments"), item.get("call_id")))
-    await publish_response(text, calls)
+    calls = [
+        (item.get("name"), item.get("arguments"), item.get("call_id"))
+        for item in payload["output"]
+        if item.get("type") == "function_call"
+    ]
+    await publish_response(response_text(payload), calls, text_streamed=text_streamed)
 
 
 class FanfoldModel(Model):
@@ -83,7 +98,25 @@ class FanfoldModel(Model):
             await _publish_response(payload)
             return payload
 
-        payload = await workflow_context().step(ask_model, name=self.step_name)
+        return self._answer(await workflow_context().step(ask_model, name=self.step_name))
+
+    async def stream_response(
+        self, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        """The model's stream read to its end in one step (its text deltas published live),
+        then its recorded response as one `response.completed` event (openai_stream)."""
+
+        async def stream_model() -> dict[str, Any]:
+            response = await read_stream(self.inner.stream_response(*args, **kwargs))
+            payload = response_to_json(response)
+            await _publish_response(payload, text_streamed=True)
+            return payload
+
+        payload = await workflow_context().step(stream_model, name=self.step_name)
+        yield completed_event(self._answer(payload))
+
+    def _answer(self, payload: dict[str, Any]) -> ModelResponse:
+        """The recorded response, its gated tool calls lined up in the model's order."""
         self.order.expect(
             [
                 item["call_id"]
@@ -92,12 +125,6 @@ class FanfoldModel(Model):
             ]
         )
         return response_from_json(payload)
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
-        raise NotImplementedError(
-            "FanfoldRunner runs agents with Runner.run; streamed runs are not durable yet "
-            "(the run's live events are on its `agent` stream)"
-        )
 
 
 def _durable_tool(tool: FunctionTool, agent_name: str, order: CallOrder) -> FunctionTool:
@@ -152,8 +179,17 @@ def _arguments(raw: Any) -> Any:
         return text
 
 
+def _durable(agent: Agent[Any], run_config: RunConfig | None) -> tuple[Agent[Any], RunConfig]:
+    """The durable clone of `agent`, and the run config that keeps its model calls steps."""
+    workflow_context()  # fail early outside a workflow
+    config = run_config or RunConfig()
+    durable = durable_agent(agent, config, CallOrder(), {})
+    return durable, dataclasses.replace(config, model=None)  # else it would bypass the steps
+
+
 class FanfoldRunner:
-    """Runs an OpenAI Agents SDK agent durably inside an `async def` Fanfold workflow."""
+    """Runs an OpenAI Agents SDK agent durably inside a Fanfold workflow: `await run(...)` or
+    `run_streamed(...)` in an `async def` workflow, `run_sync(...)` in a `def` one."""
 
     @classmethod
     async def run(
@@ -171,32 +207,70 @@ class FanfoldRunner:
         Fanfold's approvals, holding no worker; at `approval_timeout` seconds they are denied.
         Other keyword options go to `Runner.run` as they are.
         """
-        workflow_context()  # fail early outside a workflow
-        config = run_config or RunConfig()
-        durable = durable_agent(agent, config, CallOrder(), {})
-        config = dataclasses.replace(config, model=None)  # else it would bypass the steps
+        durable, config = _durable(agent, run_config)
         result = await Runner.run(durable, input, run_config=config, **options)
-        asked = 0
         while result.interruptions:
-            asked += 1
-            items = list(result.interruptions)
-            calls = [
-                ApprovalCall(
-                    tool_call_id=str(getattr(item.raw_item, "call_id", "") or item.name),
-                    tool_name=str(item.name),
-                    arguments=_arguments(item.raw_item),
-                )
-                for item in items
-            ]
-            decisions = await wait_for_approvals(
-                f"openai.{agent.name}.approve", calls, timeout=approval_timeout
-            )
-            state = result.to_state()
-            for item, call in zip(items, calls, strict=True):
-                decision = decisions[call.tool_call_id]
-                if decision.approved:
-                    state.approve(item)
-                else:
-                    state.reject(item, rejection_message=decision.reason or "denied")
+            state = await cls.decide_interruptions(agent, result, approval_timeout)
             result = await Runner.run(durable, state, run_config=config, **options)
         return result
+
+    @classmethod
+    def run_sync(cls, agent: Agent[Any], input: str | list[Any], **options: Any) -> RunResult:
+        """`run` from a sync (`def`) workflow: the agent's steps and approval waits take the
+        workflow's next positions, as they would in an async one. Same options as `run`."""
+        ctx = current_sender()
+        if not isinstance(ctx, DurableContext) or isinstance(ctx, AsyncDurableContext):
+            raise LookupError(
+                "FanfoldRunner.run_sync runs inside a def workflow; in an async def workflow, "
+                "await FanfoldRunner.run"
+            )
+        return run_async_from_sync(ctx, cls.run, agent, input, **options)
+
+    @classmethod
+    def run_streamed(
+        cls,
+        agent: Agent[Any],
+        input: str | list[Any] | RunState[Any],
+        *,
+        run_config: RunConfig | None = None,
+        **options: Any,
+    ) -> RunResultStreaming:
+        """`Runner.run_streamed(agent, input, ...)` with each model call a step whose text
+        streams live to the run's `agent` stream; a replay asks the model nothing and the SDK
+        sees the recorded response as one event. Read `result.stream_events()` to its end.
+
+        A tool that needs approval ends the stream with `result.interruptions`: pass
+        `await FanfoldRunner.decide_interruptions(agent, result)` as the next input."""
+        durable, config = _durable(agent, run_config)
+        return Runner.run_streamed(durable, input, run_config=config, **options)
+
+    @classmethod
+    async def decide_interruptions(
+        cls,
+        agent: Agent[Any],
+        result: RunResult | RunResultStreaming,
+        approval_timeout: float | None = None,
+    ) -> RunState[Any]:
+        """Ask people to approve `result.interruptions` (step `openai.<agent>.approve.ask`),
+        wait for their decisions holding no worker, and return the run's state with each call
+        approved or rejected (with the reason given, or "denied")."""
+        items = list(result.interruptions)
+        calls = [
+            ApprovalCall(
+                tool_call_id=str(getattr(item.raw_item, "call_id", "") or item.name),
+                tool_name=str(item.name),
+                arguments=_arguments(item.raw_item),
+            )
+            for item in items
+        ]
+        decisions = await wait_for_approvals(
+            f"openai.{agent.name}.approve", calls, timeout=approval_timeout
+        )
+        state = result.to_state()
+        for item, call in zip(items, calls, strict=True):
+            decision = decisions[call.tool_call_id]
+            if decision.approved:
+                state.approve(item)
+            else:
+                state.reject(item, rejection_message=decision.reason or "denied")
+        return state

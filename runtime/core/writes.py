@@ -41,6 +41,15 @@ def step_created(
 
 
 @dataclass(frozen=True, slots=True)
+class ChunkDraft:
+    """A chunk of the run's stream `stream`, appended in the checkpoint's transaction: the
+    output of a step that appears when, and only if, the step's outcome commits."""
+
+    stream: str
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
 class StepRow:
     id: uuid.UUID
     position: int
@@ -136,6 +145,7 @@ class HistoryWrite:
     wake: bool = False  # bump Run.wakeups: the run has something new to react to
     cancel_open_steps: bool = False  # mark every pending or running step cancelled
     fanouts: tuple[FanoutGroupRow, ...] = ()  # fan-out groups created with these steps
+    chunks: tuple[ChunkDraft, ...] = ()  # stream chunks committed with this write
 
 
 @dataclass(frozen=True, slots=True)

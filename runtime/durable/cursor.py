@@ -17,7 +17,7 @@ from runtime.core.errors import NonDeterminismError
 from runtime.core.history import RecordedStep, StepAction
 from runtime.core.jsonvalues import checked
 from runtime.core.states import StepKind
-from runtime.core.writes import EventDraft, HistoryWrite, StepRow
+from runtime.core.writes import ChunkDraft, EventDraft, HistoryWrite, StepRow
 from runtime.durable.session import ExecutionSession
 
 
@@ -135,14 +135,20 @@ class ReplayCursor:
         return checked(value, what, self._limit)
 
     def write(
-        self, events: Iterable[EventDraft], row: StepRow, *, sync: bool, payload_bytes: int = 0
+        self,
+        events: Iterable[EventDraft],
+        row: StepRow,
+        *,
+        sync: bool,
+        payload_bytes: int = 0,
+        chunks: Iterable[ChunkDraft] = (),
     ) -> None:
-        """Checkpoint one step's new state with its events, and remember it."""
-        self.checkpoint(
-            HistoryWrite(self.run_id, self.session.guard, tuple(events), (row,)),
-            sync=sync,
-            payload_bytes=payload_bytes,
+        """Checkpoint one step's new state with its events (and the stream chunks its body
+        left to commit with it), and remember it."""
+        write = HistoryWrite(
+            self.run_id, self.session.guard, tuple(events), (row,), chunks=tuple(chunks)
         )
+        self.checkpoint(write, sync=sync, payload_bytes=payload_bytes)
         self.remember(RecordedStep.of(row))
 
     def checkpoint(self, write: HistoryWrite, *, sync: bool, payload_bytes: int = 0) -> None:

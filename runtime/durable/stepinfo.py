@@ -4,9 +4,30 @@ from __future__ import annotations
 
 import contextvars
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from runtime.core.writes import ChunkDraft
+
+
+@dataclass
+class StepOutbox:
+    """What an inline step's body leaves to be committed with the step's result: stream
+    chunks (runtime.streaming), and what to call once they are committed."""
+
+    chunks: list[ChunkDraft] = field(default_factory=list)
+    size: int = 0  # the chunks' JSON bytes, as measured when they were added
+    on_commit: list[Callable[[], None]] = field(default_factory=list)
+
+    def add(self, chunk: ChunkDraft, size: int) -> None:
+        self.chunks.append(chunk)
+        self.size += size
+
+    def committed(self) -> None:
+        """The step's result and the chunks are committed."""
+        for hook in self.on_commit:
+            hook()
 
 
 @dataclass(frozen=True)
@@ -15,6 +36,8 @@ class StepInfo:
     position: int
     name: str
     attempt: int
+    # An inline step's (a workflow's ctx.step) outbox; None for fan-out branches and polls.
+    outbox: StepOutbox | None = field(default=None, compare=False, repr=False)
 
 
 _current: contextvars.ContextVar[StepInfo | None] = contextvars.ContextVar(

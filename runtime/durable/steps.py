@@ -25,7 +25,7 @@ from runtime.core.states import EventType, StepStatus
 from runtime.core.writes import EventDraft, StepRow, step_created
 from runtime.durable.body import BodyCall, BodyOutcome, StepBody
 from runtime.durable.cursor import ReplayCursor
-from runtime.durable.stepinfo import StepInfo
+from runtime.durable.stepinfo import StepInfo, StepOutbox
 from runtime.flow.ratelimit import turn_wait
 from runtime.process.identity import worker_id
 from runtime.registry import StepFunction, step_policy
@@ -86,6 +86,17 @@ def run_step(cursor: ReplayCursor, call: StepCall, rand: Callable[[], float]) ->
         return prepared.finish(body, body.run(cursor.payload_limit))
 
 
+def begin_step(
+    cursor: ReplayCursor, call: StepCall, rand: Callable[[], float]
+) -> Answered | tuple[StepAttemptRun, BodyCall]:
+    """`prepare_step`, then the attempt's start if it runs now: one call where the caller
+    must hop to the run's thread for each (an async workflow's step)."""
+    prepared = prepare_step(cursor, call, rand)
+    if isinstance(prepared, Answered):
+        return prepared
+    return prepared, prepared.start()
+
+
 def prepare_step(
     cursor: ReplayCursor, call: StepCall, rand: Callable[[], float]
 ) -> Answered | StepAttemptRun:
@@ -140,6 +151,7 @@ class StepAttemptRun:
     input_bytes: int
     fresh: bool = False
     started_at: datetime | None = None
+    outbox: StepOutbox | None = None  # the body's chunks, committed with its result
 
     @functools.cached_property
     def step_id(self) -> uuid.UUID:
@@ -168,7 +180,8 @@ class StepAttemptRun:
         # is queued and usually commits together with the completion.
         cursor.write(events, running, sync=call.at_most_once, payload_bytes=self.input_bytes)
         self.started_at = started
-        info = StepInfo(cursor.run_id, call.position, call.name, attempt)
+        self.outbox = StepOutbox()
+        info = StepInfo(cursor.run_id, call.position, call.name, attempt, self.outbox)
         timeout = call.registered.timeout if call.registered else None
         return BodyCall(info, call.body, call.args, call.kwargs, f"step {call.name!r}", timeout)
 
@@ -190,7 +203,11 @@ class StepAttemptRun:
         payload = {"attempt": attempt, "result": outcome.result}
         completed = EventDraft(EventType.STEP_COMPLETED, finished, sid, payload)
         size = self.input_bytes + outcome.size
-        cursor.write([completed], done, sync=True, payload_bytes=size)
+        outbox = self.outbox or StepOutbox()
+        cursor.write(
+            [completed], done, sync=True, payload_bytes=size + outbox.size, chunks=outbox.chunks
+        )
+        outbox.committed()
         body.outcome = "completed"
         return outcome.result
 

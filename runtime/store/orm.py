@@ -18,10 +18,11 @@ from runtime.models import Event, Run, Step, StepStatus
 from runtime.store.dialect import uuid_param
 from runtime.store.parts import STEP_UPDATE_FIELDS, RunPart
 from runtime.store.runs import run_update_statement
+from runtime.store.streams import append_chunks_txn
 
 
 def write_parts_txn(parts: list[RunPart], now: datetime) -> None:
-    """Write the parts' runs, steps and events (inside the caller's transaction)."""
+    """Write the parts' runs, steps, events and stream chunks (inside the caller's transaction)."""
     events: list[Event] = []
     steps: list[Step] = []
     for part in parts:
@@ -57,6 +58,9 @@ def write_parts_txn(parts: list[RunPart], now: datetime) -> None:
         )
     if events:
         Event.objects.bulk_create(events)
+    for part in parts:
+        if part.chunks:
+            append_chunks_txn(part.run_id, part.chunks, now)
 
 
 def _json_param(column: str, value: Any) -> Any:

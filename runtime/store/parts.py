@@ -6,7 +6,15 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from runtime.core.writes import EventDraft, FanoutGroupRow, Guard, HistoryWrite, RunPatch, StepRow
+from runtime.core.writes import (
+    ChunkDraft,
+    EventDraft,
+    FanoutGroupRow,
+    Guard,
+    HistoryWrite,
+    RunPatch,
+    StepRow,
+)
 
 # Written on every upsert of a step row; input and created_at are written once, at creation.
 STEP_UPDATE_FIELDS = (
@@ -24,7 +32,8 @@ STEP_UPDATE_FIELDS = (
 
 @dataclass
 class RunPart:
-    """What a batch writes for one run under one guard: events, step rows, a run patch."""
+    """What a batch writes for one run under one guard: events, step rows, a run patch, and
+    stream chunks."""
 
     run_id: uuid.UUID
     guard: Guard
@@ -34,6 +43,7 @@ class RunPart:
     wakes: int = 0
     cancel_open_steps: bool = False
     fanouts: list[FanoutGroupRow] = field(default_factory=list)
+    chunks: list[ChunkDraft] = field(default_factory=list)
 
 
 def run_parts(writes: Sequence[tuple[str, HistoryWrite]]) -> list[RunPart]:
@@ -51,4 +61,5 @@ def run_parts(writes: Sequence[tuple[str, HistoryWrite]]) -> list[RunPart]:
         part.wakes += int(w.wake)
         part.cancel_open_steps = part.cancel_open_steps or w.cancel_open_steps
         part.fanouts.extend(w.fanouts)
+        part.chunks.extend(w.chunks)
     return list(parts.values())

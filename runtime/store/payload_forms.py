@@ -63,7 +63,10 @@ class StoredForms:
                 result=self._patched(patch.result, run_id, bound),
                 error=self._patched(patch.error, run_id, bound),
             )
-        return dataclasses.replace(write, events=events, steps=steps, run=patch)
+        chunks = tuple(
+            dataclasses.replace(c, value=self.form(c.value, run_id, bound)) for c in write.chunks
+        )
+        return dataclasses.replace(write, events=events, steps=steps, run=patch, chunks=chunks)
 
     def step_row(self, row: StepRow, run_id: uuid.UUID, bound: int | None) -> StepRow:
         return dataclasses.replace(
@@ -88,6 +91,8 @@ def _needs_escape(write: HistoryWrite) -> bool:
     for row in write.steps:
         if _reserved(row.input) or _reserved(row.result) or _reserved(row.error):
             return True
+    if any(_reserved(chunk.value) for chunk in write.chunks):
+        return True
     patch: RunPatch | None = write.run
     return patch is not None and (_reserved(patch.result) or _reserved(patch.error))
 

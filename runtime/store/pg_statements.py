@@ -27,6 +27,7 @@ from runtime.store.columns import step_columns
 from runtime.store.connection import raw_connection
 from runtime.store.parts import RunPart
 from runtime.store.runs import run_update_statement
+from runtime.store.streams import chunk_statements
 
 
 def _jsonb(value: Any) -> Any:
@@ -126,8 +127,8 @@ def write_parts(
 
     The plain parts of several runs, or one plain part with many rows (a fan-out's start),
     go as one statement with JSON rows (runtime.store.pg_json_rows); every other part has its own
-    statement. One statement runs alone in autocommit; several run between BEGIN and COMMIT
-    in one pipeline. All of them are prepared.
+    statement, and stream chunks theirs (runtime.store.streams). One statement runs alone in
+    autocommit; several run between BEGIN and COMMIT in one pipeline. All of them are prepared.
     """
     plain = [g for g in groups if pg_json_rows.is_plain(g)]
     if not pg_json_rows.worth_combining(plain):
@@ -136,6 +137,9 @@ def write_parts(
     combined = {id(g) for g in plain}
     statements += [group_statement(g, now, update_fields) for g in groups if id(g) not in combined]
     statements += [fanout_groups_statement(g, check_at) for g in groups if g.fanouts]
+    for g in groups:
+        if g.chunks:
+            statements += chunk_statements(g.run_id, g.chunks, now, _jsonb)
     if any(len(params) > MAX_PARAMETERS for _, params in statements):
         return False
     raw = raw_connection()

@@ -12,12 +12,16 @@ the chunk, and a rare seq collision is retried.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from functools import cache
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from runtime.core.writes import ChunkDraft
 from runtime.models import StreamChunk
 from runtime.store.dialect import execute, json_param
 from runtime.store.payload_forms import StoredForms
@@ -86,6 +90,60 @@ def _append_pg(run_id: uuid.UUID, stream: str, value: Any, writer_key: str | Non
     )
     # Nothing inserted: under the lock the seq was free, so the writer key was taken.
     return int(inserted[0][0]) if inserted else None
+
+
+@cache
+def _insert_many_sql(rows: int) -> str:
+    values = ", ".join(["(%s::integer, %s::jsonb)"] * rows)
+    return (
+        f"INSERT INTO {_TABLE} (run_id, stream, seq, value, writer_key, created_at) "
+        "SELECT %s::uuid, %s::text, last.seq + v.n, v.value, NULL, %s::timestamptz "
+        f"FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM {_TABLE} "
+        "WHERE run_id = %s::uuid AND stream = %s::text) AS last, "
+        f"(VALUES {values}) AS v(n, value)"
+    )
+
+
+def chunk_statements(
+    run_id: uuid.UUID, chunks: Sequence[ChunkDraft], now: datetime, as_json: Callable[[Any], Any]
+) -> list[tuple[str, list[Any]]]:
+    """The PostgreSQL statements that append `chunks` (values in stored form, `as_json` adapts
+    one) to the run's streams inside the caller's transaction, and notify the run's readers:
+    per stream, in name order, its lock, then one insert of its chunks in order; then one
+    NOTIFY, which leaves at commit."""
+    statements: list[tuple[str, list[Any]]] = []
+    for stream, values in _by_stream(chunks).items():
+        params: list[Any] = [run_id, stream, now, run_id, stream]
+        for n, value in enumerate(values, 1):
+            params.extend((n, as_json(value)))
+        statements.append((_LOCK, [f"{run_id}/{stream}"]))
+        statements.append((_insert_many_sql(len(values)), params))
+    statements.append((_NOTIFY, [CHANNEL, str(run_id)]))
+    return statements
+
+
+def append_chunks_txn(run_id: uuid.UUID, chunks: Sequence[ChunkDraft], now: datetime) -> None:
+    """Append `chunks` (values in stored form) inside the caller's transaction, on any
+    database: the portable side of `chunk_statements`."""
+    if _postgres():
+        execute(chunk_statements(run_id, chunks, now, json_param))
+        return
+    rows: list[StreamChunk] = []
+    for stream, values in _by_stream(chunks).items():
+        last = StreamChunk.objects.filter(run_id=run_id, stream=stream).aggregate(m=Max("seq"))
+        rows.extend(
+            StreamChunk(run_id=run_id, stream=stream, seq=(last["m"] or 0) + n, value=value,
+                        created_at=now)
+            for n, value in enumerate(values, 1)
+        )  # fmt: skip
+    StreamChunk.objects.bulk_create(rows)
+
+
+def _by_stream(chunks: Sequence[ChunkDraft]) -> dict[str, list[Any]]:
+    by_stream: dict[str, list[Any]] = {}
+    for chunk in sorted(chunks, key=lambda c: c.stream):  # stable: each stream's order kept
+        by_stream.setdefault(chunk.stream, []).append(chunk.value)
+    return by_stream
 
 
 def _written(run_id: uuid.UUID, stream: str, writer_key: str) -> bool:

@@ -4,12 +4,14 @@ From a step body the chunk belongs to the step's run and is written every time t
 chunks are output, not state, so an attempt that later fails keeps what it wrote and a retry
 writes again. From workflow code (outside any step) a write would be repeated by every replay,
 so each is keyed by where it happened (the workflow's position and the count of writes since)
-and a replayed write finds its key and is skipped.
+and a replayed write finds its key and is skipped. `write_with_step` is the cheap form for a
+step's output that may wait for the step's end: it rides the checkpoint of the step's result.
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +21,7 @@ from runtime import conf
 from runtime.core.errors import FanfoldError
 from runtime.core.identity import check_name
 from runtime.core.jsonvalues import checked
+from runtime.core.writes import ChunkDraft
 from runtime.durable.stepinfo import active_step
 from runtime.store.streams import append_chunk
 from runtime.streaming.wakeups import signal_local
@@ -84,6 +87,24 @@ class Stream:
             run_id = scope.run_id
         signal_local(run_id)  # readers in this process (the embedded worker) wake too
         return seq
+
+    def write_with_step(self, value: object) -> bool:
+        """Queue a JSON value to be appended in the transaction that records the running
+        inline step's result: it appears when, and only if, the step completes (an attempt
+        that fails leaves nothing), and costs no transaction of its own. False, with nothing
+        queued, where no inline step runs (a fan-out branch, workflow code): `write` it there.
+        Raises PayloadError for a value that is not JSON or too large."""
+        step = active_step()
+        outbox = None if step is None else step.outbox
+        if step is None or outbox is None:
+            return False
+        checked_value, size = checked(
+            value, f"stream {self.name!r} chunk", conf.get().MAX_PAYLOAD_BYTES
+        )
+        if not outbox.chunks:
+            outbox.on_commit.append(functools.partial(signal_local, step.run_id))
+        outbox.add(ChunkDraft(self.name, checked_value), size)
+        return True
 
 
 def stream(name: str = DEFAULT_STREAM) -> Stream:

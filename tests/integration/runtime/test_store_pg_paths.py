@@ -16,12 +16,20 @@ from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.core.errors import LeaseLost
 from runtime.core.identity import step_id
-from runtime.core.writes import EventDraft, HistoryWrite, LeaseGuard, RunPatch, StepRow
-from runtime.models import Run, Step
+from runtime.core.writes import (
+    ChunkDraft,
+    EventDraft,
+    HistoryWrite,
+    LeaseGuard,
+    RunPatch,
+    StepRow,
+)
+from runtime.models import Run, Step, StreamChunk
 from runtime.services import start_run
 from runtime.store import pg_json_rows, pg_statements, runs
 from runtime.store.parts import STEP_UPDATE_FIELDS, run_parts
 from runtime.store.sink import DatabaseSink
+from runtime.store.streams import append_chunk
 
 
 def record_calls(
@@ -237,3 +245,36 @@ def test_store_load_history_on_postgresql_reads_what_the_portable_path_reads(
 
 def test_store_load_history_of_a_run_without_steps_is_empty(leased_run: Run) -> None:
     assert runs.load_history(leased_run.id) == {}
+
+
+@pytest.mark.parametrize("path", ["one round trip", "portable"])
+def test_store_stream_chunks_commit_in_the_checkpoint_on_either_path(
+    leased_run: Run, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    if path == "portable":
+        monkeypatch.setattr(pg_statements, "write_parts", lambda *args: False)
+    append_chunk(leased_run.id, "agent", "before")
+    chunks = (ChunkDraft("agent", {"n": 1}), ChunkDraft("other", 2), ChunkDraft("agent", [3]))
+    write = replace(many_steps(leased_run, 1, timezone.now()), chunks=chunks)
+
+    store.writer().write(Checkpoint(session="chunks", payload=write, sync=True))
+
+    rows = StreamChunk.objects.filter(run_id=leased_run.id).order_by("stream", "seq")
+    assert [(c.stream, c.seq, c.value) for c in rows] == [
+        ("agent", 1, "before"),
+        ("agent", 2, {"n": 1}),
+        ("agent", 3, [3]),
+        ("other", 1, 2),
+    ]
+    assert Step.objects.filter(run_id=leased_run.id).count() == 1
+
+
+def test_store_stream_chunks_of_a_failed_guard_are_not_written(leased_run: Run) -> None:
+    Run.objects.filter(id=leased_run.id).update(lease_token="someone-else")
+    write = replace(many_steps(leased_run, 1, timezone.now()), chunks=(ChunkDraft("agent", 1),))
+
+    with pytest.raises(CheckpointFailed):
+        store.writer().write(Checkpoint(session="lost-chunks", payload=write, sync=True))
+
+    assert not StreamChunk.objects.filter(run_id=leased_run.id).exists()
+    store.writer().reset_session("lost-chunks")

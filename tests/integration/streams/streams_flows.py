@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from runtime import step, stream, workflow
+from runtime import RetryPolicy, step, stream, workflow
 from runtime.services import start_run
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
@@ -37,3 +37,22 @@ def sleeper(ctx: Any) -> None:
 def start(name: str, *args: Any) -> uuid.UUID:
     run, _ = start_run(name, list(args))
     return run.id
+
+
+TRIES: list[int] = []
+
+
+@step(name="tests.streams_local.report", retry=RetryPolicy(max_attempts=2, initial_delay=1))
+def report(word: str) -> str:
+    TRIES.append(1)
+    stream().write(f"{word} starts")  # at once, in a transaction of its own
+    stream("log").write_with_step({"try": len(TRIES)})
+    stream().write_with_step(f"{word} done")
+    if len(TRIES) == 1:
+        raise RuntimeError("the first attempt fails after queueing its chunks")
+    return word
+
+
+@workflow(name="tests.streams_local.with_step")
+def with_step(ctx: Any) -> str:
+    return ctx.step(report, "news")

@@ -7,15 +7,18 @@ import uuid
 from typing import Any
 
 import pytest
-from streams_flows import start
+from django.db import transaction
+from django.utils import timezone
+from streams_flows import TRIES, start
 
 from runtime import get_run, stream
 from runtime.core.clock import FakeClock
 from runtime.core.errors import FanfoldError, PayloadError
-from runtime.durable.stepinfo import StepInfo, running
+from runtime.core.writes import ChunkDraft
+from runtime.durable.stepinfo import StepInfo, StepOutbox, running
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Run, StreamChunk
-from runtime.store.streams import append_chunk
+from runtime.store.streams import append_chunk, append_chunks_txn
 
 pytestmark = pytest.mark.usefixtures("db_ready")
 
@@ -119,3 +122,45 @@ def test_stream_store_reader_pages_through_a_long_stream_of_a_finished_run() -> 
     assert list(get_run(run_id).read_stream("long", after=1000, timeout=30)) == list(
         range(1000, 1203)
     )
+
+
+def test_stream_store_chunks_with_a_step_commit_with_its_result_only(clock: FakeClock) -> None:
+
+    TRIES.clear()
+    run_id = start("tests.streams_local.with_step")
+    assert execute(run_id, clock=clock).outcome is ExecutionOutcome.SUSPENDED
+    # The failed attempt's immediate write stays; what it queued with the step does not.
+    assert values(run_id) == ["news starts"]
+    assert values(run_id, "log") == []
+    clock.advance(60)
+    assert execute(run_id, clock=clock).outcome is ExecutionOutcome.COMPLETED
+    assert values(run_id) == ["news starts", "news starts", "news done"]
+    assert values(run_id, "log") == [{"try": 2}]
+    seqs = StreamChunk.objects.filter(run_id=run_id, stream="default").values_list("seq", flat=True)
+    assert sorted(seqs) == [1, 2, 3]
+
+
+def test_stream_store_write_with_step_queues_only_inside_an_inline_step() -> None:
+    run_id = start("tests.streams_local.sleeper")
+    assert stream().write_with_step("nowhere") is False
+    with running(StepInfo(run_id, 1, "branch", 1)):  # a fan-out branch: no outbox
+        assert stream().write_with_step("branch") is False
+    outbox = StepOutbox()
+    with running(StepInfo(run_id, 2, "inline", 1, outbox)):
+        with pytest.raises(PayloadError):
+            stream().write_with_step({1, 2})
+        assert stream("s").write_with_step({"n": 1}) is True
+    assert outbox.chunks == [ChunkDraft("s", {"n": 1})] and outbox.size == len('{"n":1}')
+    assert values(run_id, "s") == []  # nothing is written before the step's checkpoint
+
+
+def test_stream_store_chunks_appended_in_a_transaction_follow_the_others() -> None:
+    run_id = start("tests.streams_local.sleeper")
+    append_chunk(run_id, "s", "first")
+    drafts = [ChunkDraft("t", 1), ChunkDraft("s", "second"), ChunkDraft("s", "third")]
+    with transaction.atomic():
+        append_chunks_txn(run_id, drafts, timezone.now())
+    assert values(run_id, "s") == ["first", "second", "third"]
+    assert values(run_id, "t") == [1]
+    seqs = StreamChunk.objects.filter(run_id=run_id, stream="s").values_list("seq", flat=True)
+    assert sorted(seqs) == [1, 2, 3]

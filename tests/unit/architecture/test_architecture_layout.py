@@ -30,6 +30,10 @@ FUNCTION_IMPORTS_ALLOWED = {
     ("runtime.agents", "runtime.agents.durability"): "on first use: the core never imports "
     "pydantic-ai (the agents extra)",
     ("runtime.agents", "runtime.agents.deferred"): "on first use, as runtime.agents.durability",
+    ("runtime.agents", "runtime.agents.openai_runner"): "on first use: nor the OpenAI Agents SDK",
+    ("runtime.agents", "runtime.agents.approvals"): "on first use: it imports Django's models, "
+    "and the package is imported before the apps load",
+    ("runtime.agents", "runtime.agents.live"): "on first use, as runtime.agents.approvals",
 }
 # Pairs of runtime's units (a subpackage, or a top-level module) that may import each other:
 # why the two cannot be one unit or be layered. Longer cycles are never allowed.

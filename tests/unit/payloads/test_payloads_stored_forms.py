@@ -7,6 +7,7 @@ the payload storage (check fanfold.W004) a large payload stays inline.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from runtime.core.writes import (
     UNSET,
     BranchClaim,
     BranchReport,
+    ChunkDraft,
     EventDraft,
     HistoryWrite,
     LeaseGuard,
@@ -196,3 +198,17 @@ def test_pack_keeps_a_large_encrypted_payload_inline_without_the_storage(
     stored = StoredForms().history_write(_write(large), None)
     assert all(reserved_form(value) in (ENCRYPTED, None) for value in _payloads(stored))
     assert unpack(stored.steps[0].input) == large
+
+
+def test_stored_forms_pack_the_stream_chunks_a_write_carries(keyed: str) -> None:
+    write = dataclasses.replace(_write(), chunks=(ChunkDraft("agent", SECRET),))
+    [chunk] = StoredForms().history_write(write, 4096).chunks
+    assert chunk.stream == "agent" and reserved_form(chunk.value) == ENCRYPTED
+    assert unpack(chunk.value) == SECRET
+
+
+def test_stored_forms_escape_a_stream_chunk_that_looks_like_a_stored_form() -> None:
+    lookalike = {ENCRYPTED: "not a token of ours"}
+    write = dataclasses.replace(_write([1]), chunks=(ChunkDraft("agent", lookalike),))
+    [chunk] = StoredForms().history_write(write, 4096).chunks
+    assert reserved_form(chunk.value) == ESCAPED and unpack(chunk.value) == lookalike
