@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -158,14 +158,17 @@ class _ReportBatch:
             span = (first, first + total)
             late_ids = [r.step_id for r in late]
             self.second.append(sql.cancel_statement(g.run_id, span, late_ids, self.now))
-            self.values[id(accepted[-1])].wake = True
+            deciding = id(accepted[-1])
+            self.values[deciding] = replace(self.values[deciding], wake=True)
         elif step.release:
             sets.append("released = %s")
             params.append(step.release.stop)
             start, stop = first + step.release.start, first + step.release.stop
             self.second.append(sql.release_statement(g.run_id, start, stop, self.now))
             finals = [r for r in g.reports if r.outcome != "retrying"]
-            self.values[id(finals[-1])].release = [first + index for index in step.release]
+            last = id(finals[-1])
+            positions = tuple(first + index for index in step.release)
+            self.values[last] = replace(self.values[last], release=positions)
         if sets:
             self.second.append(sql.group_update_statement(gid, sets, params))
         return step.verdict is not None
