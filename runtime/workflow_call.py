@@ -11,6 +11,7 @@ from typing import Any
 from runtime.context import DurableContext
 from runtime.core import history
 from runtime.core.clock import Clock
+from runtime.core.current import workflow_sender
 from runtime.durable import steps
 from runtime.durable.awaited import (
     AsyncCallback,
@@ -25,7 +26,6 @@ from runtime.durable.callbacks import create_callback
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.session import ExecutionSession
 from runtime.fanout.group import run_all
-from runtime.messaging import durable as messaging
 from runtime.registry import Signature, SignatureMap
 
 
@@ -47,7 +47,7 @@ def call_workflow(
 ) -> Any:
     """Run workflow code `fn(ctx, *args, **kwargs)` to its end (or its suspension) from the
     run's thread, on a loop of its own if it is async."""
-    with messaging.workflow_sender(ctx):
+    with workflow_sender(ctx):
         if isinstance(ctx, AsyncDurableContext):
             return run_async_workflow(fn, ctx, ctx.calls, args, kwargs)
         return fn(ctx, *args, **kwargs)

@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from runtime import conf
+from runtime.core.current import active_step
 from runtime.core.errors import FanfoldError
 from runtime.core.identity import check_name
 from runtime.core.jsonvalues import checked
-from runtime.durable.stepinfo import active_step
 from runtime.store.streams import append_chunk
 from runtime.streaming.wakeups import signal_local
 

@@ -11,8 +11,8 @@ from streams_flows import start
 
 from runtime import get_run, stream
 from runtime.core.clock import FakeClock
+from runtime.core.current import StepInfo, running
 from runtime.core.errors import FanfoldError, PayloadError
-from runtime.durable.stepinfo import StepInfo, running
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Run, StreamChunk
 from runtime.store.streams import append_chunk

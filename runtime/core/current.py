@@ -1,4 +1,9 @@
-"""`current_step()`: who am I, for code running inside a step body."""
+"""What is running here: the step whose body runs (`current_step()`), the async workflow whose
+code runs, and the workflow that sends durably from its code.
+
+Low in the house (pure context variables) so that every layer may ask, the streams and the
+messaging calls included, without importing the workflow side (runtime.durable).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -62,3 +68,33 @@ def in_workflow(ctx: object) -> Iterator[None]:
         yield
     finally:
         _workflow.reset(token)
+
+
+class WorkflowSender(Protocol):
+    """What `runtime.send` and `runtime.emit_signal` need of the workflow whose code calls them."""
+
+    def send_durably(
+        self, run_id: uuid.UUID | str, topic: str, value: Any, idempotency_key: str | None
+    ) -> int: ...
+
+    def emit_durably(self, name: str, payload: Any, idempotency_key: str | None) -> int: ...
+
+
+_sender: contextvars.ContextVar[WorkflowSender | None] = contextvars.ContextVar(
+    "fanfold_workflow_sender", default=None
+)
+
+
+@contextmanager
+def workflow_sender(ctx: WorkflowSender) -> Iterator[None]:
+    """Mark the code running in this context as the workflow code of `ctx` (runtime.context)."""
+    token = _sender.set(ctx)
+    try:
+        yield
+    finally:
+        _sender.reset(token)
+
+
+def current_sender() -> WorkflowSender | None:
+    """The workflow whose code is running here, if any."""
+    return _sender.get()
