@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from runtime.core.states import EventType
 
@@ -136,6 +136,9 @@ class HistoryWrite:
     cancel_open_steps: bool = False  # mark every pending or running step cancelled
     fanouts: tuple[FanoutGroupRow, ...] = ()  # fan-out groups created with these steps
 
+    def sort_into(self, batch: WriteSorter, session: str, size: int) -> None:
+        batch.history(self, session, size)
+
 
 @dataclass(frozen=True, slots=True)
 class FanoutGroupRow:
@@ -179,6 +182,9 @@ class BranchReport:
     # must measure again before it decides whether the value goes to the payload storage.
     result_bytes: int | None = None
 
+    def sort_into(self, batch: WriteSorter, session: str, size: int) -> None:
+        batch.report(self)
+
 
 @dataclass(frozen=True, slots=True)
 class BranchClaim:
@@ -196,3 +202,20 @@ class BranchClaim:
     attempt: int
     continuing: bool = False
     owner: int | None = None  # the claiming process's liveness key
+
+    def sort_into(self, batch: WriteSorter, session: str, size: int) -> None:
+        batch.claim(self)
+
+
+class WriteSorter(Protocol):
+    """What a batch's writes are sorted into by kind (runtime.store.batch): each write adds
+    itself with `sort_into`, so the store never asks a write for its type."""
+
+    def history(self, write: HistoryWrite, session: str, size: int) -> None: ...
+
+    def claim(self, claim: BranchClaim) -> None: ...
+
+    def report(self, report: BranchReport) -> None: ...
+
+
+Write = HistoryWrite | BranchClaim | BranchReport
