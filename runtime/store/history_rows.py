@@ -31,15 +31,27 @@ def step_width() -> int:
     return len(step_columns())
 
 
-@cache
-def _steps_sql(rows: int, update_fields: tuple[str, ...], pg: bool) -> str:
-    row = "(" + ", ".join(cast("%s", c.sql_type) for c in step_columns()) + ")"
+def steps_insert(rows_sql: str, update_fields: Sequence[str]) -> str:
+    """The step upsert of the rows `rows_sql` gives (a VALUES list, or a SELECT)."""
     columns = ", ".join(c.name for c in step_columns())
     updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in update_fields)
     return (
-        f"INSERT INTO {Step._meta.db_table} ({columns}) "
-        f"VALUES {', '.join([row] * rows)} ON CONFLICT (id) DO UPDATE SET {updates}"
+        f"INSERT INTO {Step._meta.db_table} ({columns}) {rows_sql} "
+        f"ON CONFLICT (id) DO UPDATE SET {updates}"
     )
+
+
+def events_insert(rows_sql: str) -> str:
+    """The event insert of the rows `rows_sql` selects (run_id, seq, type, step_id, payload,
+    created_at)."""
+    table = Event._meta.db_table
+    return f"INSERT INTO {table} (run_id, seq, type, step_id, payload, created_at) {rows_sql}"
+
+
+@cache
+def _steps_sql(rows: int, update_fields: tuple[str, ...], pg: bool) -> str:
+    row = "(" + ", ".join(cast("%s", c.sql_type) for c in step_columns()) + ")"
+    return steps_insert(f"VALUES {', '.join([row] * rows)}", update_fields)
 
 
 def steps_statement(
@@ -66,8 +78,7 @@ def steps_statements(
 def _events_sql(rows: int, last_seq: str, source: str, pg: bool) -> tuple[str, str]:
     row = "(" + ", ".join(cast("%s", t) for t in _EVENT_TYPES) + ")"
     values = f"v({', '.join(EVENT_COLUMNS)}) AS (VALUES {', '.join([row] * rows)})"
-    insert = (
-        f"INSERT INTO {Event._meta.db_table} (run_id, seq, type, step_id, payload, created_at) "
+    insert = events_insert(
         f"SELECT {cast('%s', 'uuid')}, {last_seq} - v.back, v.type, v.step_id, v.payload, "
         f"v.created_at FROM {source}"
     )
