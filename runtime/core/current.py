@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextvars
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -42,12 +44,17 @@ def active_step() -> StepInfo | None:
 
 
 @contextmanager
-def running(info: StepInfo) -> Iterator[None]:
-    token = _current.set(info)
+def bound(var: contextvars.ContextVar[T | None], value: T) -> Iterator[None]:
+    """`var` set to `value` for the block, then back to what it was."""
+    token = var.set(value)
     try:
         yield
     finally:
-        _current.reset(token)
+        var.reset(token)
+
+
+def running(info: StepInfo) -> AbstractContextManager[None]:
+    return bound(_current, info)
 
 
 _workflow: contextvars.ContextVar[object | None] = contextvars.ContextVar(
@@ -61,13 +68,8 @@ def active_workflow() -> object | None:
     return _workflow.get()
 
 
-@contextmanager
-def in_workflow(ctx: object) -> Iterator[None]:
-    token = _workflow.set(ctx)
-    try:
-        yield
-    finally:
-        _workflow.reset(token)
+def in_workflow(ctx: object) -> AbstractContextManager[None]:
+    return bound(_workflow, ctx)
 
 
 class WorkflowSender(Protocol):
@@ -85,14 +87,9 @@ _sender: contextvars.ContextVar[WorkflowSender | None] = contextvars.ContextVar(
 )
 
 
-@contextmanager
-def workflow_sender(ctx: WorkflowSender) -> Iterator[None]:
+def workflow_sender(ctx: WorkflowSender) -> AbstractContextManager[None]:
     """Mark the code running in this context as the workflow code of `ctx` (runtime.context)."""
-    token = _sender.set(ctx)
-    try:
-        yield
-    finally:
-        _sender.reset(token)
+    return bound(_sender, ctx)
 
 
 def current_sender() -> WorkflowSender | None:

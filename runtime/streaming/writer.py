@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import contextvars
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from runtime import conf
-from runtime.core.current import active_step
+from runtime.core.current import active_step, bound
 from runtime.core.errors import FanfoldError
 from runtime.core.identity import check_name
 from runtime.core.jsonvalues import checked
@@ -46,14 +46,9 @@ _scope: contextvars.ContextVar[WorkflowScope | None] = contextvars.ContextVar(
 )
 
 
-@contextmanager
-def workflow_scope(scope: WorkflowScope) -> Iterator[None]:
+def workflow_scope(scope: WorkflowScope) -> AbstractContextManager[None]:
     """Mark this thread as running the workflow code of `scope.run_id` (runtime.executor)."""
-    token = _scope.set(scope)
-    try:
-        yield
-    finally:
-        _scope.reset(token)
+    return bound(_scope, scope)
 
 
 class Stream:

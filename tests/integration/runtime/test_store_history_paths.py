@@ -25,6 +25,7 @@ from runtime.core.writes import (
 from runtime.models import FanoutGroup, Run, Step
 from runtime.services import start_run
 from runtime.store import pg_statements
+from runtime.store.parts import STEP_UPDATE_FIELDS
 from runtime.store.sink import DatabaseSink
 
 
@@ -63,20 +64,7 @@ def _written(run: Run) -> tuple[Any, ...]:
     steps = list(
         Step.objects.filter(run_id=run.id)
         .order_by("position")
-        .values_list(
-            "position",
-            "name",
-            "kind",
-            "status",
-            "attempt",
-            "input",
-            "result",
-            "error",
-            "created_at",
-            "started_at",
-            "finished_at",
-            "wake_at",
-        )
+        .values_list("position", "input", "created_at", *STEP_UPDATE_FIELDS)
     )
     logged = [(e.seq, e.type, e.payload, e.created_at, e.step_id is None) for e in events(run.id)]
     group = list(
@@ -110,7 +98,7 @@ def test_store_history_paths_write_the_same_rows(
     written = _written(fast)
     assert written == _written(portable)
     steps, logged, group, run = written
-    assert [s[3] for s in steps] == ["pending"] * 3 and steps[1][7] == {"type": "E", "message": "é"}
+    assert [s[5] for s in steps] == ["pending"] * 3 and steps[1][8] == {"type": "E", "message": "é"}
     assert [seq for seq, *_ in logged] == [2, 3, 4, 5]
     assert group == [(1, 3, 2, 0, None, at)]
     checks = FanoutGroup.objects.filter(run_id__in=[fast.id, portable.id]).values_list("check_at")
