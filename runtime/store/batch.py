@@ -2,19 +2,29 @@
 
 Each write adds itself (`sort_into`, runtime.core.writes): history writes with their session,
 in the stored form of their payloads (runtime.store.payload_forms), and the fan-out branches'
-claims and reports in batch order. The sink writes each kind by its own path.
+claims and reports, each kind in batch order. The sink writes each kind by its own path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import cast
 
 from runtime.checkpoint.batching import Checkpoint
 from runtime.core.writes import BranchClaim, BranchReport, HistoryWrite, Write
 from runtime.store.payload_forms import StoredForms
 
-BranchWrite = BranchReport | BranchClaim
+
+@dataclass
+class BranchWrites:
+    """A batch's fan-out branch reports and claims, each kind in batch order."""
+
+    reports: list[BranchReport] = field(default_factory=list)
+    claims: list[BranchClaim] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.reports or self.claims)
 
 
 class SortedBatch:
@@ -22,7 +32,7 @@ class SortedBatch:
 
     def __init__(self) -> None:
         self.history_writes: list[tuple[str, HistoryWrite]] = []
-        self.branch_writes: list[BranchWrite] = []
+        self.branch_writes = BranchWrites()
         self._forms: StoredForms | None = None
 
     @classmethod
@@ -40,7 +50,7 @@ class SortedBatch:
         self.history_writes.append((session, self._forms.history_write(write, size)))
 
     def claim(self, claim: BranchClaim) -> None:
-        self.branch_writes.append(claim)
+        self.branch_writes.claims.append(claim)
 
     def report(self, report: BranchReport) -> None:
-        self.branch_writes.append(report)
+        self.branch_writes.reports.append(report)

@@ -28,6 +28,7 @@ from runtime.core.fanin import FanInRule, GroupCounts, after_batch
 from runtime.core.receipts import BranchReceipt, ClaimReceipt
 from runtime.core.writes import BranchClaim, BranchReport, EventDraft
 from runtime.store import report_statements as sql
+from runtime.store.batch import BranchWrites
 from runtime.store.branch_claims import ClaimBatch
 from runtime.store.dialect import Statement, as_uuid, execute, time_param
 
@@ -43,13 +44,11 @@ class Receipts(dict[int, ClaimReceipt | BranchReceipt]):
             self[id(claim)] = receipt
 
 
-def record_branch_writes_txn(
-    writes: Sequence[BranchReport | BranchClaim], now: datetime
-) -> Receipts:
+def record_branch_writes_txn(writes: BranchWrites, now: datetime) -> Receipts:
     """Record a batch's branch reports, then take its claims (inside the caller's transaction)."""
     receipts = Receipts()
-    claims = ClaimBatch([w for w in writes if isinstance(w, BranchClaim)], now)
-    reports = [w for w in writes if isinstance(w, BranchReport)]
+    claims = ClaimBatch(writes.claims, now)
+    reports = writes.reports
     if reports:
         results = _ReportBatch(reports, now).record(receipts, claims.statements)
     else:

@@ -28,9 +28,9 @@ from django.utils import timezone
 from runtime import conf
 from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import OutcomeUnknown
-from runtime.core.writes import BranchClaim, LeaseGuard, SuspendGuard, UnfinishedGuard
+from runtime.core.writes import LeaseGuard, SuspendGuard, UnfinishedGuard
 from runtime.store import branch_reports, pg_statements, quiet_reports
-from runtime.store.batch import BranchWrite, SortedBatch
+from runtime.store.batch import BranchWrites, SortedBatch
 from runtime.store.branch_claims import ClaimBatch
 from runtime.store.branch_reports import Receipts
 from runtime.store.connection import SinkConnection
@@ -89,7 +89,7 @@ class DatabaseSink:
         if not connection.is_usable():
             connection.close()
 
-    def _write(self, parts: list[RunPart], branch_writes: Sequence[BranchWrite]) -> Receipts:
+    def _write(self, parts: list[RunPart], branch_writes: BranchWrites) -> Receipts:
         self._committing = False
         now = timezone.now()
         if postgres():
@@ -105,7 +105,7 @@ class DatabaseSink:
         return receipts  # only a committed batch hands its receipts out
 
     def _postgres_fast_path(
-        self, parts: list[RunPart], branch_writes: Sequence[BranchWrite], now: datetime
+        self, parts: list[RunPart], branch_writes: BranchWrites, now: datetime
     ) -> Receipts | None:
         """The batch written by a PostgreSQL fast path; None when it takes none (or one rolled
         it back) and the transaction path must write it."""
@@ -118,15 +118,15 @@ class DatabaseSink:
             return Receipts()
         return None
 
-    def _claims_alone(self, writes: Sequence[BranchWrite], now: datetime) -> Receipts | None:
+    def _claims_alone(self, writes: BranchWrites, now: datetime) -> Receipts | None:
         """A batch of nothing but branch claims, on PostgreSQL: one statement in autocommit.
 
         The claims are one conditional UPDATE, atomic by itself, so it needs no BEGIN and
         COMMIT round trips of its own; fresh claims do not wait for the WAL flush
         (runtime.store.branch_claims). Returns None when the batch is not such a batch.
         """
-        claims = [w for w in writes if isinstance(w, BranchClaim)]
-        if not claims or len(claims) != len(writes):
+        claims = writes.claims
+        if not claims or writes.reports:
             return None
         batch = ClaimBatch(claims, now, wait_for_flush=False)
         if len(batch.statements) != 1:
@@ -141,7 +141,7 @@ class DatabaseSink:
         receipts.add_claims(claims, batch.receipts(results))
         return receipts
 
-    def _branch_writes_alone(self, writes: Sequence[BranchWrite], now: datetime) -> Receipts | None:
+    def _branch_writes_alone(self, writes: BranchWrites, now: datetime) -> Receipts | None:
         """A batch of branch reports (and claims), on PostgreSQL: one round trip if it decides
         nothing, else two, BEGIN in the first and COMMIT in the second (a fan-out branch's
         report on a prefork child, whose batches hold one branch each). Returns None when the
@@ -153,7 +153,7 @@ class DatabaseSink:
             return quiet
         return self._two_rounds(writes, now)
 
-    def _two_rounds(self, writes: Sequence[BranchWrite], now: datetime) -> Receipts:
+    def _two_rounds(self, writes: BranchWrites, now: datetime) -> Receipts:
         """Branch writes in two round trips, BEGIN in the first and COMMIT in the second."""
         txn = PipelinedTransaction()
         try:
@@ -165,7 +165,7 @@ class DatabaseSink:
         self.transactions += 1
         return receipts
 
-    def _quiet_reports(self, writes: Sequence[BranchWrite], now: datetime) -> Receipts | None:
+    def _quiet_reports(self, writes: BranchWrites, now: datetime) -> Receipts | None:
         """Reports that decide nothing in one round trip (runtime.store.quiet_reports); None
         when the batch is not such a batch, or the server found it was not and rolled it back."""
         batch = quiet_reports.quiet_batch(writes, now)
@@ -182,7 +182,7 @@ class DatabaseSink:
             # The reports would decide or release: none was written, the claims committed.
             receipts = Receipts()
             receipts.add_claims(batch.claims.claims, batch.claims.receipts(results[2:]))
-            receipts.update(self._two_rounds(batch.reports, now))
+            receipts.update(self._two_rounds(BranchWrites(reports=batch.reports), now))
             return receipts
         return batch.receipts(results)
 

@@ -150,7 +150,7 @@ def test_sorted_batch_packs_history_writes_with_their_sessions(keyed: str) -> No
     sorted_batch = SortedBatch.of(batch)
     [(session, write)] = sorted_batch.history_writes
     assert session == "a" and reserved_form(write.steps[0].result) == ENCRYPTED
-    assert sorted_batch.branch_writes == [claim]
+    assert sorted_batch.branch_writes.claims == [claim]
 
 
 def test_report_value_packs_a_branch_result_with_keys(keyed: str) -> None:
