@@ -12,7 +12,7 @@ number of rows, so each shape is built (and on PostgreSQL prepared) once.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -54,12 +54,18 @@ def _steps_sql(rows: int, update_fields: tuple[str, ...], pg: bool) -> str:
     return steps_insert(f"VALUES {', '.join([row] * rows)}", update_fields)
 
 
+@cache
+def _step_forms(pg: bool) -> tuple[tuple[str | None, Callable[[Any], Any]], ...]:
+    """Each step column's StepRow attribute (None: the run id) and parameter form."""
+    return tuple((c.attname, adapter(c.param)) for c in step_columns())
+
+
 def steps_statement(
     run_id: uuid.UUID, rows: Sequence[StepRow], update_fields: Sequence[str]
 ) -> Statement:
     """Upsert step rows of run `run_id`: a row written before is updated in `update_fields`."""
     run_param = adapter("uuid")(run_id)
-    forms = [(c.attname, adapter(c.param)) for c in step_columns()]
+    forms = _step_forms(postgres())
     params: list[Any] = []
     for row in rows:
         for attname, form in forms:
