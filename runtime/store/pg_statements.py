@@ -25,7 +25,7 @@ from runtime.store.dialect import Statement
 from runtime.store.parts import RunPart
 from runtime.store.runs import run_update_statement
 
-# Beyond this the statement would pass PostgreSQL's 65,535-parameter limit: the portable path.
+# Beyond this the statement would pass PostgreSQL's 65,535-parameter limit: the transaction path.
 MAX_PARAMETERS = 60_000
 
 

@@ -194,7 +194,7 @@ class DatabaseSink:
             written = pg_statements.write_parts(parts, now, STEP_UPDATE_FIELDS, first_check_at(now))
         except psycopg.Error as exc:
             _raise_if_cut_off(exc)
-            # The server rolled the batch back (usually a failed guard): the portable path
+            # The server rolled the batch back (usually a failed guard): the transaction path
             # writes it again or names exactly what failed.
             return False
         if written:
