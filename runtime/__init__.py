@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime.core.current import StepInfo, current_step
 from runtime.core.errors import (
     CallbackFailed,
     CallbackTimedOut,
@@ -29,7 +30,6 @@ from runtime.core.errors import (
 )
 from runtime.core.retry import RetryPolicy
 from runtime.core.schedule import Cron
-from runtime.durable.stepinfo import StepInfo, current_step
 from runtime.registry import Signature, step, workflow
 
 _LAZY = {

@@ -23,14 +23,13 @@ from runtime.core.clock import Clock
 from runtime.core.conditions import PollTerms
 from runtime.core.identity import deterministic_uuid
 from runtime.core.retry import RetryPolicy
-from runtime.durable import steps
+from runtime.durable import calls, messaging, steps
 from runtime.durable.callbacks import Callback, create_callback
 from runtime.durable.conditions import wait_for_condition
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.markers import patched
 from runtime.durable.session import ExecutionSession
 from runtime.fanout.group import run_all
-from runtime.messaging import durable as messaging
 from runtime.registry import Signature, SignatureMap, StepFunction, WorkflowFunction
 
 log = logging.getLogger("fanfold.workflow")
@@ -82,7 +81,7 @@ class DurableContext:
     def now(self) -> datetime:
         """The current time, recorded so that replay sees the same value."""
         return datetime.fromisoformat(
-            steps.record_value(self.cursor, "ctx.now", lambda: self._clock.now().isoformat())
+            calls.record_value(self.cursor, "ctx.now", lambda: self._clock.now().isoformat())
         )
 
     def uuid4(self) -> uuid.UUID:
@@ -92,7 +91,7 @@ class DurableContext:
 
     def random(self) -> float:
         """A float in [0, 1), recorded so that replay sees the same value."""
-        return float(steps.record_value(self.cursor, "ctx.random", self._rand))
+        return float(calls.record_value(self.cursor, "ctx.random", self._rand))
 
     def patched(self, patch_id: str) -> bool:
         """True on new code paths: a run that reaches this call for the first time records a

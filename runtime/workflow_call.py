@@ -12,6 +12,7 @@ from typing import Any, TypeVar, cast
 from runtime.context import DurableContext
 from runtime.core import history
 from runtime.core.clock import Clock
+from runtime.core.current import workflow_sender
 from runtime.core.errors import FanfoldError
 from runtime.durable import steps
 from runtime.durable.awaited import (
@@ -27,7 +28,6 @@ from runtime.durable.callbacks import create_callback
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.session import ExecutionSession
 from runtime.fanout.group import run_all
-from runtime.messaging import durable as messaging
 from runtime.registry import Signature, SignatureMap
 
 T = TypeVar("T")
@@ -51,7 +51,7 @@ def call_workflow(
 ) -> Any:
     """Run workflow code `fn(ctx, *args, **kwargs)` to its end (or its suspension) from the
     run's thread, on a loop of its own if it is async."""
-    with messaging.workflow_sender(ctx):
+    with workflow_sender(ctx):
         if isinstance(ctx, AsyncDurableContext):
             return run_async_workflow(fn, ctx, ctx.calls, args, kwargs)
         return fn(ctx, *args, **kwargs)
@@ -132,7 +132,7 @@ def run_async_from_sync(
     ctx: DurableContext, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any, **kwargs: Any
 ) -> T:
     """`await fn(*args, **kwargs)` run from sync workflow code, whose durable calls (made
-    through `runtime.durable.stepinfo.active_workflow()`) take the workflow's next positions
+    through `runtime.core.current.active_workflow()`) take the workflow's next positions
     as an async workflow's would: a step or wait inside suspends the whole run alike."""
     if isinstance(ctx, AsyncDurableContext):
         raise FanfoldError("run_async_from_sync is for sync workflows: await the call instead")
@@ -141,5 +141,5 @@ def run_async_from_sync(
     async def call(_: Any) -> T:
         return await fn(*args, **kwargs)
 
-    with messaging.workflow_sender(view):
+    with workflow_sender(view):
         return cast(T, run_async_workflow(call, view, view.calls, [], {}))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import datetime
 from typing import Any
 
@@ -49,14 +48,6 @@ def relative_time(origin: datetime, moment: datetime) -> str:
 def timestamp(moment: datetime | None) -> str:
     """Compact and to the second, in the current time zone: a list of runs is read for order."""
     return "—" if moment is None else timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def as_uuid(text: str) -> uuid.UUID | None:
-    """`text` as a UUID if it parses as one, else None."""
-    try:
-        return uuid.UUID(text)
-    except ValueError:
-        return None
 
 
 def runs_phrase(n: int) -> str:

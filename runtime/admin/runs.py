@@ -30,10 +30,11 @@ from runtime.access import can_change, can_see, sees_every_run, visible_runs
 from runtime.admin.actions import cancel_runs, rerun_runs, retry_runs
 from runtime.admin.approvals import approvals_context, decide_from_form
 from runtime.admin.base import ReadOnlyAdmin, count_subquery
-from runtime.admin.display import as_uuid, error_summary, pretty_json, seconds_between, timestamp
+from runtime.admin.display import error_summary, pretty_json, seconds_between, timestamp
 from runtime.admin.forks import fork_from_form, source_and_fork_links
 from runtime.admin.run_pages import run_page_context
 from runtime.admin.workflows import workflow_stats
+from runtime.core.identity import parse_uuid
 from runtime.models import Run, RunStatus, Step, StepStatus
 
 # PostgreSQL text cannot hold NUL: a query with one fails instead of finding nothing.
@@ -197,7 +198,7 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         if not term:
             return queryset, False
         condition = Q(idempotency_key=term)
-        run_id = as_uuid(term)
+        run_id = parse_uuid(term)
         if run_id is not None:
             condition |= Q(id=run_id)
         return queryset.filter(condition), False

@@ -12,7 +12,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.durable.stepinfo import active_workflow
+from runtime.core.current import active_workflow
+from runtime.core.identity import as_run_id
 from runtime.messaging.mailbox import send_message
 from runtime.store import approvals as store
 
@@ -51,7 +52,7 @@ def record_requests(run_id: str, request: str, calls: list[dict[str, Any]]) -> N
     """Write the `approval_requested` events of `request` (the body of the asking step; each
     call is `{"tool_call_id", "tool_name", "arguments"}`)."""
     rows = [{**c, "approval_id": approval_id(request, c["tool_call_id"])} for c in calls]
-    store.record_requests(uuid.UUID(run_id), request, rows)
+    store.record_requests(as_run_id(run_id), request, rows)
 
 
 def decisions_from(answer: Any, calls: list[ApprovalCall]) -> dict[str, Decision]:
@@ -90,7 +91,7 @@ async def wait_for_approvals(
 
 def approvals(run_id: uuid.UUID | str) -> list[store.Approval]:
     """Every approval run `run_id` asked for, oldest first; `approved` is None while pending."""
-    return store.approvals_of(uuid.UUID(str(run_id)))
+    return store.approvals_of(as_run_id(run_id))
 
 
 def decide(
@@ -103,7 +104,7 @@ def decide(
     """Approve or deny one approval, once, as the REST endpoint does (`by` says who); the run
     resumes when the last call of its request is decided. Raises ApprovalNotFound,
     ApprovalAlreadyDecided or RunFinished."""
-    rid = uuid.UUID(str(run_id))
+    rid = as_run_id(run_id)
     decided, answer = store.decide(rid, approval_id, approved, reason, by)
     if answer is not None:
         key = store.answer_topic(decided.request)  # one answer per request, however it races
@@ -116,4 +117,4 @@ def resolve(run_id: uuid.UUID | str, token: str, payload: Any) -> None:
     such as a `RequestInput` of your own for `CallDeferred` tools) with `payload`: the JSON
     its `ask` would have returned. Once per token; the run wakes and goes on."""
     topic = store.answer_topic(token)
-    send_message(uuid.UUID(str(run_id)), topic, payload, idempotency_key=topic)
+    send_message(as_run_id(run_id), topic, payload, idempotency_key=topic)

@@ -40,7 +40,7 @@ from pydantic_ai.tools import AgentDepsT, RunContext
 
 from runtime.agents.approvals import workflow_context
 from runtime.agents.live import publish, publish_model_response
-from runtime.durable.stepinfo import active_workflow
+from runtime.core.current import active_workflow
 from runtime.store.approvals import answer_topic
 
 

@@ -17,8 +17,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from runtime.core.current import active_step
 from runtime.durable.awaited import in_run_thread
-from runtime.durable.stepinfo import active_step
 from runtime.streaming.reader import chunks_after
 from runtime.streaming.writer import stream
 

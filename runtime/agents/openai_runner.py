@@ -41,7 +41,7 @@ from runtime.agents.live import publish, publish_response
 from runtime.agents.openai_order import CallOrder
 from runtime.agents.openai_stream import completed_event, read_stream, response_text
 from runtime.context import DurableContext
-from runtime.messaging.durable import current_sender
+from runtime.core.current import current_sender
 from runtime.workflow_call import AsyncDurableContext, run_async_from_sync
 
 _OUTPUT_ITEM: TypeAdapter[TResponseOutputItem] = TypeAdapter(TResponseOutputItem)

@@ -6,12 +6,32 @@ import hashlib
 import uuid
 from functools import lru_cache
 
+from runtime.core.errors import RunNotFound
+
 _STEP_NAMESPACE = uuid.UUID("6f0d2a5e-3b1c-4e8f-9a77-0c5b1f2d9e41")
 
 
 _MAX_POSITION = 2**32 - 1
 
 MAX_NAME_LENGTH = 200  # of Run.workflow and Step.name
+
+
+def parse_uuid(value: object) -> uuid.UUID | None:
+    """`value` as a UUID (a UUID, or text that parses as one), else None."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def as_run_id(value: object) -> uuid.UUID:
+    """`value` as a run id (a UUID, or its text); RunNotFound if it cannot be one."""
+    parsed = parse_uuid(value)
+    if parsed is None:
+        raise RunNotFound(f"{str(value)[:80]!r} is not a run id")
+    return parsed
 
 
 def check_name(name: object, what: str) -> str:

@@ -1,5 +1,5 @@
-"""What the store did with a branch claim or a branch report (runtime.store.branch_claims and
-branch_reports fill them in)."""
+"""What the store did with a branch claim or a branch report: built once the store knows,
+handed to the writer after its transaction committed (runtime.store.branch_writes)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import Any
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class BranchReceipt:
-    """What the store did with a branch report, filled in after its transaction committed.
+    """What the store did with a branch report, once its transaction committed.
 
     `recorded` is False for a stale report (a duplicate, a cancelled or taken-over attempt):
     the caller then does nothing. `release` lists branch positions to publish, `wake` says the
@@ -18,13 +18,13 @@ class BranchReceipt:
     """
 
     recorded: bool = False
-    release: list[int] = field(default_factory=list)
+    release: tuple[int, ...] = ()
     wake: bool = False
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ClaimReceipt:
-    """What the store did with a branch claim, filled in after its transaction committed.
+    """What the store did with a branch claim, once its transaction committed.
 
     `won` is True for exactly one claim of a step attempt: that caller runs the body. The other
     fields describe the claimed step (its registered name, kind, recorded input, start time).

@@ -10,9 +10,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from runtime.core.receipts import BranchReceipt, ClaimReceipt
 from runtime.core.states import EventType
 
 UNSET: Any = object()  # a RunPatch field that is not to change
@@ -147,6 +146,9 @@ class HistoryWrite:
     fanouts: tuple[FanoutGroupRow, ...] = ()  # fan-out groups created with these steps
     chunks: tuple[ChunkDraft, ...] = ()  # stream chunks committed with this write
 
+    def sort_into(self, batch: WriteSorter, session: str, size: int) -> None:
+        batch.history(self, session, size)
+
 
 @dataclass(frozen=True, slots=True)
 class FanoutGroupRow:
@@ -166,9 +168,9 @@ class BranchReport:
     """The outcome of one attempt of a fan-out branch, written by the worker that ran it.
 
     The store records it only if the step is still running this attempt (otherwise the report
-    is stale: a duplicate delivery, a cancelled run, an attempt taken over), counts it on the
-    group row and fills `receipt` after commit. `outcome` is "completed", "failed" (for good)
-    or "retrying" (`wake_at` is when the next attempt is due).
+    is stale: a duplicate delivery, a cancelled run, an attempt taken over) and counts it on
+    the group row; its receipt (runtime.core.receipts) says what the committed batch decided.
+    `outcome` is "completed", "failed" (for good) or "retrying" (`wake_at`: the next attempt).
     """
 
     run_id: uuid.UUID
@@ -189,7 +191,9 @@ class BranchReport:
     # The JSON bytes of `result` as measured (None: not measured), which bounds what the store
     # must measure again before it decides whether the value goes to the payload storage.
     result_bytes: int | None = None
-    receipt: BranchReceipt = field(default_factory=BranchReceipt, compare=False)
+
+    def sort_into(self, batch: WriteSorter, session: str, size: int) -> None:
+        batch.report(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +203,7 @@ class BranchClaim:
     A fresh claim takes the step if it is pending at `attempt - 1`, or running it with an expired
     lease (its worker died); a `continuing` claim (a child branch's next poll) renews the lease
     of the step running `attempt`. Either way the run must be active. At most one claim of a
-    step attempt wins; its `receipt` is filled after commit, so the win is durable before the
+    step attempt wins; its receipt is handed out after commit, so the win is durable before the
     branch body runs.
     """
 
@@ -208,4 +212,20 @@ class BranchClaim:
     attempt: int
     continuing: bool = False
     owner: int | None = None  # the claiming process's liveness key
-    receipt: ClaimReceipt = field(default_factory=ClaimReceipt, compare=False)
+
+    def sort_into(self, batch: WriteSorter, session: str, size: int) -> None:
+        batch.claim(self)
+
+
+class WriteSorter(Protocol):
+    """What a batch's writes are sorted into by kind (runtime.store.batch): each write adds
+    itself with `sort_into`, so the store never asks a write for its type."""
+
+    def history(self, write: HistoryWrite, session: str, size: int) -> None: ...
+
+    def claim(self, claim: BranchClaim) -> None: ...
+
+    def report(self, report: BranchReport) -> None: ...
+
+
+Write = HistoryWrite | BranchClaim | BranchReport

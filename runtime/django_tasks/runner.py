@@ -18,6 +18,7 @@ from typing import Any
 from django.utils import timezone
 
 from runtime.context import DurableContext
+from runtime.core.current import current_step
 from runtime.core.errors import describe_exception
 from runtime.core.retry import DEFAULT_POLICY, GiveUp, RetryPolicy, decide
 from runtime.django_tasks import queues
@@ -31,7 +32,6 @@ from runtime.django_tasks.compat import (
     task_started,
 )
 from runtime.django_tasks.results import TASK_WORKFLOW, load_task, task_error
-from runtime.durable.stepinfo import current_step
 from runtime.process.identity import worker_id
 from runtime.registry import workflow
 from runtime.store.django_tasks import attempt_workers

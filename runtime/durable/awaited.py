@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 from asgiref.sync import AsyncToSync, async_to_sync, sync_to_async
 
 from runtime.core.control import Suspend
+from runtime.core.current import in_workflow
 from runtime.core.errors import FanfoldError, NotAwaited
 from runtime.durable.callbacks import Callback
-from runtime.durable.stepinfo import in_workflow
 
 T = TypeVar("T")
 

@@ -30,9 +30,9 @@ from typing import Any
 from asgiref.sync import async_to_sync, sync_to_async
 
 from runtime.core.control import Suspend
+from runtime.core.current import StepInfo, running
 from runtime.core.errors import FatalError
 from runtime.core.jsonvalues import checked
-from runtime.durable.stepinfo import StepInfo, running
 from runtime.eventloop.body import bounded
 from runtime.observe.attempts import StepAttempt
 

@@ -26,9 +26,10 @@ from runtime.core.callbacks import (
 )
 from runtime.core.control import Abort, Suspend
 from runtime.core.errors import CallbackFailed, CallbackTimedOut, FanfoldError, StepChanged
-from runtime.core.identity import check_name, step_id
-from runtime.core.states import EventType, StepStatus
-from runtime.core.writes import EventDraft, HistoryWrite, OpenStepGuard, StepRow, step_created
+from runtime.core.identity import check_name
+from runtime.core.states import EventType, StepKind, StepStatus
+from runtime.core.writes import HistoryWrite, OpenStepGuard
+from runtime.durable.calls import DurableCall
 from runtime.durable.cursor import ReplayCursor
 from runtime.store.callback_steps import recorded_step, step_inputs
 
@@ -100,15 +101,13 @@ def record_timeout(
     Returns True if the time-out was recorded; either way the cursor holds the step as it is.
     """
     session = cursor.session
-    now = cursor.clock.now()
-    sid = step_id(cursor.run_id, recorded.position)
+    call = DurableCall(cursor, recorded.position, recorded.name, StepKind.CALLBACK)
+    now, sid = call.now, call.sid
     error = timed_out_error(recorded.name, reason, deadline)
-    row = StepRow(sid, recorded.position, recorded.name, "callback", StepStatus.FAILED,
-                  recorded.attempt, recorded.started_at or now, error=error,
-                  started_at=recorded.started_at, finished_at=now,
-                  callback_token=recorded.callback_token)  # fmt: skip
+    row = call.row(StepStatus.FAILED, attempt=recorded.attempt, error=error, finished_at=now,
+                   callback_token=recorded.callback_token)  # fmt: skip
     payload = {"reason": reason, "deadline": deadline.isoformat()}
-    event = EventDraft(EventType.CALLBACK_TIMED_OUT, now, sid, payload)
+    event = call.event(EventType.CALLBACK_TIMED_OUT, payload)
     guard = OpenStepGuard(sid, token=session.token, due_by=now)
     try:
         # Alone in its transaction, so a refused time-out takes nothing else down with it.
@@ -173,53 +172,26 @@ def create_callback(
     check_name(name, "callback")
     terms = CallbackTerms.of(timeout, heartbeat_timeout)
     position = cursor.next_position()
-    recorded = cursor.recorded(position)
-    if recorded is not None:
-        cursor.identity_checked(lambda: _identity(recorded, name))
-        if not recorded.callback_token:
+    call = DurableCall(cursor, position, name, StepKind.CALLBACK, terms.as_input())
+    if call.recorded is not None:
+        if not call.recorded.callback_token:
             raise FanfoldError(f"callback {name!r} at position {position} has no recorded token")
-        sid = step_id(cursor.run_id, position)
-        token = recover_token(conf.token_secrets(), sid, recorded.callback_token)
+        token = recover_token(conf.token_secrets(), call.sid, call.recorded.callback_token)
         if token is None:
             log.warning(UNRECOVERABLE, name, position, cursor.run_id)
         return Callback(cursor, position, name, token or "", terms)
-    now = cursor.clock.now()
-    sid = step_id(cursor.run_id, position)
-    token = derive_token(conf.token_secrets()[0], sid)
-    deadline = terms.first_deadline(now)
-    row = StepRow(
-        sid,
-        position,
-        name,
-        "callback",
-        StepStatus.RUNNING,
-        1,
-        now,
-        input=terms.as_input(),
-        started_at=now,
-        wake_at=deadline,
-        callback_token=token_digest(token),  # never the token itself
+    token = derive_token(conf.token_secrets()[0], call.sid)
+    deadline = terms.first_deadline(call.now)
+    expires = terms.expires_at(call.now)
+    created = call.event(
+        EventType.CALLBACK_CREATED,
+        {
+            "name": name,
+            **terms.as_input(),
+            "expires_at": expires.isoformat() if expires else None,
+            "deadline": deadline.isoformat() if deadline else None,
+        },
     )
-    expires = terms.expires_at(now)
-    events = [
-        step_created(sid, position, name, "callback", terms.as_input(), now),
-        EventDraft(
-            "callback_created",
-            now,
-            sid,
-            {
-                "name": name,
-                **terms.as_input(),
-                "expires_at": expires.isoformat() if expires else None,
-                "deadline": deadline.isoformat() if deadline else None,
-            },
-        ),
-    ]
     # Synchronous: the token is handed out right after this returns, so it must be durable.
-    cursor.write(events, row, sync=True)
+    call.wait(created, deadline, sync=True, callback_token=token_digest(token))  # never the token
     return Callback(cursor, position, name, token, terms)
-
-
-def _identity(recorded: history.RecordedStep, name: str) -> history.StepAction:
-    history.check_identity(recorded, name, "callback")
-    return history.ReturnRecorded(None)

@@ -17,39 +17,37 @@ from typing import Any
 from runtime.core import history
 from runtime.core.conditions import TIMED_OUT, PollTerms, met, timed_out_error
 from runtime.core.control import Suspend
+from runtime.core.current import StepInfo
 from runtime.core.errors import ConditionTimedOut, StepFailed, describe_exception
-from runtime.core.identity import check_name, step_id
-from runtime.core.states import StepStatus
-from runtime.core.writes import EventDraft, StepRow, step_created
+from runtime.core.identity import check_name
+from runtime.core.states import EventType, StepKind, StepStatus
+from runtime.core.writes import EventDraft, StepRow
 from runtime.durable.body import BodyCall, StepBody
+from runtime.durable.calls import DurableCall
 from runtime.durable.cursor import ReplayCursor
-from runtime.durable.stepinfo import StepInfo
 from runtime.registry import StepFunction
 
 
 @dataclass(frozen=True)
 class _Poll:
-    """One poll about to run: where, what, and since when the wait has been polling."""
+    """One poll about to run: what, its call (the one step record of every poll), its attempt."""
 
-    cursor: ReplayCursor
-    position: int
-    name: str
+    call: DurableCall
     body: Callable[..., Any]
     args: tuple[Any, ...]
-    step_input: Any
     terms: PollTerms
     attempt: int
-    first_poll: datetime
 
-    def row(self, status: str, now: datetime, **fields: Any) -> StepRow:
-        sid = step_id(self.cursor.run_id, self.position)
-        return StepRow(sid, self.position, self.name, "step", status, self.attempt,
-                       self.first_poll, input=self.step_input, started_at=self.first_poll,
-                       **fields)  # fmt: skip
+    @property
+    def first_poll(self) -> datetime:
+        """Since when the wait has been polling (its step's start)."""
+        return self.call.started
+
+    def row(self, status: str, **fields: Any) -> StepRow:
+        return self.call.row(status, attempt=self.attempt, **fields)
 
     def event(self, kind: str, now: datetime, **payload: Any) -> EventDraft:
-        sid = step_id(self.cursor.run_id, self.position)
-        return EventDraft(kind, now, sid, {"attempt": self.attempt, **payload})
+        return self.call.event(kind, {"attempt": self.attempt, **payload}, now)
 
 
 def wait_for_condition(
@@ -68,11 +66,9 @@ def wait_for_condition(
         registered.name if registered else getattr(check, "__name__", "check"), "step"
     )
     position = cursor.next_position() if position is None else position
-    recorded = cursor.recorded(position)
-    now = cursor.clock.now()
-    action = cursor.identity_checked(
-        lambda: history.next_step_action(recorded, name, now, at_most_once=False)
-    )
+    call = DurableCall(cursor, position, name, StepKind.STEP)
+    now = call.now
+    action = history.next_step_action(call.recorded, name, now, at_most_once=False)
     if isinstance(action, history.ReturnRecorded):
         return action.result
     if isinstance(action, history.RaiseRecorded):
@@ -81,12 +77,11 @@ def wait_for_condition(
         raise Suspend(action.wake_at)
     if not isinstance(action, history.RunAttempt):
         raise TypeError(f"unexpected replay action {action!r} for a condition")
-    step_input, _ = cursor.checked(
+    call.step_input, _ = cursor.checked(
         {"args": list(args), "kwargs": {}, "poll": terms.as_input()}, f"condition {name!r} input"
     )
-    first = recorded.started_at if recorded and recorded.started_at else now
     body = registered.fn if registered else check
-    poll = _Poll(cursor, position, name, body, args, step_input, terms, action.attempt, first)
+    poll = _Poll(call, body, args, terms, action.attempt)
     return _run_poll(poll, fresh=action.fresh, now=now)
 
 
@@ -97,25 +92,25 @@ def _recorded_failure(name: str, position: int, error: dict[str, Any] | None) ->
 
 
 def _run_poll(poll: _Poll, *, fresh: bool, now: datetime) -> Any:
-    cursor = poll.cursor
-    events = [poll.event("step_started", now)]
+    call = poll.call
+    cursor = call.cursor
+    events = [poll.event(EventType.STEP_STARTED, now)]
     if fresh:
-        sid = step_id(cursor.run_id, poll.position)
-        events.insert(0, step_created(sid, poll.position, poll.name, "step", poll.step_input, now))
-    cursor.write(events, poll.row(StepStatus.RUNNING, now), sync=False)
-    info = StepInfo(cursor.run_id, poll.position, poll.name, poll.attempt)
-    with StepBody(BodyCall(info, poll.body, poll.args, {}, f"condition {poll.name!r}")) as body:
+        events.insert(0, call.announced(now))
+    cursor.write(events, poll.row(StepStatus.RUNNING), sync=False)
+    info = StepInfo(cursor.run_id, call.position, call.name, poll.attempt)
+    with StepBody(BodyCall(info, poll.body, poll.args, {}, f"condition {call.name!r}")) as body:
         outcome = body.run(cursor.payload_limit)
         if outcome.error is not None:
             error, at = describe_exception(outcome.error), cursor.clock.now()
-            failed = poll.event("step_failed", at, error=error, reason="check raised")
-            row = poll.row(StepStatus.FAILED, at, error=error, finished_at=at)
+            failed = poll.event(EventType.STEP_FAILED, at, error=error, reason="check raised")
+            row = poll.row(StepStatus.FAILED, error=error, finished_at=at)
             cursor.write([failed], row, sync=True)
-            raise StepFailed.from_record(poll.name, poll.position, error) from outcome.error
+            raise StepFailed.from_record(call.name, call.position, error) from outcome.error
         done, value = cursor.clock.now(), outcome.result
         if met(value):
-            completed = poll.event("step_completed", done, result=value)
-            row = poll.row(StepStatus.COMPLETED, done, result=value, finished_at=done)
+            completed = poll.event(EventType.STEP_COMPLETED, done, result=value)
+            row = poll.row(StepStatus.COMPLETED, result=value, finished_at=done)
             cursor.write([completed], row, sync=True)
             body.outcome = "completed"
             return value
@@ -124,18 +119,18 @@ def _run_poll(poll: _Poll, *, fresh: bool, now: datetime) -> Any:
 
 
 def _after_unmet(poll: _Poll, value: Any, now: datetime) -> Any:
-    cursor = poll.cursor
+    call = poll.call
     wake_at = poll.terms.next_poll(poll.first_poll, poll.attempt, now)
     if wake_at is None:
-        error = timed_out_error(poll.name, poll.terms, poll.attempt)
-        failed = poll.event("step_failed", now, error=error, reason="timeout")
-        row = poll.row(StepStatus.FAILED, now, error=error, finished_at=now)
-        cursor.write([failed], row, sync=True)
+        error = timed_out_error(call.name, poll.terms, poll.attempt)
+        failed = poll.event(EventType.STEP_FAILED, now, error=error, reason="timeout")
+        row = poll.row(StepStatus.FAILED, error=error, finished_at=now)
+        call.cursor.write([failed], row, sync=True)
         raise ConditionTimedOut(error["message"])
     delay = (wake_at - now).total_seconds()
     retrying = poll.event(
-        "step_retrying", now, delay=delay, wake_at=wake_at.isoformat(), result=value
+        EventType.STEP_RETRYING, now, delay=delay, wake_at=wake_at.isoformat(), result=value
     )
-    row = poll.row(StepStatus.PENDING, now, result=value, wake_at=wake_at)
-    cursor.write([retrying], row, sync=False)  # the suspend that follows commits it
+    row = poll.row(StepStatus.PENDING, result=value, wake_at=wake_at)
+    call.cursor.write([retrying], row, sync=False)  # the suspend that follows commits it
     raise Suspend(wake_at)

@@ -14,7 +14,7 @@ from typing import Any
 
 from runtime.core.clock import Clock
 from runtime.core.errors import NonDeterminismError
-from runtime.core.history import RecordedStep, StepAction
+from runtime.core.history import RecordedStep, StepAction, check_identity
 from runtime.core.jsonvalues import checked
 from runtime.core.states import StepKind
 from runtime.core.writes import ChunkDraft, EventDraft, HistoryWrite, StepRow
@@ -121,6 +121,18 @@ class ReplayCursor:
     def fail(self, exc: BaseException) -> None:
         """Make `exc` sticky: user code catching it must not hide it."""
         self.fatal = exc
+
+    def recorded_call(self, position: int, name: str, kind: str) -> RecordedStep | None:
+        """The record at `position`, checked to be of this call's name and kind (else a sticky
+        NonDeterminismError); None where the history holds nothing yet."""
+        recorded = self._recorded.get(position)
+        if recorded is not None:
+            try:
+                check_identity(recorded, name, kind)
+            except NonDeterminismError as exc:
+                self.fail(exc)
+                raise
+        return recorded
 
     def identity_checked(self, decide_action: Callable[[], StepAction]) -> StepAction:
         """Run a replay decision; a NonDeterminismError it raises becomes sticky."""

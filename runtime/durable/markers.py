@@ -10,9 +10,9 @@ lacks its marker (the replay check, runtime.replay_check, tells).
 
 from __future__ import annotations
 
-from runtime.core.identity import check_name, step_id
+from runtime.core.identity import check_name
 from runtime.core.states import EventType, StepKind, StepStatus
-from runtime.core.writes import EventDraft, StepRow
+from runtime.durable.calls import DurableCall
 from runtime.durable.cursor import ReplayCursor
 
 
@@ -22,12 +22,9 @@ def patched(cursor: ReplayCursor, patch_id: str) -> bool:
     answer = cursor.patch_answer(patch_id)
     if answer is not None:
         return answer
-    position = cursor.next_position()
-    now = cursor.clock.now()
-    sid = step_id(cursor.run_id, position)
-    row = StepRow(sid, position, patch_id, StepKind.MARKER, StepStatus.COMPLETED, 1, now,
-                  result=True, started_at=now, finished_at=now)  # fmt: skip
-    event = EventDraft(EventType.MARKER_RECORDED, now, sid, {"patch_id": patch_id, "answer": True})
+    call = DurableCall(cursor, cursor.next_position(), patch_id, StepKind.MARKER)
+    event = call.event(EventType.MARKER_RECORDED, {"patch_id": patch_id, "answer": True})
     # Async is enough: anything that depends on the answer durably commits after it (FIFO).
-    cursor.write([event], row, sync=False)
+    # A marker is recorded, never created: no `step_created` precedes it.
+    call.finish(StepStatus.COMPLETED, event, announced=False, result=True)
     return True

@@ -1,4 +1,4 @@
-"""`ctx.step`, `ctx.sleep` and recorded values: the step methods of DurableContext.
+"""`ctx.step` and `ctx.sleep`: the step methods of DurableContext.
 
 Each takes the next position of the run's cursor. If the history already holds it the recorded
 outcome is returned (or re-raised) without running the body again; otherwise the body runs
@@ -18,14 +18,15 @@ from typing import Any, NoReturn
 
 from runtime.core import history
 from runtime.core.control import Suspend
+from runtime.core.current import StepInfo, StepOutbox
 from runtime.core.errors import StepFailed, StepInterrupted, describe_exception
 from runtime.core.identity import check_name, step_id
 from runtime.core.retry import GiveUp, RetryPolicy, decide
-from runtime.core.states import EventType, StepStatus
+from runtime.core.states import EventType, StepKind, StepStatus
 from runtime.core.writes import EventDraft, StepRow, step_created
 from runtime.durable.body import BodyCall, BodyOutcome, StepBody
+from runtime.durable.calls import DurableCall
 from runtime.durable.cursor import ReplayCursor
-from runtime.durable.stepinfo import StepInfo, StepOutbox
 from runtime.flow.ratelimit import turn_wait
 from runtime.process.identity import worker_id
 from runtime.registry import StepFunction, step_policy
@@ -241,58 +242,19 @@ def sleep(cursor: ReplayCursor, seconds: float, position: int | None = None) -> 
     """`ctx.sleep`: record a durable timer and suspend until it fires (returns once it has).
     `position` is the one an async workflow took at the call (else the cursor's next)."""
     position = cursor.next_position() if position is None else position
-    now = cursor.clock.now()
-    recorded = cursor.recorded(position)
-    action = cursor.identity_checked(lambda: history.next_sleep_action(recorded, "sleep", now))
+    sleep_input = {"seconds": float(seconds)}
+    call = DurableCall(cursor, position, "sleep", StepKind.SLEEP, sleep_input)
+    action = history.next_sleep_action(call.recorded, "sleep", call.now)
     if isinstance(action, history.ReturnRecorded):
         return
     if isinstance(action, history.RaiseRecorded):
         raise StepFailed.from_record("sleep", position, action.error)
     if isinstance(action, history.WaitUntil):
         raise Suspend(action.wake_at)
-    sid = step_id(cursor.run_id, position)
     if isinstance(action, history.TimerFired):
-        started = recorded.started_at if recorded else None
-        row = StepRow(sid, position, "sleep", "sleep", StepStatus.COMPLETED, 1, now,
-                      started_at=started, finished_at=now)  # fmt: skip
-        cursor.write([EventDraft(EventType.WAIT_COMPLETED, now, sid, {})], row, sync=False)
+        call.finish(StepStatus.COMPLETED, call.event(EventType.WAIT_COMPLETED, {}))
         return
-    wake_at = now + timedelta(seconds=float(seconds))
-    sleep_input = {"seconds": float(seconds)}
-    row = StepRow(sid, position, "sleep", "sleep", StepStatus.RUNNING, 1, now,
-                  input=sleep_input, started_at=now, wake_at=wake_at)  # fmt: skip
-    events = [
-        step_created(sid, position, "sleep", "sleep", sleep_input, now),
-        EventDraft(
-            EventType.WAIT_CREATED, now, sid, {**sleep_input, "wake_at": wake_at.isoformat()}
-        ),
-    ]
-    cursor.write(events, row, sync=False)
+    wake_at = call.now + timedelta(seconds=float(seconds))
+    call.wait(call.event(EventType.WAIT_CREATED, {**sleep_input, "wake_at": wake_at.isoformat()}),
+              wake_at)  # fmt: skip
     raise Suspend(wake_at)
-
-
-def record_value(cursor: ReplayCursor, name: str, produce: Callable[[], Any]) -> Any:
-    """A value workflow code must see the same on replay (`ctx.now()`, `ctx.random()`): the
-    recorded one, or `produce()` recorded as a completed step at the next position."""
-    position = cursor.next_position()
-    recorded = cursor.recorded(position)
-    if recorded is not None:
-        cursor.identity_checked(lambda: _value_action(recorded, name))
-        return recorded.result
-    value = produce()
-    now = cursor.clock.now()
-    sid = step_id(cursor.run_id, position)
-    row = StepRow(sid, position, name, "step", StepStatus.COMPLETED, 1, now, result=value,
-                  started_at=now, finished_at=now)  # fmt: skip
-    events = [
-        step_created(sid, position, name, "step", None, now),
-        EventDraft(EventType.STEP_COMPLETED, now, sid, {"attempt": 1, "result": value}),
-    ]
-    # Async is enough: anything that depends on the value durably commits after it (FIFO).
-    cursor.write(events, row, sync=False)
-    return value
-
-
-def _value_action(recorded: history.RecordedStep, name: str) -> history.StepAction:
-    history.check_identity(recorded, name, "step")
-    return history.ReturnRecorded(recorded.result)

@@ -22,11 +22,11 @@ from typing import Any
 from django.utils import timezone
 
 from runtime import conf
+from runtime.core.current import StepInfo, current_step
 from runtime.core.errors import FatalError
 from runtime.core.receipts import ClaimReceipt
 from runtime.core.writes import BranchClaim
 from runtime.durable.body import BodyCall, StepBody, is_async_callable
-from runtime.durable.stepinfo import StepInfo, current_step
 from runtime.fanout import async_branches
 from runtime.fanout.children import drive_child, stop_abandoned_child
 from runtime.fanout.report import BranchAttempt, ClaimedBranch, Recorded, record_outcome

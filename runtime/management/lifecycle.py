@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +16,7 @@ from django.core.management.base import CommandError, OutputWrapper
 
 from runtime import conf
 from runtime.core.durations import parse_duration
+from runtime.core.identity import parse_uuid
 from runtime.lifecycle.archive import restore
 from runtime.lifecycle.rekey import rekey_all
 from runtime.lifecycle.retention import DEFAULT_PACE, candidates, older_than, purge
@@ -80,10 +80,9 @@ def actions(stdout: OutputWrapper) -> dict[str, Callable[[dict[str, Any]], None]
         out(options, record, f"deleted {report.runs} runs ({report.archived} archived)")
 
     def do_restore(options: dict[str, Any]) -> None:
-        try:
-            run_id = uuid.UUID(options["run"])
-        except ValueError:
-            raise CommandError(f"invalid: {options['run']!r} is not a run id") from None
+        run_id = parse_uuid(options["run"])
+        if run_id is None:
+            raise CommandError(f"invalid: {options['run']!r} is not a run id")
         run = restore(run_id)
         out(options, {"id": str(run.id), "status": run.status}, f"restored run {run.id}")
 

@@ -4,7 +4,7 @@
 - values: `ctx.set_value` records a run's latest value of a key; `get_value` reads it.
 - signals: `emit_signal` delivers to every run waiting in `ctx.wait_for_signal` with a
   matching `match` (found through hashed keys, runtime.core.matching).
-- durable: the workflow side of all three, each at a position of the run's history.
+- the workflow side of all three (`ctx.recv`, ...) is runtime.durable.messaging.
 - sending: the public `send` and `emit_signal`.
 - debounce: starts coalesced into one pending run.
 

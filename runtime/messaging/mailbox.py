@@ -11,8 +11,8 @@ import uuid
 from typing import Any
 
 from runtime import conf
-from runtime.core.errors import InvalidArguments, RunNotFound
-from runtime.core.identity import check_idempotency_key, check_name
+from runtime.core.errors import InvalidArguments
+from runtime.core.identity import as_run_id, check_idempotency_key, check_name
 from runtime.core.jsonvalues import checked
 from runtime.messaging.wake import enqueue_woken
 from runtime.store.messages import SentMessage, insert_message
@@ -24,16 +24,6 @@ def check_topic(topic: object) -> str:
         return check_name(topic, "topic")
     except ValueError as exc:
         raise InvalidArguments(str(exc)) from None
-
-
-def as_run_id(run_id: object) -> uuid.UUID:
-    """`run_id` as a UUID; RunNotFound if it cannot be one."""
-    if isinstance(run_id, uuid.UUID):
-        return run_id
-    try:
-        return uuid.UUID(str(run_id))
-    except ValueError:
-        raise RunNotFound(f"{str(run_id)[:80]!r} is not a run id") from None
 
 
 def send_message(

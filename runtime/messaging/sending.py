@@ -5,8 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from runtime.durable.stepinfo import active_step
-from runtime.messaging.durable import current_sender
+from runtime.core.current import active_step, current_sender
 from runtime.messaging.mailbox import send_message
 from runtime.messaging.signals import emit
 

@@ -12,8 +12,7 @@ import uuid
 from typing import Any
 
 from runtime.core.errors import InvalidArguments, RunNotFound, ValueNotFound
-from runtime.core.identity import check_name
-from runtime.messaging.mailbox import as_run_id
+from runtime.core.identity import as_run_id, check_name
 from runtime.store.values import latest_value, run_exists, upsert_value
 from runtime.streaming.wakeups import announce, fallback_seconds, signals
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.core.errors import RunAlreadyFinished, RunNotFound
-from runtime.core.identity import child_run_key_prefix
+from runtime.core.identity import as_run_id, child_run_key_prefix
 from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, UnfinishedGuard
 from runtime.flow.admission import run_finished
 from runtime.models import EventType, Run, RunStatus
@@ -33,10 +33,7 @@ def with_actor(payload: dict[str, Any], by: Actor | None) -> dict[str, Any]:
 
 def get_run_row(run_id: uuid.UUID | str) -> Run:
     """The run's row; RunNotFound for an unknown run or a malformed id."""
-    try:
-        rid = run_id if isinstance(run_id, uuid.UUID) else uuid.UUID(str(run_id))
-    except ValueError:
-        raise RunNotFound(f"{run_id!r} is not a run id") from None
+    rid = as_run_id(run_id)
     run = run_by_id(rid)
     if run is None:
         raise RunNotFound(f"no run {rid}")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +28,7 @@ from runtime.core.fanin import FanInRule, GroupCounts, after_batch
 from runtime.core.receipts import BranchReceipt, ClaimReceipt
 from runtime.core.writes import BranchClaim, BranchReport, EventDraft
 from runtime.store import report_statements as sql
+from runtime.store.batch import BranchWrites
 from runtime.store.branch_claims import ClaimBatch
 from runtime.store.dialect import Statement, as_uuid, execute, time_param
 
@@ -43,13 +44,11 @@ class Receipts(dict[int, ClaimReceipt | BranchReceipt]):
             self[id(claim)] = receipt
 
 
-def record_branch_writes_txn(
-    writes: Sequence[BranchReport | BranchClaim], now: datetime
-) -> Receipts:
+def record_branch_writes_txn(writes: BranchWrites, now: datetime) -> Receipts:
     """Record a batch's branch reports, then take its claims (inside the caller's transaction)."""
     receipts = Receipts()
-    claims = ClaimBatch([w for w in writes if isinstance(w, BranchClaim)], now)
-    reports = [w for w in writes if isinstance(w, BranchReport)]
+    claims = ClaimBatch(writes.claims, now)
+    reports = writes.reports
     if reports:
         results = _ReportBatch(reports, now).record(receipts, claims.statements)
     else:
@@ -158,14 +157,17 @@ class _ReportBatch:
             span = (first, first + total)
             late_ids = [r.step_id for r in late]
             self.second.append(sql.cancel_statement(g.run_id, span, late_ids, self.now))
-            self.values[id(accepted[-1])].wake = True
+            deciding = id(accepted[-1])
+            self.values[deciding] = replace(self.values[deciding], wake=True)
         elif step.release:
             sets.append("released = %s")
             params.append(step.release.stop)
             start, stop = first + step.release.start, first + step.release.stop
             self.second.append(sql.release_statement(g.run_id, start, stop, self.now))
             finals = [r for r in g.reports if r.outcome != "retrying"]
-            self.values[id(finals[-1])].release = [first + index for index in step.release]
+            last = id(finals[-1])
+            positions = tuple(first + index for index in step.release)
+            self.values[last] = replace(self.values[last], release=positions)
         if sets:
             self.second.append(sql.group_update_statement(gid, sets, params))
         return step.verdict is not None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ import psycopg
 from django.core.signals import setting_changed
 from django.db import connection
 from django.dispatch import receiver
+from psycopg.types.json import Jsonb
 
 from runtime.store.connection import raw_connection
 
@@ -67,6 +68,27 @@ def time_param(value: datetime | None) -> Any:
 def json_param(value: Any) -> str | None:
     """A JSON column's parameter: None is SQL NULL, as the ORM writes it."""
     return None if value is None else json.dumps(value)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _jsonb(value: Any) -> Any:
+    return None if value is None else Jsonb(value)
+
+
+def adapter(column_type: str) -> Callable[[Any], Any]:
+    """How a value goes as the parameter of a column of `column_type` ("uuid", "time", "json"
+    or anything else) on this database: the one place the parameter forms differ."""
+    if postgres():
+        return _jsonb if column_type == "json" else _same
+    forms: dict[str, Callable[[Any], Any]] = {
+        "uuid": uuid_param,
+        "time": time_param,
+        "json": json_param,
+    }
+    return forms.get(column_type, _same)
 
 
 def in_list(values: Iterable[Any]) -> tuple[str, list[str]]:

@@ -1,5 +1,6 @@
-"""Fan-out group rows: their insert with the batch that records the branches, and reads; the
-branches' dispatch times (the sweep's lost-message clock)."""
+"""Fan-out group rows: reads, and the branches' dispatch times (the sweep's lost-message
+clock). A group is inserted with the batch that records its branches
+(runtime.store.history_rows)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from runtime.core.identity import group_id
-from runtime.core.writes import FanoutGroupRow
 from runtime.models import FanoutGroup, Step, StepStatus
-
-
-def insert_groups_txn(rows: Sequence[tuple[uuid.UUID, FanoutGroupRow]], check_at: datetime) -> None:
-    """Insert new fan-out groups; a replayed insert of the same group does nothing."""
-    if not rows:
-        return
-    FanoutGroup.objects.bulk_create(
-        [FanoutGroup.from_row(run_id, row, check_at) for run_id, row in rows],
-        ignore_conflicts=True,
-    )
 
 
 def group_row(run_id: uuid.UUID, group_position: int) -> FanoutGroup | None:

@@ -1,6 +1,6 @@
 """The write seam of payloads: every value a checkpoint records, in the form its column stores.
 
-The sink packs a batch here before it is split between the PostgreSQL and the portable paths,
+The sink packs a batch here (runtime.store.batch) before it is split between its paths,
 so both write the same stored forms (runtime.payloads.packing). With no payload keys, a
 checkpoint whose measured size is within FANFOLD_OFFLOAD_BYTES holds no value that could go
 to the payload storage: its values are only checked for a `$ff:` form to escape (one type
@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 from runtime import conf
-from runtime.checkpoint.batching import Checkpoint
 from runtime.core.writes import UNSET, BranchReport, EventDraft, HistoryWrite, RunPatch, StepRow
 from runtime.payloads.codec import PayloadCodec, reserved_form
 from runtime.payloads.packing import codec_for, pack
@@ -99,16 +97,6 @@ def _needs_escape(write: HistoryWrite) -> bool:
 
 def _reserved(value: Any) -> bool:
     return isinstance(value, dict) and len(value) == 1 and reserved_form(value) is not None
-
-
-def packed_writes(checkpoints: Sequence[Checkpoint]) -> list[tuple[str, HistoryWrite]]:
-    """The history writes of a batch, (session, write), their payloads in stored form."""
-    forms = StoredForms()
-    return [
-        (cp.session, forms.history_write(cp.payload, cp.size))
-        for cp in checkpoints
-        if isinstance(cp.payload, HistoryWrite)
-    ]
 
 
 def report_event(draft: EventDraft, report: BranchReport, forms: StoredForms) -> EventDraft:

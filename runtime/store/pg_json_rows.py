@@ -1,5 +1,8 @@
 """Many runs' plain checkpoints (or one with many rows) in ONE statement, rows sent as JSON.
 
+The same step upsert and event insert as every other history write (runtime.store.history_rows),
+selecting their rows from JSON documents instead of a VALUES list of parameters.
+
 When a group commit holds steps of several runs (many workflows in one worker), writing each
 run's part as its own statement costs a round trip of work per run in the writer thread, and
 that thread competes for the GIL with every workflow thread. Here the runs, step rows and
@@ -21,8 +24,9 @@ from functools import cache
 from typing import Any
 
 from runtime.core.writes import LeaseGuard
-from runtime.models import Event, Run, Step
+from runtime.models import Run
 from runtime.store.columns import step_columns
+from runtime.store.history_rows import events_insert, steps_insert
 from runtime.store.parts import RunPart
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -54,7 +58,14 @@ def worth_combining(plain: Sequence[RunPart]) -> bool:
 def runs_sql(update_fields: tuple[str, ...]) -> str:
     step_cols = ", ".join(c.name for c in step_columns())
     step_types = ", ".join(f"{c.name} {c.sql_type}" for c in step_columns())
-    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in update_fields)
+    steps = steps_insert(
+        f"SELECT {step_cols} FROM jsonb_to_recordset(%s::jsonb) AS x({step_types})", update_fields
+    )
+    events = events_insert(
+        "SELECT x.run_id, u.last_seq - x.back, x.type, x.step_id, x.payload, x.created_at "
+        "FROM jsonb_to_recordset(%s::jsonb) AS x(run_id uuid, back int, type text, step_id uuid, "
+        "payload jsonb, created_at timestamptz) JOIN u ON u.id = x.run_id"
+    )
     return (
         "WITH v AS (SELECT * FROM jsonb_to_recordset(%s::jsonb) AS v(id uuid, token text, n int)), "
         f"u AS (UPDATE {Run._meta.db_table} r SET last_seq = r.last_seq + v.n, updated_at = %s "
@@ -63,14 +74,7 @@ def runs_sql(update_fields: tuple[str, ...]) -> str:
         # scanned whole on every batch.
         "FROM v WHERE r.id = ANY(ARRAY(SELECT id FROM v)) AND r.id = v.id "
         "AND r.lease_token = v.token RETURNING r.id, r.last_seq), "
-        f"s AS (INSERT INTO {Step._meta.db_table} ({step_cols}) SELECT {step_cols} "
-        f"FROM jsonb_to_recordset(%s::jsonb) AS x({step_types}) "
-        f"ON CONFLICT (id) DO UPDATE SET {updates}), "
-        f"e AS (INSERT INTO {Event._meta.db_table} "
-        "(run_id, seq, type, step_id, payload, created_at) "
-        "SELECT x.run_id, u.last_seq - x.back, x.type, x.step_id, x.payload, x.created_at "
-        "FROM jsonb_to_recordset(%s::jsonb) AS x(run_id uuid, back int, type text, step_id uuid, "
-        "payload jsonb, created_at timestamptz) JOIN u ON u.id = x.run_id) "
+        f"s AS ({steps}), e AS ({events}) "
         # Fewer runs updated than sent means a lost lease: divide by zero, write nothing.
         "SELECT 1 / ((SELECT count(*) FROM u) = %s)::int"
     )

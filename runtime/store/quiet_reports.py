@@ -33,9 +33,10 @@ from datetime import datetime
 from typing import Any
 
 from runtime.core.receipts import BranchReceipt
-from runtime.core.writes import BranchClaim, BranchReport
+from runtime.core.writes import BranchReport
 from runtime.models import FanoutGroup
 from runtime.store import report_statements as sql
+from runtime.store.batch import BranchWrites
 from runtime.store.branch_claims import ClaimBatch
 from runtime.store.branch_reports import Receipts
 from runtime.store.dialect import MAX_PARAMS, Statement, uuid_param, values_list
@@ -65,10 +66,10 @@ class QuietBatch:
         return receipts
 
 
-def quiet_batch(writes: Sequence[BranchReport | BranchClaim], now: datetime) -> QuietBatch | None:
+def quiet_batch(writes: BranchWrites, now: datetime) -> QuietBatch | None:
     """The one-round pipeline of this batch, or None if it cannot be one (it has no report,
     reports of several runs, a failed outcome, a report twice, or too many rows)."""
-    reports = [w for w in writes if isinstance(w, BranchReport)]
+    reports = writes.reports
     if not reports or len({r.run_id for r in reports}) != 1:
         return None
     if any(r.outcome not in _QUIET_OUTCOMES for r in reports):
@@ -78,7 +79,7 @@ def quiet_batch(writes: Sequence[BranchReport | BranchClaim], now: datetime) -> 
     statement = report_statement(reports, now)
     if len(statement[1]) > MAX_PARAMS:
         return None
-    claims = ClaimBatch([w for w in writes if isinstance(w, BranchClaim)], now)
+    claims = ClaimBatch(writes.claims, now)
     run_id = reports[0].run_id
     statements = [sql.lock_statement(run_id, now), statement, *claims.statements]
     return QuietBatch(reports, claims, statements)

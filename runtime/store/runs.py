@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,7 +22,7 @@ from runtime.payloads.codec import STORED_FORM_MARK
 from runtime.payloads.packing import unpack
 from runtime.store.columns import JSON_COLUMNS
 from runtime.store.connection import raw_connection
-from runtime.store.dialect import in_list, postgres, uuid_param
+from runtime.store.dialect import adapter, in_list, postgres, uuid_param
 
 
 def run_update_statement(
@@ -32,21 +32,25 @@ def run_update_statement(
     patch: RunPatch | None,
     now: datetime,
     *,
-    json_param: Callable[[str, Any], Any],
-    run_param: Any,
+    run_id: uuid.UUID,
 ) -> tuple[str, list[Any]]:
     """The guarded `UPDATE runtime_run ... RETURNING last_seq` of one run in a batch."""
+    as_json, as_time = adapter("json"), adapter("time")
     sets = ["last_seq = last_seq + %s", "updated_at = %s"]
-    params: list[Any] = [events, now]
+    params: list[Any] = [events, as_time(now)]
     if wakes:
         sets.append("wakeups = wakeups + %s")
         params.append(wakes)
     patch = patch or RunPatch()
     for column, value in patch.columns().items():
         sets.append(f"{column} = %s")
-        params.append(json_param(column, value) if column in JSON_COLUMNS else value)
+        if column in JSON_COLUMNS:
+            value = as_json(value)
+        elif isinstance(value, datetime):
+            value = as_time(value)
+        params.append(value)
     where = ["id = %s"]
-    where_params: list[Any] = [run_param]
+    where_params: list[Any] = [adapter("uuid")(run_id)]
     if isinstance(guard, LeaseGuard | SuspendGuard):
         where.append("lease_token = %s")
         where_params.append(guard.token)

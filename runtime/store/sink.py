@@ -1,16 +1,18 @@
 """`DatabaseSink`: the database side of the checkpoint store, one transaction per batch.
 
-The pure writer (runtime.checkpoint) decides what goes into a batch; the sink writes it on a
-connection of its own, by one of four paths:
+The pure writer (runtime.checkpoint) decides what goes into a batch; the sink sorts it by kind
+(runtime.store.batch) and writes it on a connection of its own. On PostgreSQL (the one place
+the sink asks which database it writes to) a batch of one kind may take a fast path:
 
-1. a batch of nothing but branch claims, on PostgreSQL: one conditional UPDATE in autocommit;
-2. branch reports (and claims) alone, on PostgreSQL: one round trip when they decide nothing
+1. nothing but branch claims: one conditional UPDATE in autocommit;
+2. branch reports (and claims) alone: one round trip when they decide nothing
    (runtime.store.quiet_reports), else two (runtime.store.branch_reports);
-3. plain checkpoints on PostgreSQL: one prepared statement per run's part, one round trip
-   (runtime.store.pg_statements);
-4. everything else, and any batch path 3 rolled back: one ORM transaction
-   (runtime.store.orm), with the fan-out reports and claims (runtime.store.branch_reports)
-   in the same transaction; a failed guard is named exactly there.
+3. history writes alone, under guards it can check: one round trip
+   (runtime.store.pg_statements).
+
+Everything else, any database, and a batch path 3 rolled back, goes as one transaction: the
+history writes (runtime.store.history_txn), then the branch reports and claims
+(runtime.store.branch_reports); a failed guard is named exactly there.
 """
 
 from __future__ import annotations
@@ -26,25 +28,17 @@ from django.utils import timezone
 from runtime import conf
 from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import OutcomeUnknown
-from runtime.core.writes import (
-    BranchClaim,
-    BranchReport,
-    LeaseGuard,
-    SuspendGuard,
-    UnfinishedGuard,
-)
-from runtime.store import branch_reports, fanout_groups, pg_statements, quiet_reports
+from runtime.core.writes import LeaseGuard, SuspendGuard, UnfinishedGuard
+from runtime.store import branch_reports, pg_statements, quiet_reports
+from runtime.store.batch import BranchWrites, SortedBatch
 from runtime.store.branch_claims import ClaimBatch
 from runtime.store.branch_reports import Receipts
 from runtime.store.connection import SinkConnection
 from runtime.store.dialect import PipelinedTransaction, execute, postgres
-from runtime.store.orm import write_parts_txn
+from runtime.store.history_txn import write_parts_txn
 from runtime.store.parts import STEP_UPDATE_FIELDS, RunPart, run_parts
-from runtime.store.payload_forms import packed_writes
 
 _IDLE_CHECK = 10.0  # seconds without a batch after which the connection is tested first
-
-BranchWrite = BranchReport | BranchClaim
 
 
 class DatabaseSink:
@@ -67,11 +61,11 @@ class DatabaseSink:
         self._connection.close()
 
     def _write_checkpoints(self, checkpoints: Sequence[Checkpoint]) -> Receipts:
-        writes = packed_writes(checkpoints)  # payloads in stored form, for either path
-        branch_writes = [cp.payload for cp in checkpoints if isinstance(cp.payload, BranchWrite)]
-        if not writes and not branch_writes:
+        batch = SortedBatch.of(checkpoints)
+        branch_writes = batch.branch_writes
+        if not batch.history_writes and not branch_writes:
             return Receipts()
-        parts = run_parts(writes)
+        parts = run_parts(batch.history_writes)
         self._drop_dead_connection()
         try:
             return self._write(parts, branch_writes)
@@ -95,38 +89,44 @@ class DatabaseSink:
         if not connection.is_usable():
             connection.close()
 
-    def _write(self, parts: list[RunPart], branch_writes: Sequence[BranchWrite]) -> Receipts:
+    def _write(self, parts: list[RunPart], branch_writes: BranchWrites) -> Receipts:
         self._committing = False
         now = timezone.now()
-        if not parts:
-            receipts = self._claims_alone(branch_writes, now)
-            if receipts is None:
-                receipts = self._branch_writes_alone(branch_writes, now)
-            if receipts is not None:
-                return receipts
-        if not branch_writes and self._one_round_trip(parts, now):
-            return Receipts()
+        if postgres():
+            fast = self._postgres_fast_path(parts, branch_writes, now)
+            if fast is not None:
+                return fast
         with transaction.atomic():
-            write_parts_txn(parts, now)
-            fanout_groups.insert_groups_txn(
-                [(part.run_id, row) for part in parts for row in part.fanouts],
-                first_check_at(now),
-            )
+            write_parts_txn(parts, now, first_check_at(now))
             receipts = branch_reports.record_branch_writes_txn(branch_writes, now)
             self._committing = True
         self._committing = False
         self.transactions += 1
         return receipts  # only a committed batch hands its receipts out
 
-    def _claims_alone(self, writes: Sequence[BranchWrite], now: datetime) -> Receipts | None:
+    def _postgres_fast_path(
+        self, parts: list[RunPart], branch_writes: BranchWrites, now: datetime
+    ) -> Receipts | None:
+        """The batch written by a PostgreSQL fast path; None when it takes none (or one rolled
+        it back) and the transaction path must write it."""
+        if not parts:
+            receipts = self._claims_alone(branch_writes, now)
+            if receipts is None:
+                receipts = self._branch_writes_alone(branch_writes, now)
+            return receipts
+        if not branch_writes and self._one_round_trip(parts, now):
+            return Receipts()
+        return None
+
+    def _claims_alone(self, writes: BranchWrites, now: datetime) -> Receipts | None:
         """A batch of nothing but branch claims, on PostgreSQL: one statement in autocommit.
 
         The claims are one conditional UPDATE, atomic by itself, so it needs no BEGIN and
         COMMIT round trips of its own; fresh claims do not wait for the WAL flush
         (runtime.store.branch_claims). Returns None when the batch is not such a batch.
         """
-        claims = [w for w in writes if isinstance(w, BranchClaim)]
-        if not postgres() or not claims or len(claims) != len(writes):
+        claims = writes.claims
+        if not claims or writes.reports:
             return None
         batch = ClaimBatch(claims, now, wait_for_flush=False)
         if len(batch.statements) != 1:
@@ -141,19 +141,19 @@ class DatabaseSink:
         receipts.add_claims(claims, batch.receipts(results))
         return receipts
 
-    def _branch_writes_alone(self, writes: Sequence[BranchWrite], now: datetime) -> Receipts | None:
+    def _branch_writes_alone(self, writes: BranchWrites, now: datetime) -> Receipts | None:
         """A batch of branch reports (and claims), on PostgreSQL: one round trip if it decides
         nothing, else two, BEGIN in the first and COMMIT in the second (a fan-out branch's
         report on a prefork child, whose batches hold one branch each). Returns None when the
         batch is not such a batch."""
-        if not postgres() or not writes:
+        if not writes:
             return None
         quiet = self._quiet_reports(writes, now)
         if quiet is not None:
             return quiet
         return self._two_rounds(writes, now)
 
-    def _two_rounds(self, writes: Sequence[BranchWrite], now: datetime) -> Receipts:
+    def _two_rounds(self, writes: BranchWrites, now: datetime) -> Receipts:
         """Branch writes in two round trips, BEGIN in the first and COMMIT in the second."""
         txn = PipelinedTransaction()
         try:
@@ -165,7 +165,7 @@ class DatabaseSink:
         self.transactions += 1
         return receipts
 
-    def _quiet_reports(self, writes: Sequence[BranchWrite], now: datetime) -> Receipts | None:
+    def _quiet_reports(self, writes: BranchWrites, now: datetime) -> Receipts | None:
         """Reports that decide nothing in one round trip (runtime.store.quiet_reports); None
         when the batch is not such a batch, or the server found it was not and rolled it back."""
         batch = quiet_reports.quiet_batch(writes, now)
@@ -182,7 +182,7 @@ class DatabaseSink:
             # The reports would decide or release: none was written, the claims committed.
             receipts = Receipts()
             receipts.add_claims(batch.claims.claims, batch.claims.receipts(results[2:]))
-            receipts.update(self._two_rounds(batch.reports, now))
+            receipts.update(self._two_rounds(BranchWrites(reports=batch.reports), now))
             return receipts
         return batch.receipts(results)
 
@@ -194,7 +194,7 @@ class DatabaseSink:
             written = pg_statements.write_parts(parts, now, STEP_UPDATE_FIELDS, first_check_at(now))
         except psycopg.Error as exc:
             _raise_if_cut_off(exc)
-            # The server rolled the batch back (usually a failed guard): the portable path
+            # The server rolled the batch back (usually a failed guard): the transaction path
             # writes it again or names exactly what failed.
             return False
         if written:
@@ -218,7 +218,7 @@ def _raise_if_cut_off(exc: BaseException | None) -> None:
 
 def _plain_parts(parts: list[RunPart]) -> bool:
     runs = [part.run_id for part in parts]
-    if not postgres() or len(set(runs)) != len(runs):
+    if len(set(runs)) != len(runs):
         return False  # event seqs come from the run's final last_seq: one part per run
     return all(
         isinstance(part.guard, LeaseGuard | SuspendGuard | UnfinishedGuard)

@@ -13,16 +13,16 @@ from __future__ import annotations
 import contextvars
 import functools
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from runtime import conf
+from runtime.core.current import active_step, bound
 from runtime.core.errors import FanfoldError
 from runtime.core.identity import check_name
 from runtime.core.jsonvalues import checked
 from runtime.core.writes import ChunkDraft
-from runtime.durable.stepinfo import active_step
 from runtime.store.streams import append_chunk
 from runtime.streaming.wakeups import signal_local
 
@@ -49,14 +49,9 @@ _scope: contextvars.ContextVar[WorkflowScope | None] = contextvars.ContextVar(
 )
 
 
-@contextmanager
-def workflow_scope(scope: WorkflowScope) -> Iterator[None]:
+def workflow_scope(scope: WorkflowScope) -> AbstractContextManager[None]:
     """Mark this thread as running the workflow code of `scope.run_id` (runtime.executor)."""
-    token = _scope.set(scope)
-    try:
-        yield
-    finally:
-        _scope.reset(token)
+    return bound(_scope, scope)
 
 
 class Stream:

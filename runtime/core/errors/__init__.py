@@ -91,3 +91,10 @@ __all__ = [
     "WorkflowNotFound",
     "describe_exception",
 ]
+
+# Their path stays `runtime.core.errors.<Name>`, as recorded histories, task results and API
+# errors name it, whichever module of the package defines them.
+for _name in __all__:
+    _value = globals()[_name]
+    if isinstance(_value, type):
+        _value.__module__ = __name__

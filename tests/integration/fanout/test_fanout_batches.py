@@ -198,7 +198,7 @@ def test_fanout_report_batch_releases_one_slot_per_finished_branch() -> None:
     _write([BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 2)])
     reports = [_report(run_id, 1), _report(run_id, 2)]
     _write(reports)
-    assert [_receipt(r).release for r in reports] == [[], [3, 4]]
+    assert [_receipt(r).release for r in reports] == [(), (3, 4)]
     assert FanoutGroup.objects.get(run_id=run_id).released == 4
     assert (
         Step.objects.filter(run_id=run_id, position__in=[3, 4], wake_at__isnull=False).count() == 2
@@ -248,7 +248,7 @@ def test_fanout_quiet_reports_take_one_pipeline_with_begin_and_commit_inside(
     assert len(run_writes) == 1  # the run row is written once per batch (its seqs)
     assert Run.objects.get(id=run_id).updated_at >= max(r.finished_at for r in reports)
     assert [_receipt(r).recorded for r in reports] == [True, True]
-    assert [_receipt(r).release for r in reports] == [[], []]
+    assert [_receipt(r).release for r in reports] == [(), ()]
     assert not any(_receipt(r).wake for r in reports)
     assert Step.objects.filter(run_id=run_id, status="completed").count() == 2
     assert FanoutGroup.objects.get(run_id=run_id).succeeded == 2

@@ -13,9 +13,9 @@ from streams_flows import TRIES, start
 
 from runtime import get_run, stream
 from runtime.core.clock import FakeClock
+from runtime.core.current import StepInfo, StepOutbox, running
 from runtime.core.errors import FanfoldError, PayloadError
 from runtime.core.writes import ChunkDraft
-from runtime.durable.stepinfo import StepInfo, StepOutbox, running
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Run, StreamChunk
 from runtime.store.streams import append_chunk, append_chunks_txn

@@ -97,7 +97,7 @@ def test_architecture_only_the_body_runner_makes_a_step_current() -> None:
         for name, path in modules().items()
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.ImportFrom)
-        and node.module == "runtime.durable.stepinfo"
+        and node.module == "runtime.core.current"
         and any(alias.name == "running" for alias in node.names)
     )
     assert users == ["runtime.durable.body"]

@@ -7,7 +7,7 @@ import uuid
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.core.identity import deterministic_uuid, dispatch_key, step_id
+from runtime.core.identity import as_run_id, deterministic_uuid, dispatch_key, parse_uuid, step_id
 
 RUN_A = uuid.UUID("00000000-0000-4000-8000-00000000000a")
 RUN_B = uuid.UUID("00000000-0000-4000-8000-00000000000b")
@@ -51,3 +51,17 @@ def test_identity_step_id_rejects_positions_out_of_range() -> None:
 
     with pytest.raises(ValueError):
         step_id(RUN_A, 2**32)
+
+
+def test_identity_run_ids_parse_from_uuids_and_their_text_only() -> None:
+    import pytest
+
+    from runtime.core.errors import RunNotFound
+
+    assert as_run_id(RUN_A) is RUN_A
+    assert as_run_id(str(RUN_A)) == RUN_A
+    assert as_run_id(RUN_A.hex) == RUN_A
+    assert parse_uuid("not-a-uuid") is None
+    assert parse_uuid(12) is None
+    with pytest.raises(RunNotFound, match="is not a run id"):
+        as_run_id("x" * 500)

@@ -14,7 +14,7 @@ from conftest import LoopFactory
 from eventloop_support import Gauge, wait_for
 
 from runtime import conf
-from runtime.durable.stepinfo import StepInfo, current_step, running
+from runtime.core.current import StepInfo, current_step, running
 from runtime.eventloop import WorkerLoop, WorkerLoopClosed, worker_loop
 
 

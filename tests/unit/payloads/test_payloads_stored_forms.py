@@ -32,7 +32,8 @@ from runtime.payloads import packing
 from runtime.payloads.codec import ENCRYPTED, ESCAPED, OFFLOADED, reserved_form
 from runtime.payloads.packing import pack, unpack
 from runtime.store import payload_forms
-from runtime.store.payload_forms import StoredForms, packed_writes, report_value
+from runtime.store.batch import SortedBatch
+from runtime.store.payload_forms import StoredForms, report_value
 
 RUN = uuid.UUID("6f1c0000-0000-4000-8000-000000000001")
 AT = datetime(2026, 12, 3, tzinfo=UTC)
@@ -141,15 +142,17 @@ def test_stored_forms_offload_nothing_when_the_limit_is_zero(settings: Any) -> N
     assert StoredForms().history_write(write, None) is write
 
 
-def test_packed_writes_keep_history_writes_only_with_their_sessions(keyed: str) -> None:
+def test_sorted_batch_packs_history_writes_with_their_sessions(keyed: str) -> None:
     claim = BranchClaim(run_id=RUN, step_id=uuid.uuid4(), attempt=1)
     batch = [
         Checkpoint(session="a", payload=_write(), size=600),
         Checkpoint(session="b", payload=claim, size=64),
         Checkpoint(session="c", payload=None, size=0),
     ]
-    [(session, write)] = packed_writes(batch)
+    sorted_batch = SortedBatch.of(batch)
+    [(session, write)] = sorted_batch.history_writes
     assert session == "a" and reserved_form(write.steps[0].result) == ENCRYPTED
+    assert sorted_batch.branch_writes.claims == [claim]
 
 
 def test_report_value_packs_a_branch_result_with_keys(keyed: str) -> None:

@@ -1,14 +1,22 @@
-"""`current_step()`: who am I, for code running inside a step body."""
+"""What is running here: the step whose body runs (`current_step()`), the async workflow whose
+code runs, and the workflow that sends durably from its code.
+
+Low in the house (pure context variables) so that every layer may ask, the streams and the
+messaging calls included, without importing the workflow side (runtime.durable).
+"""
 
 from __future__ import annotations
 
 import contextvars
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from runtime.core.writes import ChunkDraft
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -59,12 +67,17 @@ def active_step() -> StepInfo | None:
 
 
 @contextmanager
-def running(info: StepInfo) -> Iterator[None]:
-    token = _current.set(info)
+def bound(var: contextvars.ContextVar[T | None], value: T) -> Iterator[None]:
+    """`var` set to `value` for the block, then back to what it was."""
+    token = var.set(value)
     try:
         yield
     finally:
-        _current.reset(token)
+        var.reset(token)
+
+
+def running(info: StepInfo) -> AbstractContextManager[None]:
+    return bound(_current, info)
 
 
 _workflow: contextvars.ContextVar[object | None] = contextvars.ContextVar(
@@ -78,10 +91,30 @@ def active_workflow() -> object | None:
     return _workflow.get()
 
 
-@contextmanager
-def in_workflow(ctx: object) -> Iterator[None]:
-    token = _workflow.set(ctx)
-    try:
-        yield
-    finally:
-        _workflow.reset(token)
+def in_workflow(ctx: object) -> AbstractContextManager[None]:
+    return bound(_workflow, ctx)
+
+
+class WorkflowSender(Protocol):
+    """What `runtime.send` and `runtime.emit_signal` need of the workflow whose code calls them."""
+
+    def send_durably(
+        self, run_id: uuid.UUID | str, topic: str, value: Any, idempotency_key: str | None
+    ) -> int: ...
+
+    def emit_durably(self, name: str, payload: Any, idempotency_key: str | None) -> int: ...
+
+
+_sender: contextvars.ContextVar[WorkflowSender | None] = contextvars.ContextVar(
+    "fanfold_workflow_sender", default=None
+)
+
+
+def workflow_sender(ctx: WorkflowSender) -> AbstractContextManager[None]:
+    """Mark the code running in this context as the workflow code of `ctx` (runtime.context)."""
+    return bound(_sender, ctx)
+
+
+def current_sender() -> WorkflowSender | None:
+    """The workflow whose code is running here, if any."""
+    return _sender.get()

@@ -9,74 +9,24 @@ after their effect, which is keyed by the position, so a replay neither repeats 
 
 from __future__ import annotations
 
-import contextvars
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
-from runtime.core import history
 from runtime.core.control import Suspend
 from runtime.core.errors import RunFinished, RunNotFound, StepFailed
-from runtime.core.identity import step_id
 from runtime.core.matching import check_match
-from runtime.core.states import EventType, StepStatus
-from runtime.core.writes import EventDraft, StepRow, step_created
+from runtime.core.states import EventType, StepKind, StepStatus
+from runtime.durable.calls import DurableCall, record_value
 from runtime.durable.cursor import ReplayCursor
-from runtime.durable.steps import record_value
 from runtime.messaging.mailbox import check_topic, send_message
 from runtime.messaging.signals import check_signal_name, emit
 from runtime.messaging.values import check_key, store_value
-from runtime.models import StepKind
 from runtime.store.messages import take_message
 from runtime.store.signals import close_wait_timed_out, emitter_of, open_wait, wait_at
 
 MESSAGE, SIGNAL, VALUE, SEND = StepKind.MESSAGE, StepKind.SIGNAL, StepKind.VALUE, StepKind.SEND
-
-
-class WorkflowSender(Protocol):
-    """What `runtime.send` needs of the workflow whose code calls it."""
-
-    def send_durably(
-        self, run_id: uuid.UUID | str, topic: str, value: Any, idempotency_key: str | None
-    ) -> int: ...
-
-    def emit_durably(self, name: str, payload: Any, idempotency_key: str | None) -> int: ...
-
-
-_current: contextvars.ContextVar[WorkflowSender | None] = contextvars.ContextVar(
-    "fanfold_workflow_sender", default=None
-)
-
-
-@contextmanager
-def workflow_sender(ctx: WorkflowSender) -> Iterator[None]:
-    """Mark the code running in this context as the workflow code of `ctx` (runtime.context)."""
-    token = _current.set(ctx)
-    try:
-        yield
-    finally:
-        _current.reset(token)
-
-
-def current_sender() -> WorkflowSender | None:
-    """The workflow whose code is running here, if any."""
-    return _current.get()
-
-
-def _answer(
-    cursor: ReplayCursor, position: int, name: str, kind: str
-) -> history.RecordedStep | None:
-    recorded = cursor.recorded(position)
-    if recorded is not None:
-        cursor.identity_checked(lambda: _identity(recorded, name, kind))
-    return recorded
-
-
-def _identity(recorded: history.RecordedStep, name: str, kind: str) -> history.StepAction:
-    history.check_identity(recorded, name, kind)
-    return history.ReturnRecorded(recorded.result)
 
 
 class _Wait:
@@ -85,57 +35,39 @@ class _Wait:
     def __init__(
         self, cursor: ReplayCursor, position: int, name: str, kind: str, terms: dict[str, Any]
     ) -> None:
-        self.cursor, self.position, self.name, self.kind = cursor, position, name, kind
+        self.call = DurableCall(cursor, position, name, kind, terms)
         self.terms = terms
-        self.recorded = _answer(cursor, position, name, kind)
-        self.now = cursor.clock.now()
-        self.sid = step_id(cursor.run_id, position)
-        began = self.recorded.started_at if self.recorded is not None else None
-        self.started: datetime = began or self.now
+        self.now = self.call.now
+        self.started = self.call.started
 
     def finished(self) -> Any:
         """The recorded outcome, if the call finished before; raises a recorded failure."""
-        recorded = self.recorded
+        recorded = self.call.recorded
         if recorded is None or recorded.status in (StepStatus.PENDING, StepStatus.RUNNING):
             return _OPEN
         if recorded.status == StepStatus.COMPLETED:
             return recorded.result
-        raise StepFailed.from_record(self.name, self.position, recorded.error)
+        raise StepFailed.from_record(self.call.name, self.call.position, recorded.error)
 
     def deadline(self, timeout: float | None) -> datetime | None:
-        if self.recorded is not None:
-            return self.recorded.wake_at
+        if self.call.recorded is not None:
+            return self.call.recorded.wake_at
         return None if timeout is None else self.now + timedelta(seconds=timeout)
 
-    def _created(self) -> list[EventDraft]:
-        if self.recorded is not None:
-            return []
-        return [step_created(self.sid, self.position, self.name, self.kind, self.terms, self.now)]
-
-    def complete(self, result: Any, event: EventDraft) -> Any:
-        row = StepRow(self.sid, self.position, self.name, self.kind, StepStatus.COMPLETED, 1,
-                      self.started, input=self.terms, result=result, started_at=self.started,
-                      finished_at=self.now)  # fmt: skip
+    def complete(self, result: Any, event: str, payload: dict[str, Any]) -> Any:
         # Async is enough: what it records is keyed by the position, so a replay after a
         # crash finds the same message or signal again.
-        self.cursor.write([*self._created(), event], row, sync=False)
+        self.call.finish(StepStatus.COMPLETED, self.call.event(event, payload), result=result)
         return result
 
     def timed_out(self) -> None:
-        self.complete(
-            None, EventDraft(EventType.WAIT_COMPLETED, self.now, self.sid, {"timed_out": True})
-        )
+        self.complete(None, EventType.WAIT_COMPLETED, {"timed_out": True})
 
     def suspend(self, deadline: datetime | None) -> Suspend:
-        if self.recorded is None:
-            row = StepRow(self.sid, self.position, self.name, self.kind, StepStatus.RUNNING, 1,
-                          self.now, input=self.terms, started_at=self.now,
-                          wake_at=deadline)  # fmt: skip
+        if self.call.recorded is None:
             wake = deadline.isoformat() if deadline else None
-            created = EventDraft(
-                "wait_created", self.now, self.sid, {**self.terms, "wake_at": wake}
-            )
-            self.cursor.write([*self._created(), created], row, sync=False)
+            created = self.call.event(EventType.WAIT_CREATED, {**self.terms, "wake_at": wake})
+            self.call.wait(created, deadline)
         return Suspend(deadline)
 
 
@@ -157,9 +89,7 @@ def recv(
         payload = {"topic": topic, "message_id": got.id, "value": got.value}
         if got.by is not None:  # sent through the API: the log names the sender
             payload["by"] = got.by
-        return wait.complete(
-            got.value, EventDraft(EventType.MESSAGE_RECEIVED, wait.now, wait.sid, payload)
-        )
+        return wait.complete(got.value, EventType.MESSAGE_RECEIVED, payload)
     deadline = wait.deadline(timeout)
     if deadline is not None and deadline <= wait.now:
         return wait.timed_out()
@@ -196,9 +126,7 @@ def wait_for_signal(
         by = emitter_of(row.signal_id)
         if by is not None:  # emitted through the API: the log names who emitted it
             payload["by"] = by
-        return wait.complete(
-            row.payload, EventDraft(EventType.SIGNAL_RECEIVED, wait.now, wait.sid, payload)
-        )
+        return wait.complete(row.payload, EventType.SIGNAL_RECEIVED, payload)
     if row is not None and row.closed_at is not None:
         return wait.timed_out()
     raise wait.suspend(deadline)
@@ -208,18 +136,13 @@ def set_value(cursor: ReplayCursor, key: str, value: Any, position: int | None =
     """`ctx.set_value`: record `value` as the run's latest value of `key` (once per position)."""
     key = check_key(key)
     position = cursor.next_position() if position is None else position
-    if _answer(cursor, position, key, VALUE) is not None:
+    call = DurableCall(cursor, position, key, VALUE)
+    if call.recorded is not None:
         return
     value, size = cursor.checked(value, f"value {key!r}")
     store_value(cursor.run_id, key, value, position)
-    now, sid = cursor.clock.now(), step_id(cursor.run_id, position)
-    row = StepRow(sid, position, key, VALUE, StepStatus.COMPLETED, 1, now, started_at=now,
-                  finished_at=now)  # fmt: skip
-    events = [
-        step_created(sid, position, key, VALUE, None, now),
-        EventDraft(EventType.VALUE_SET, now, sid, {"key": key, "value": value}),
-    ]
-    cursor.write(events, row, sync=False, payload_bytes=size)
+    event = call.event(EventType.VALUE_SET, {"key": key, "value": value})
+    call.finish(StepStatus.COMPLETED, event, payload_bytes=size)
 
 
 _SEND_ERRORS: dict[str, Callable[[str], Exception]] = {
@@ -240,30 +163,25 @@ def send(
     returns its id. An unknown or finished destination is recorded and raised again on replay."""
     topic = check_topic(topic)
     position = cursor.next_position() if position is None else position
-    recorded = _answer(cursor, position, topic, SEND)
+    terms = {"run_id": str(run_id), "topic": topic}
+    call = DurableCall(cursor, position, topic, SEND, terms)
+    recorded = call.recorded
     if recorded is not None:
         if recorded.status == StepStatus.COMPLETED:
             return int((recorded.result or {}).get("message_id", 0))
         error = recorded.error or {}
         raise _SEND_ERRORS.get(str(error.get("type")), RunNotFound)(str(error.get("message")))
-    now, sid = cursor.clock.now(), step_id(cursor.run_id, position)
-    terms = {"run_id": str(run_id), "topic": topic}
-    created = step_created(sid, position, topic, SEND, terms, now)
     try:
         sent = send_message(run_id, topic, value, idempotency_key=idempotency_key,
                             source=(cursor.run_id, position))  # fmt: skip
     except (RunNotFound, RunFinished) as exc:
         error = {"type": type(exc).__name__, "message": str(exc)}
-        row = StepRow(sid, position, topic, SEND, StepStatus.FAILED, 1, now, input=terms,
-                      error=error, started_at=now, finished_at=now)  # fmt: skip
-        cursor.write([created, EventDraft(EventType.STEP_FAILED, now, sid, {"error": error})], row,
-                     sync=False)  # fmt: skip
+        failed = call.event(EventType.STEP_FAILED, {"error": error})
+        call.finish(StepStatus.FAILED, failed, error=error)
         raise
     result = {"message_id": sent.id}
-    row = StepRow(sid, position, topic, SEND, StepStatus.COMPLETED, 1, now, input=terms,
-                  result=result, started_at=now, finished_at=now)  # fmt: skip
-    completed = EventDraft(EventType.STEP_COMPLETED, now, sid, {"attempt": 1, "result": result})
-    cursor.write([created, completed], row, sync=False)
+    completed = call.event(EventType.STEP_COMPLETED, {"attempt": 1, "result": result})
+    call.finish(StepStatus.COMPLETED, completed, result=result)
     return sent.id
 
 

@@ -1,70 +1,57 @@
-"""The portable write path: one batch in one ORM transaction, on any database Django runs.
+"""The transaction path of the checkpoint sink: a batch's run parts inside one transaction, on
+any database Django runs.
 
 It is the path for SQLite, for batches with fan-out reports or guards the one-statement path
 does not take, and for a batch the PostgreSQL path rolled back: here a failed guard is named
-exactly (lease lost, run finished, step changed, woken up).
+exactly (lease lost, run finished, step changed, woken up). Each part's run is updated first
+(its guard checked, its seqs allocated), then the same statements as the one-statement path's
+(runtime.store.history_rows) write the rows; on PostgreSQL they go in one pipeline.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from django.db import connection
 
 from runtime.core.errors import LeaseLost, RunAlreadyFinished, StepChanged, WokenUp
 from runtime.core.writes import LeaseGuard, OpenStepGuard, SuspendGuard, UnfinishedGuard
-from runtime.models import Event, Run, Step, StepStatus
-from runtime.store.dialect import uuid_param
+from runtime.models import Run, Step, StepStatus
+from runtime.store import history_rows
+from runtime.store.dialect import Statement, execute
 from runtime.store.parts import STEP_UPDATE_FIELDS, RunPart
 from runtime.store.runs import run_update_statement
 from runtime.store.streams import append_chunks_txn
 
 
-def write_parts_txn(parts: list[RunPart], now: datetime) -> None:
-    """Write the parts' runs, steps, events and stream chunks (inside the caller's transaction)."""
-    events: list[Event] = []
-    steps: list[Step] = []
+def write_parts_txn(parts: list[RunPart], now: datetime, check_at: datetime) -> None:
+    """Write the parts' runs, steps, events, fan-out groups and stream chunks (inside the
+    caller's transaction); new fan-out groups are first looked at by the sweep at `check_at`."""
+    steps: list[Statement] = []
+    events: list[Statement] = []
+    groups: list[Statement] = []
     for part in parts:
         last_seq = _update_run(part, now)
         if isinstance(part.guard, OpenStepGuard):
             _check_step_open(part.guard)
-        seq = last_seq - len(part.events)
-        for draft in part.events:
-            seq += 1
-            events.append(
-                Event(
-                    run_id=part.run_id,
-                    seq=seq,
-                    type=draft.type,
-                    step_id=draft.step_id,
-                    payload=draft.payload,
-                    created_at=draft.at,
-                )
-            )
-        steps.extend(Step.from_row(part.run_id, row) for row in part.steps.values())
-    if steps:
-        Step.objects.bulk_create(
-            steps,
-            update_conflicts=True,
-            unique_fields=["id"],
-            update_fields=list(STEP_UPDATE_FIELDS),
-        )
+        if part.steps:
+            rows = list(part.steps.values())
+            steps += history_rows.steps_statements(part.run_id, rows, STEP_UPDATE_FIELDS)
+        if part.events:
+            events += history_rows.events_statements(part.run_id, part.events, last_seq)
+        if part.fanouts:
+            groups.append(history_rows.fanout_groups_statement(part.run_id, part.fanouts, check_at))
+    execute(steps)
     # After the upserts: a step row written earlier in this batch is cancelled too.
     cancelled = [part.run_id for part in parts if part.cancel_open_steps]
     if cancelled:
         Step.objects.filter(run_id__in=cancelled).unfinished().update(
             status=StepStatus.CANCELLED, finished_at=now
         )
-    if events:
-        Event.objects.bulk_create(events)
+    execute(events + groups)
     for part in parts:
         if part.chunks:
             append_chunks_txn(part.run_id, part.chunks, now)
-
-
-def _json_param(column: str, value: Any) -> Any:
-    return Run._meta.get_field(column).get_db_prep_value(value, connection)  # type: ignore[union-attr]
 
 
 def _update_run(part: RunPart, now: datetime) -> int:
@@ -74,13 +61,7 @@ def _update_run(part: RunPart, now: datetime) -> int:
         # The step itself is checked after this UPDATE holds the run's row lock.
         guard = LeaseGuard(guard.token) if guard.token else UnfinishedGuard()
     sql, params = run_update_statement(
-        guard,
-        len(part.events),
-        part.wakes,
-        part.patch,
-        now,
-        json_param=_json_param,
-        run_param=uuid_param(part.run_id),
+        guard, len(part.events), part.wakes, part.patch, now, run_id=part.run_id
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
