@@ -46,7 +46,7 @@ def write_parts_txn(parts: list[RunPart], now: datetime) -> None:
         Step.objects.bulk_create(
             steps,
             update_conflicts=True,
-            unique_fields=["id"],
+            unique_fields=["run", "position"],
             update_fields=list(STEP_UPDATE_FIELDS),
         )
     # After the upserts: a step row written earlier in this batch is cancelled too.

@@ -65,7 +65,7 @@ def runs_sql(update_fields: tuple[str, ...]) -> str:
         "AND r.lease_token = v.token RETURNING r.id, r.last_seq), "
         f"s AS (INSERT INTO {Step._meta.db_table} ({step_cols}) SELECT {step_cols} "
         f"FROM jsonb_to_recordset(%s::jsonb) AS x({step_types}) "
-        f"ON CONFLICT (id) DO UPDATE SET {updates}), "
+        f"ON CONFLICT (run_id, position) DO UPDATE SET {updates}), "
         f"e AS (INSERT INTO {Event._meta.db_table} "
         "(run_id, seq, type, step_id, payload, created_at) "
         "SELECT x.run_id, u.last_seq - x.back, x.type, x.step_id, x.payload, x.created_at "

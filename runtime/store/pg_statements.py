@@ -44,7 +44,7 @@ def _steps_sql(rows: int, update_fields: tuple[str, ...]) -> str:
     updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in update_fields)
     return (
         f"s AS (INSERT INTO {Step._meta.db_table} ({columns}) "
-        f"VALUES {', '.join([row] * rows)} ON CONFLICT (id) DO UPDATE SET {updates})"
+        f"VALUES {', '.join([row] * rows)} ON CONFLICT (run_id, position) DO UPDATE SET {updates})"
     )
 
 
@@ -114,7 +114,7 @@ def fanout_groups_statement(g: RunPart, check_at: datetime) -> tuple[str, list[A
     sql = (
         f"INSERT INTO {FanoutGroup._meta.db_table} (id, run_id, first_position, total, "
         "released, succeeded, failed, need, failure_limit, created_at, check_at) "
-        f"VALUES {', '.join([row] * len(g.fanouts))} ON CONFLICT (id) DO NOTHING"
+        f"VALUES {', '.join([row] * len(g.fanouts))} ON CONFLICT (run_id, first_position) DO NOTHING"
     )
     return sql, params
 
