@@ -114,7 +114,8 @@ def purge(
     began = time.monotonic()
     batches = _batches(row_rule if row_rule is not None else rule, archive)
     if partitioned():
-        weeks = period_batches(rule, timezone.now(), BATCH, lambda: _Archiver() if archive else None)
+        archiver = (lambda: _Archiver()) if archive else (lambda: None)
+        weeks = period_batches(rule, timezone.now(), BATCH, archiver)
         batches = itertools.chain(weeks, batches)
     for pks, counts, archived in batches:
         files = sum(delete_run_payloads(pk) for pk in pks) if offloads else 0

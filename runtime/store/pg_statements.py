@@ -114,7 +114,8 @@ def fanout_groups_statement(g: RunPart, check_at: datetime) -> tuple[str, list[A
     sql = (
         f"INSERT INTO {FanoutGroup._meta.db_table} (id, run_id, first_position, total, "
         "released, succeeded, failed, need, failure_limit, created_at, check_at) "
-        f"VALUES {', '.join([row] * len(g.fanouts))} ON CONFLICT (run_id, first_position) DO NOTHING"
+        f"VALUES {', '.join([row] * len(g.fanouts))} "
+        "ON CONFLICT (run_id, first_position) DO NOTHING"
     )
     return sql, params
 

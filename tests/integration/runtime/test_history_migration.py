@@ -63,13 +63,12 @@ def _history(apps: Any, run_id: uuid.UUID, status: str, events: int) -> None:
         id=step, run_id=run_id, position=1, name="tests.lifecycle.echo", kind="step",
         status="completed", attempt=1, result={"v": 1}, created_at=now, callback_token=None,
     )  # fmt: skip
-    model("runtime", "Event").objects.bulk_create(
-        model("runtime", "Event")(
-            run_id=run_id, seq=seq, type="step_completed", step_id=step, payload={"n": seq},
-            created_at=now,
-        )  # fmt: skip
-        for seq in range(1, events + 1)
-    )
+    event = model("runtime", "Event")
+    event.objects.bulk_create(
+        event(run_id=run_id, seq=n, type="step_completed", step_id=step, payload={"n": n},
+              created_at=now)
+        for n in range(1, events + 1)
+    )  # fmt: skip
     model("runtime", "FanoutGroup").objects.create(
         id=uuid.uuid5(run_id, "g"), run_id=run_id, first_position=2, total=1, released=1,
         failure_limit=0, created_at=now,
