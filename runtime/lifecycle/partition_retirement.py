@@ -16,17 +16,18 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError, router, transaction
+from django.db import router
 from django.db.models import Q
 
 from runtime.models import Run
 from runtime.store.partitions import (
     Period,
     drop_partitions,
-    empty_partitions,
     ensure_partitions,
     is_partitioned,
     periods,
+    retire_week,
+    runs_of,
     upcoming,
 )
 from runtime.store.purge import delete_unlocked, finished_runs
@@ -51,24 +52,23 @@ def create_ahead(now: datetime) -> list[Period]:
     return ensure_partitions(alias, list(upcoming(now)))
 
 
-def _in(period: Period) -> Any:
-    return Run.objects.filter(id__gte=period.low, id__lt=period.high)
-
-
 def retirable(rule: Q, now: datetime) -> Iterator[Period]:
     """The ended weeks worth retiring now: every run due, or at least half of them (a week
     without runs left is retired too: its rows, if any, are orphans)."""
     for period in periods(history_alias()):
         if period.end > now:
             continue
-        total = _in(period).count()
+        total = runs_of(period).count()
         due = finished_runs(rule).filter(id__gte=period.low, id__lt=period.high).count()
         if 2 * due >= total:
             yield period
 
 
 def period_batches(
-    rule: Q, now: datetime, batch: int, archiver: Callable[[], Callable[[list[uuid.UUID]], int]]
+    rule: Q,
+    now: datetime,
+    batch: int,
+    archiver: Callable[[], Callable[[list[uuid.UUID]], int] | None],
 ) -> Iterator[Batch]:
     """Retire every retirable week: batches of run rows, then one batch of the partitions'
     rows (no keys). `archiver()` makes the `before` hook of a batch (None: no archive)."""
@@ -81,11 +81,10 @@ def period_batches(
             if not pks:
                 break
             yield pks, counts, getattr(before, "written", 0)
-        try:
-            with transaction.atomic(using=alias):
-                removed, kept = empty_partitions(alias, period)
-        except DatabaseError:  # a lock not granted in time: the next pass empties it
+        emptied = retire_week(alias, period)
+        if emptied is None:  # its locks were busy: the next pass empties it
             continue
+        removed, kept = emptied
         if not kept:
             drop_partitions(alias, period)  # if its lock is busy, the next pass drops it
         yield [], removed, 0

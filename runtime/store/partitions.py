@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db import DatabaseError, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -169,10 +170,51 @@ def _drop(connection: BaseDatabaseWrapper, period: Period) -> None:
             cursor.execute(f"DROP TABLE IF EXISTS {quote(period.table(model))}")
 
 
+def runs_of(period: Period) -> Any:
+    """The runs created in a week (a RunQuerySet, not yet run)."""
+    return Run.objects.filter(id__gte=period.low, id__lt=period.high)
+
+
+def retire_week(alias: str, period: Period) -> tuple[dict[str, int], int] | None:
+    """Empty a week's partitions but for the rows of its runs still in the run table, in a
+    transaction of its own; returns the rows removed by model label and how many runs were
+    kept, or None when the locks were not granted in time (nothing done)."""
+    totals = _row_counts(alias, period)  # before the locks: counting a big week takes time
+    try:
+        with transaction.atomic(using=alias):
+            kept_rows, kept_runs = empty_partitions(alias, period)
+    except DatabaseError:  # lock_timeout: the next pass empties it
+        return None
+    removed = {label: n - kept_rows.get(label, 0) for label, n in totals.items()}
+    return {label: n for label, n in removed.items() if n > 0}, kept_runs
+
+
+# Partitions with more rows than this (by the planner's statistics) are not counted exactly.
+_COUNTED = 100_000
+
+
+def _row_counts(alias: str, period: Period) -> dict[str, int]:
+    """Each of a week's partitions' rows by model label: counted, or the statistics' estimate
+    for a partition above _COUNTED rows (its count would read it whole beside live work)."""
+    counts: dict[str, int] = {}
+    with connections[alias].cursor() as cursor:
+        for model in PARTITIONED:
+            name = period.table(model)
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", [name])
+            row = cursor.fetchone()
+            if row is None:
+                continue
+            if row[0] < _COUNTED:
+                cursor.execute(f"SELECT count(*) FROM {connections[alias].ops.quote_name(name)}")
+                row = cursor.fetchone()
+            counts[model._meta.label] = int(row[0])
+    return counts
+
+
 def empty_partitions(alias: str, period: Period) -> tuple[dict[str, int], int]:
     """Empty a week's partitions but for the rows of the runs of that week still in the run
-    table (in the caller's transaction); returns the rows removed by model label and how
-    many runs were kept.
+    table (in the caller's transaction); returns the rows kept by model label and how many
+    runs were kept.
 
     TRUNCATE writes next to nothing to the WAL, where deleting rows logs every page they were
     on. The partitions are locked first (ACCESS EXCLUSIVE: only statements that read this
@@ -181,37 +223,27 @@ def empty_partitions(alias: str, period: Period) -> tuple[dict[str, int], int]:
     """
     connection = connections[alias]
     quote = connection.ops.quote_name
-    removed: dict[str, int] = {}
+    kept: dict[str, int] = {}
     with connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
         for model in PARTITIONED:
             cursor.execute(f"LOCK TABLE {quote(period.table(model))} IN ACCESS EXCLUSIVE MODE")
         # Read under the locks: a run restored meanwhile has its rows written after them.
-        keep = list(
-            Run.objects.using(alias)
-            .filter(id__gte=period.low, id__lt=period.high)
-            .values_list("id", flat=True)
-        )
+        keep = list(runs_of(period).using(alias).values_list("id", flat=True))
         for model in PARTITIONED:
             name = quote(period.table(model))
-            cursor.execute(f"SELECT count(*) FROM {name}")
-            total = cursor.fetchone()[0]
-            kept = 0
-            if keep and total:
+            if keep:
                 cursor.execute(
                     f"CREATE TEMP TABLE fanfold_kept ON COMMIT DROP AS "
                     f"SELECT * FROM {name} WHERE run_id = ANY(%s)",
-                    [list(keep)],
+                    [keep],
                 )
-                kept = cursor.rowcount
-            if total:
-                cursor.execute(f"TRUNCATE {name}")
-            if keep and total:
+                kept[model._meta.label] = cursor.rowcount
+            cursor.execute(f"TRUNCATE {name}")
+            if keep:
                 cursor.execute(f"INSERT INTO {name} SELECT * FROM fanfold_kept")
                 cursor.execute("DROP TABLE fanfold_kept")
-            if total - kept:
-                removed[model._meta.label] = total - kept
-    return removed, len(keep)
+    return kept, len(keep)
 
 
 def partition_sizes(alias: str) -> list[tuple[str, int, int]]:
