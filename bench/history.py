@@ -116,10 +116,19 @@ class _Purge(threading.Thread):
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
         self.pid = process.pid
         self.started.set()
-        _, status, usage = os.wait4(process.pid, 0)  # wait4: the child's own peak RSS
+        # The child's VmHWM, sampled while it runs: wait4's ru_maxrss would count this
+        # process's own peak too (Linux keeps a parent's high-water mark across the exec).
+        status_file = Path(f"/proc/{process.pid}/status")
+        while True:
+            pid, status, _ = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                kib = int(status_file.read_text().split("VmHWM:")[1].split()[0])
+                self.peak_rss_kib = max(self.peak_rss_kib, kib)
+            time.sleep(0.2)
         self.seconds = time.monotonic() - began - self.paused_seconds
         self.exit_status = os.waitstatus_to_exitcode(status)
-        self.peak_rss_kib = usage.ru_maxrss
         self.ended.set()
 
     @contextlib.contextmanager
