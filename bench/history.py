@@ -1,7 +1,7 @@
 """`bench history`: sequential runs on an empty database, on a full one, and beside a purge.
 
-The full database holds RUNS finished runs of EVENTS events each (5,000,000 events by
-default), loaded by INSERT ... SELECT over generate_series, finished ten days ago: history
+The full database holds EVENTS events (5,000,000 by default) in finished runs of
+EVENTS_PER_RUN events each, loaded with COPY (bench.history_load), finished ten days ago: history
 within the default retention (30 days), which the workers' own retention leaves alone. The
 loader then runs VACUUM ANALYZE on the tables it filled, as autovacuum would long have done
 in a deployment whose history grew over days, and a CHECKPOINT: loading writes gigabytes of
@@ -22,6 +22,12 @@ the median of those pairs' ratios (each pair is listed, and the ratio of the pha
 there too). A pair counts only if its first round ended before the purge did; the purge's
 rate leaves its paused time out. Then purge_runs_per_second, and the peak
 RSS of the worker and of the purge.
+
+`partitions` lists the history's partitions the load filled (estimated rows, MiB). Once the
+workers are stopped, the WAL figures: a tenth of the runs (5,000 at most) is loaded into a
+week of its own and purged right after a CHECKPOINT, with nothing else running
+(purge_wal_bytes_per_run: whole weeks where the history is partitioned), and the same again
+deleted by rows alone (row_delete_wal_bytes_per_run, what every purge wrote before).
 """
 
 from __future__ import annotations
@@ -34,76 +40,24 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from django.db import DatabaseError, connection, transaction
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from bench import environment
 from bench.environment import Pool
+from bench.history_load import WORKFLOW, load, settle, sizes, wal_per_run
 from bench.sequential import run_seconds, warm_up
 from bench.stats import median
 from bench.workers import ROOT, database_url
 from runtime.handles import start
-from runtime.lifecycle.retention import DEFAULT_PACE
-from runtime.models import Event, Run, Step
+from runtime.lifecycle.retention import DEFAULT_PACE, older_than, purge
+from runtime.models import Run
 from runtime.store.purge import compress_wal
-
-_LOAD_RUNS = (
-    f"INSERT INTO {Run._meta.db_table} (id, workflow, input, status, result, created_at, "
-    "started_at, finished_at, updated_at, last_seq, wakeups, priority, admitted) "
-    "SELECT md5('bench-history-' || i)::uuid, 'bench.history', '{\"args\": [1]}', 'completed', "
-    "'1', now() - interval '10 days', now() - interval '10 days', now() - interval '10 days', "
-    "now() - interval '10 days', %s, 0, 0, true FROM generate_series(%s, %s) AS i"
-)
-_LOAD_STEPS = (
-    f"INSERT INTO {Step._meta.db_table} (id, run_id, position, name, kind, status, attempt, "
-    "input, result, created_at, started_at, finished_at) "
-    "SELECT md5('bench-history-step-' || i || '-' || p)::uuid, md5('bench-history-' || i)::uuid, "
-    "p, 'bench.noop', 'step', 'completed', 1, NULL, to_jsonb(p), now() - interval '10 days', "
-    "now() - interval '10 days', now() - interval '10 days' "
-    "FROM generate_series(%s, %s) AS i, generate_series(1, %s) AS p"
-)
-_LOAD_EVENTS = (
-    f"INSERT INTO {Event._meta.db_table} (run_id, seq, type, step_id, payload, created_at) "
-    "SELECT md5('bench-history-' || i)::uuid, s, 'step_completed', NULL, "
-    "jsonb_build_object('attempt', 1, 'result', s), now() - interval '10 days' "
-    "FROM generate_series(%s, %s) AS i, generate_series(1, %s) AS s"
-)
-
-
-def settle(vacuum: bool = False) -> bool:
-    """CHECKPOINT (after VACUUM of the history's tables with `vacuum`), so that the next
-    rounds pay neither for the WAL nor for the dead rows that came before them; False where
-    the role may not checkpoint (PostgreSQL 15+ asks for superuser or pg_checkpoint)."""
-    if vacuum:
-        with connection.cursor() as cursor:
-            cursor.execute(f"VACUUM {_history_tables()}")
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("CHECKPOINT")
-    except DatabaseError:
-        return False
-    return True
-
-
-def _history_tables() -> str:
-    return ", ".join(m._meta.db_table for m in (Run, Step, Event))
-
-
-def load(runs: int, events: int, chunk: int = 5000) -> float:
-    """Insert the finished runs with their events (and a step per two events); returns s."""
-    began = time.monotonic()
-    with connection.cursor() as cursor:
-        for first in range(1, runs + 1, chunk):
-            last = min(first + chunk - 1, runs)
-            cursor.execute(_LOAD_RUNS, [events, first, last])
-            cursor.execute(_LOAD_STEPS, [first, last, events // 2])
-            cursor.execute(_LOAD_EVENTS, [first, last, events])
-        cursor.execute(
-            f"VACUUM ANALYZE {_history_tables()}"
-        )  # the visibility map and the statistics
-    return time.monotonic() - began
 
 
 class _PeakRss(threading.Thread):
@@ -162,10 +116,19 @@ class _Purge(threading.Thread):
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
         self.pid = process.pid
         self.started.set()
-        _, status, usage = os.wait4(process.pid, 0)  # wait4: the child's own peak RSS
+        # The child's VmHWM, sampled while it runs: wait4's ru_maxrss would count this
+        # process's own peak too (Linux keeps a parent's high-water mark across the exec).
+        status_file = Path(f"/proc/{process.pid}/status")
+        while True:
+            pid, status, _ = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                kib = int(status_file.read_text().split("VmHWM:")[1].split()[0])
+                self.peak_rss_kib = max(self.peak_rss_kib, kib)
+            time.sleep(0.2)
         self.seconds = time.monotonic() - began - self.paused_seconds
         self.exit_status = os.waitstatus_to_exitcode(status)
-        self.peak_rss_kib = usage.ru_maxrss
         self.ended.set()
 
     @contextlib.contextmanager
@@ -216,26 +179,53 @@ def _ratio(part: float | None, whole: float | None) -> float | None:
     return round(part / whole, 3) if part and whole else None
 
 
+def _wal_figures(runs: int, events: int) -> dict[str, Any]:
+    """The WAL per retired run of the purge as it runs (whole weeks where partitioned) and of
+    row deletes alone, each on `runs` runs of a week of their own, with no other work."""
+    days = timezone.now() - timedelta(days=17), timezone.now() - timedelta(days=24)
+    load(runs, events, days[0])
+    retire = wal_per_run(runs, lambda: purge(older_than(timedelta(days=5))).runs)
+    load(runs, events, days[1])
+    rows = older_than(timedelta(days=5))
+    deleted = wal_per_run(runs, lambda: purge(Q(pk__in=[]), row_rule=rows).runs)
+    return {
+        "wal_runs": runs,
+        "purge_wal_bytes_per_run": retire,
+        "row_delete_wal_bytes_per_run": deleted,
+        "wal_row_deletes_to_purge": _ratio(deleted, retire),
+    }
+
+
 def run_history(
-    runs: int, events: int, steps: int, rounds: int, timeout: float, pace: float = DEFAULT_PACE
+    events_total: int,
+    events: int,
+    steps: int,
+    rounds: int,
+    timeout: float,
+    pace: float = DEFAULT_PACE,
 ) -> dict[str, Any]:
-    """The figures of `bench history` (see the module's docstring)."""
-    Run.objects.filter(workflow="bench.history").delete()
-    rss, purge = _PeakRss(), _Purge(pace)
+    """The figures of `bench history` (see the module's docstring): `events_total` events
+    in runs of `events` events."""
+    runs = max(events_total // events, 1)
+    Run.objects.filter(workflow=WORKFLOW).delete()
+    rss, purge_process = _PeakRss(), _Purge(pace)
     with environment.workers(Pool()):
         warm_up(timeout)
         rss.start()
         settled = settle(vacuum=True)
         empty = [_round(steps, timeout) for _ in range(rounds)]
-        load_seconds = load(runs, events)
+        load_seconds = load(runs, events, timezone.now() - timedelta(days=10))
+        partitions = sizes()
         settled = settle() and settled
         full = [_round(steps, timeout) for _ in range(rounds)]
-        purge.start()
-        pairs = _pairs_beside(purge, steps, timeout)
-        purge.ended.wait(timeout)
+        purge_process.start()
+        pairs = _pairs_beside(purge_process, steps, timeout)
+        purge_process.ended.wait(timeout)
         rss.stop.set()
         rss.join()
-    left = Run.objects.filter(workflow="bench.history").count()
+    left = Run.objects.filter(workflow=WORKFLOW).count()
+    wal = _wal_figures(max(min(runs // 10, 5000), 1), events)
+    purge = purge_process
     during, paused = [p[0] for p in pairs], [p[1] for p in pairs]
     phases = {"empty": empty, "full": full, "during": during, "paused": paused}
     medians = {name: round(median(rates), 1) if rates else None for name, rates in phases.items()}
@@ -243,7 +233,9 @@ def run_history(
     return {
         "scenario": "history",
         "runs": runs,
+        "events": runs * events,
         "events_per_run": events,
+        "partitions": partitions,
         "load_seconds": round(load_seconds, 1),
         "checkpointed": settled,
         "steps": steps,
@@ -263,4 +255,5 @@ def run_history(
         "purge_peak_rss_mib": round(purge.peak_rss_kib / 1024, 1),
         "worker_peak_rss_mib": round(rss.peak_kib / 1024, 1),
         "runs_left": left,
+        **wal,
     }

@@ -205,7 +205,9 @@ class RunAdmin(ReadOnlyAdmin[Run]):
 
     @admin.display(description="Run", ordering="id")
     def short_id(self, run: Run) -> SafeString:
-        return format_html("<code title='{}'>{}…</code>", run.id, str(run.id)[:8])
+        # The id's end: its start is its creation time (runtime.core.run_ids), the same for
+        # every run of a minute.
+        return format_html("<code title='{}'>…{}</code>", run.id, str(run.id)[-8:])
 
     @admin.display(description="Created", ordering="created_at")
     def created(self, run: Run) -> str:

@@ -10,6 +10,7 @@ committed.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 import uuid
@@ -22,7 +23,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from runtime import conf
+from runtime.core.run_ids import PERIOD
 from runtime.lifecycle.archive import write_archives
+from runtime.lifecycle.partition_retirement import create_ahead, partitioned, period_batches
 from runtime.payloads.offload import delete_run_payloads, has_payload_storage
 from runtime.registry import registry
 from runtime.store.purge import delete_unlocked, finished_runs
@@ -92,9 +95,14 @@ def purge(
     deadline: float | None = None,
     pace: float = 0.0,
     progress: Callable[[PurgeReport], object] | None = None,
+    row_rule: Q | None = None,
 ) -> PurgeReport:
     """Delete the finished runs `rule` selects, BATCH at a time, until none is left (or
     `max_batches` batches, or the monotonic `deadline`); archive each first with `archive`.
+
+    Where the history is partitioned (PostgreSQL), the weeks whose runs are due first go
+    whole (runtime.lifecycle.partition_retirement); then the runs `row_rule` (default: `rule`)
+    selects go by row deletes.
 
     `pace`: after each batch, rest `pace` times as long as the batch took (0.25: the purge
     works four fifths of the time), leaving the database idle moments for everything else.
@@ -104,7 +112,12 @@ def purge(
     report = PurgeReport()
     offloads = has_payload_storage()
     began = time.monotonic()
-    for pks, counts, archived in _batches(rule, archive):
+    batches = _batches(row_rule if row_rule is not None else rule, archive)
+    if partitioned():
+        archiver = (lambda: _Archiver()) if archive else (lambda: None)
+        weeks = period_batches(rule, timezone.now(), BATCH, archiver)
+        batches = itertools.chain(weeks, batches)
+    for pks, counts, archived in batches:
         files = sum(delete_run_payloads(pk) for pk in pks) if offloads else 0
         report.add(pks, counts, archived, files)
         if progress is not None:
@@ -126,8 +139,9 @@ class _Archiver:
     def __init__(self) -> None:
         self.written = 0
 
-    def __call__(self, pks: list[uuid.UUID]) -> None:
+    def __call__(self, pks: list[uuid.UUID]) -> int:
         self.written = write_archives(pks)
+        return self.written
 
 
 def _batches(rule: Q, archive: bool) -> Iterator[tuple[list[Any], dict[str, int], int]]:
@@ -146,11 +160,18 @@ PASS_SECONDS = 5.0
 def retention_pass() -> PurgeReport | None:
     """One bounded pass of retention, as the workers' background loop runs it."""
     settings = conf.get()
-    rule = expired(timezone.now())
+    now = timezone.now()
+    create_ahead(now)
+    rule = expired(now)
     if rule is None:
         return None
     deadline = time.monotonic() + PASS_SECONDS
-    report = purge(rule, archive=settings.ARCHIVE, deadline=deadline, pace=DEFAULT_PACE)
+    # Partitioned, a due run waits up to a week for its week's partitions to go whole; past
+    # that (a week that is not worth retiring yet) it goes by row deletes.
+    rows = expired(now - PERIOD) if partitioned() else rule
+    report = purge(
+        rule, archive=settings.ARCHIVE, deadline=deadline, pace=DEFAULT_PACE, row_rule=rows
+    )
     if report.runs:
         log.info("retention: deleted %d finished runs (%d archived)", report.runs, report.archived)
     return report

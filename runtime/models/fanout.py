@@ -27,7 +27,10 @@ class FanoutGroup(models.Model):
 
     # Derived from (run, first_position): a replayed fan-out names the same row.
     id = models.UUIDField(primary_key=True, editable=False)
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="fanout_groups")
+    # No database constraint, like steps and events (see RunQuerySet.delete).
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="fanout_groups", db_constraint=False
+    )
     first_position = models.PositiveIntegerField()
     total = models.PositiveIntegerField()
     # Branches allowed to run so far: the max_concurrency window, moved by each completion.

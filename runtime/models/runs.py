@@ -16,6 +16,7 @@ from django.db import models, router, transaction
 from django.db.models import Count, Q
 
 from runtime.core.identity import MAX_NAME_LENGTH
+from runtime.core.run_ids import new_run_id
 from runtime.core.writes import StepRow
 from runtime.models.flow import admission_indexes
 from runtime.models.payloads import PayloadField
@@ -95,7 +96,8 @@ class RunQuerySet(models.QuerySet["Run"]):
 
 
 class Run(models.Model):
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Time-ordered: the history's partitions are ranges of run ids (docs/design/history.md).
+    id = models.UUIDField(primary_key=True, default=new_run_id, editable=False)
     workflow = models.CharField(max_length=MAX_NAME_LENGTH, db_index=True)
     input = PayloadField(default=dict)
     status = models.CharField(max_length=16, choices=choices(RunStatus), default=RunStatus.PENDING)

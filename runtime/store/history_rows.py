@@ -37,7 +37,7 @@ def steps_insert(rows_sql: str, update_fields: Sequence[str]) -> str:
     updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in update_fields)
     return (
         f"INSERT INTO {Step._meta.db_table} ({columns}) {rows_sql} "
-        f"ON CONFLICT (id) DO UPDATE SET {updates}"
+        f"ON CONFLICT (run_id, position) DO UPDATE SET {updates}"
     )
 
 
@@ -135,7 +135,7 @@ def _groups_sql(rows: int, pg: bool) -> str:
     return (
         f"INSERT INTO {FanoutGroup._meta.db_table} (id, run_id, first_position, total, "
         "released, succeeded, failed, need, failure_limit, created_at, check_at) "
-        f"VALUES {', '.join([row] * rows)} ON CONFLICT (id) DO NOTHING"
+        f"VALUES {', '.join([row] * rows)} ON CONFLICT (run_id, first_position) DO NOTHING"
     )
 
 

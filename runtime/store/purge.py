@@ -36,7 +36,10 @@ def finished_runs(rule: models.Q) -> Any:
 
 
 def delete_unlocked(
-    runs: models.QuerySet[Run], limit: int, before: Callable[[list[Any]], object] | None = None
+    runs: models.QuerySet[Run],
+    limit: int,
+    before: Callable[[list[Any]], object] | None = None,
+    history: bool = True,
 ) -> tuple[list[Any], dict[str, int]]:
     """Delete up to `limit` of these runs, oldest finished first, in one short transaction.
 
@@ -53,7 +56,7 @@ def delete_unlocked(
         pks = list(locked.order_by("finished_at", "pk").values_list("pk", flat=True)[:limit])
         if pks and before is not None:
             before(pks)
-        return pks, delete_runs(alias, pks) if pks else {}
+        return pks, delete_runs(alias, pks, history) if pks else {}
 
 
 # The wal_compression a database's purge transactions set, by alias: "" where the role may not.
@@ -84,12 +87,13 @@ def _set_local(alias: str, name: str, value: str) -> bool:
     return True
 
 
-def delete_runs(alias: str, pks: Sequence[Any]) -> dict[str, int]:
-    """Delete the runs `pks`, locked by the caller, with their rows; counts by model label."""
+def delete_runs(alias: str, pks: Sequence[Any], history: bool = True) -> dict[str, int]:
+    """Delete the runs `pks`, locked by the caller, with their rows (only the run rows, forks
+    cleared, with `history=False`); counts by model label."""
     connection = connections[alias]
     counts: dict[str, int] = {}
     with connection.cursor() as cursor:
-        for statement, label in _statements(connection.ops.quote_name):
+        for statement, label in _statements(connection.ops.quote_name, history):
             for placeholder, params in _key_chunks(connection.vendor, pks):
                 cursor.execute(statement.format(keys=placeholder), params)
                 if label is not None:
@@ -97,13 +101,15 @@ def delete_runs(alias: str, pks: Sequence[Any]) -> dict[str, int]:
     return {label: n for label, n in counts.items() if n}
 
 
-def _statements(quote: Callable[[str], str]) -> list[tuple[str, str | None]]:
+def _statements(quote: Callable[[str], str], history: bool = True) -> list[tuple[str, str | None]]:
     """Each table's statement with a `{keys}` slot, and the label its count goes under (None:
     an update, not counted); the run table's own DELETE last."""
     statements: list[tuple[str, str | None]] = []
     for relation in Run._meta.related_objects:
         model, rule = relation.related_model, relation.on_delete
         table, column = quote(model._meta.db_table), quote(str(relation.field.column))
+        if rule is models.CASCADE and not history:
+            continue
         if rule is models.CASCADE:
             _refuse_further_cascades(model)
             delete = f"DELETE FROM {table} WHERE {column} {{keys}}"

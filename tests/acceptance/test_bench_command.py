@@ -151,9 +151,14 @@ def test_bench_signals_resumes_by_signals_and_callbacks_and_cleans_up(counters_r
 
 
 def test_bench_history_loads_measures_and_purges_the_whole_history(counters_redis: Any) -> None:
-    report = bench("history", "--runs", "600", "--events", "20", "--steps", "20", "--rounds", "2")
+    report = bench(
+        "history", "--events", "12000", "--events-per-run", "20", "--steps", "20", "--rounds", "2"
+    )
 
     assert (report["scenario"], report["runs"], report["events_per_run"]) == ("history", 600, 20)
+    assert report["events"] == 12000 and report["wal_runs"] == 60
+    assert report["partitions"] and all(p["rows"] >= 0 for p in report["partitions"])
+    assert report["purge_wal_bytes_per_run"] > 0 and report["row_delete_wal_bytes_per_run"] > 0
     assert len(report["rounds"]["empty"]) == len(report["rounds"]["full"]) == 2
     assert report["steps_per_second_empty"] > 0 and report["steps_per_second_full"] > 0
     during = report["rounds"]["during_purge"]  # however many rounds the purge outlived

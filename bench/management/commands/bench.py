@@ -188,8 +188,10 @@ class Command(BaseCommand):
             "--pause-ms", type=float, default=2.0, help="the step's pause between writes"
         )
         history = sub.add_parser("history", help="steps on an empty and a full database, purge")
-        history.add_argument("--runs", type=int, default=50_000)
-        history.add_argument("--events", type=int, default=100)
+        history.add_argument(
+            "--events", type=int, default=5_000_000, help="events of history, loaded with COPY"
+        )
+        history.add_argument("--events-per-run", type=int, default=100)
         history.add_argument("--steps", type=int, default=2000, help="steps per round")
         history.add_argument("--rounds", type=int, default=5, help="rounds, empty and full")
         history.add_argument(
@@ -245,8 +247,8 @@ class Command(BaseCommand):
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
         if scenario == "history":
             return run_history(
-                options["runs"],
                 options["events"],
+                options["events_per_run"],
                 options["steps"],
                 options["rounds"],
                 options["timeout"],
