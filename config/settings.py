@@ -95,11 +95,12 @@ TEMPLATES = [
 ]
 
 _default_sqlite = f"sqlite:///{VAR_DIR / 'fanfold.sqlite3'}"
-# Connections are kept for a minute (checked before reuse), not opened anew for every request
-# and every task: a worker's run otherwise pays a PostgreSQL connect before its first query.
+# Connections are kept for a minute, not opened anew for every request and every task: a
+# worker's run otherwise pays a PostgreSQL connect before its first query. One that failed is
+# closed at the next request's or task's edge.
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or _default_sqlite, conn_max_age=60, conn_health_checks=True
+        os.environ.get("DATABASE_URL") or _default_sqlite, conn_max_age=60
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -167,8 +168,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Celery closes Django's database connections before and after every task unless told to
-# reuse them: a run's task would open a new PostgreSQL connection each time. Reused here for
-# 500 tasks (CONN_MAX_AGE and its health check above still retire a stale one).
+# reuse them: a run's task would open a new PostgreSQL connection each time. Reused here;
+# Fanfold's workers still close a failed or old one around each task, as Django does around
+# each request (CONN_MAX_AGE above).
 CELERY_DB_REUSE_MAX = 500
 CELERY_TASK_DEFAULT_QUEUE = "fanfold"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}

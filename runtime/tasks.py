@@ -7,6 +7,8 @@ from typing import Any
 
 from celery import Task, shared_task
 from celery.signals import (
+    task_postrun,
+    task_prerun,
     worker_process_init,
     worker_process_shutdown,
     worker_ready,
@@ -23,6 +25,7 @@ from runtime.leases.liveness import release_process_liveness
 from runtime.observe.exporter import child_exited, start_worker_exporter
 from runtime.recovery import dead_processes, run_sweep
 from runtime.store import writer
+from runtime.store.connection import close_stale_connections
 from runtime.worker import gc_freeze, housekeeping, prefetch
 
 # How long a warm shutdown waits for async branch bodies in flight before it cancels them.
@@ -99,6 +102,15 @@ def _freeze_inherited_objects(**_: object) -> None:
     """A prefork child, before its first task: what it inherited stays out of its collections."""
     if conf.get().GC_FREEZE:
         gc_freeze.freeze_startup_objects(collect=False)
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _close_stale_connections(sender: Task | None = None, **_: object) -> None:
+    """Around every task, as Django does around every request: a failed or old connection is
+    closed, a healthy one kept (runtime.store.connection)."""
+    if not getattr(getattr(sender, "request", None), "is_eager", False):
+        close_stale_connections()
 
 
 @worker_process_shutdown.connect

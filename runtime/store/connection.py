@@ -31,7 +31,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import psycopg
-from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connection, connections
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    connections,
+)
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from runtime.store.direct import pooled
@@ -132,3 +139,10 @@ def committed_apart() -> Iterator[None]:
     Django task enqueued with `enqueue_on_commit` False)."""
     with _apart.lent():
         yield
+
+
+def close_stale_connections() -> None:
+    """Django's rule at a request's edges, at a task's: this thread's connections that failed
+    or outlived CONN_MAX_AGE are closed, the others kept for the next task (with
+    CELERY_DB_REUSE_MAX set, Celery's fix-up no longer closes them all around every task)."""
+    close_old_connections()
