@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from runtime.models.fanout import FanoutGroup
 from runtime.models.flow import ConcurrencySlot, RateBucket, RateReservation, Schedule
+from runtime.models.history import Event, Step
 from runtime.models.messaging import Message, RunValue, Signal, SignalKeyset, SignalWait
-from runtime.models.runs import Event, Run, Step
+from runtime.models.runs import Run
 from runtime.models.states import (
     ACTIVE_RUN_STATES,
     FINISHED_RUN_STATES,

@@ -10,7 +10,8 @@ from django.db.models import Q
 
 from runtime.core.identity import group_id
 from runtime.core.writes import FanoutGroupRow
-from runtime.models.runs import Run, fields_of
+from runtime.models.history import fields_of
+from runtime.models.runs import Run
 
 
 class FanoutGroupQuerySet(models.QuerySet["FanoutGroup"]):

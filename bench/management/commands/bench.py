@@ -12,12 +12,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from bench import tracing
 from bench.agents import run_agents
 from bench.collector import run_collector_probe
-from bench.environment import DEFAULT_CONCURRENCY, Pool, other_workers
+from bench.environment import DEFAULT_CONCURRENCY, Pool
 from bench.fanout import run_fanout
 from bench.flow import run_flow
 from bench.history import run_history
 from bench.io_fanout import run_io_fanout
 from bench.observe import observe_fanout, observe_sequential
+from bench.options import flatten, pool_of, refuse
 from bench.replaycheck import run_replay_check
 from bench.sequential import run_concurrent, run_sequential
 from bench.signals import run_signals
@@ -25,51 +26,6 @@ from bench.streams import run_stream
 from bench.tasks_backend import run_tasks
 from bench.worker_scale import run_pooled_vs_direct, run_worker_scale
 from runtime.lifecycle.retention import DEFAULT_PACE
-
-# Options that count something: each must be at least 1.
-COUNTS = (
-    "steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients", "workers",
-    "concurrency", "waiting", "rounds", "tasks", "processes", "hosts",
-)  # fmt: skip
-# Scenarios that start worker processes of their own on the configured broker.
-WITH_WORKERS = frozenset(
-    {
-        "seq",
-        "concurrent",
-        "fanout",
-        "flow",
-        "stream",
-        "history",
-        "signals",
-        "tasks",
-        "agents",
-        "workers",
-    }
-)
-
-
-def _refuse_other_workers() -> None:
-    """Workers already on the broker would take the benchmark's messages off its own workers
-    (the same queue), and its figures would be wrong without a sign."""
-    others = other_workers()
-    if others:
-        raise CommandError(
-            f"{len(others)} Celery worker(s) already answer on this broker ({', '.join(others)})"
-            ": they would take the benchmark's messages. Stop them, or point CELERY_BROKER_URL "
-            "at a broker (a Redis database, a RabbitMQ vhost) no worker uses."
-        )
-
-
-def _refuse(scenario: str, options: dict[str, Any]) -> None:
-    """CommandError for options out of range, or for workers already on the broker."""
-    for name in COUNTS:
-        if name in options and options[name] is not None and options[name] < 1:
-            raise CommandError(f"--{name} must be at least 1")
-    ratio = options.get("trace_ratio", 1.0)
-    if options.get("observe") and not 0 < ratio <= 1:
-        raise CommandError(f"--trace-ratio must be above 0 and at most 1, got {ratio}")
-    if scenario in WITH_WORKERS:
-        _refuse_other_workers()
 
 
 def _sample_traces(ratio: float) -> None:
@@ -212,14 +168,14 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         scenario = options["scenario"]
-        _refuse(scenario, options)  # before the migrate: a refusal touches no database
+        refuse(scenario, options)  # before the migrate: a refusal touches no database
         call_command("migrate", verbosity=0)
         report = self._run(scenario, options)
         if options["json"]:
             self.stdout.write(json.dumps(report))
             return
         self.stdout.write(self.style.MIGRATE_HEADING(f"bench {scenario}"))
-        for key, value in _flatten(report):
+        for key, value in flatten(report):
             self.stdout.write(f"  {key:<32} {value}")
 
     def _run(self, scenario: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -227,14 +183,14 @@ class Command(BaseCommand):
         if observe:
             _sample_traces(options["trace_ratio"])
         if scenario == "seq":
-            pool = _pool(options, threads_default=4)
+            pool = pool_of(options, threads_default=4)
             if observe:
                 return observe_sequential(
                     options["steps"], options["timeout"], options["pairs"], pool
                 )
             return run_sequential(options["steps"], options["timeout"], pool=pool)
         if scenario == "concurrent":
-            pool = _pool(options, threads_default=options["runs"])
+            pool = pool_of(options, threads_default=options["runs"])
             if options["runs_on_threads"] < 0:
                 raise CommandError("--runs-on-threads must not be negative")
             return run_concurrent(
@@ -267,7 +223,7 @@ class Command(BaseCommand):
             return run_stream(
                 options["chunks"], options["clients"], options["pause_ms"], options["timeout"]
             )
-        pool = _pool(options, threads_default=DEFAULT_CONCURRENCY["threads"])
+        pool = pool_of(options, threads_default=DEFAULT_CONCURRENCY["threads"])
         if scenario == "tasks":
             if options["interval"] <= 0:
                 raise CommandError("--interval must be positive")
@@ -305,21 +261,3 @@ class Command(BaseCommand):
                 options["timeout"],
             )  # fmt: skip
         return report
-
-
-def _pool(options: dict[str, Any], threads_default: int) -> Pool:
-    kind = options["pool"]
-    concurrency = options["concurrency"]
-    if concurrency is None:
-        concurrency = threads_default if kind == "threads" else DEFAULT_CONCURRENCY["prefork"]
-    return Pool(kind, options["workers"], concurrency)
-
-
-def _flatten(report: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    rows: list[tuple[str, Any]] = []
-    for key, value in report.items():
-        if isinstance(value, dict):
-            rows.extend(_flatten(value, f"{prefix}{key}."))
-        else:
-            rows.append((f"{prefix}{key}", value))
-    return rows
