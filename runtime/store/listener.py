@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import psycopg
-from django.db import connection
 
+from runtime.store.dialect import postgres
 from runtime.store.direct import open_direct
 from runtime.store.streams import CHANNEL
 
 
 def can_listen() -> bool:
     """True when the database delivers notifications (PostgreSQL)."""
-    return connection.vendor == "postgresql"
+    return postgres()
 
 
 def open_listener() -> psycopg.Connection:

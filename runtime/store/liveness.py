@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connection
 
 from runtime.models import ACTIVE_RUN_STATES, Run, Step, StepStatus
-from runtime.store.dialect import in_list
+from runtime.store.dialect import in_list, postgres
 
 _HELD = (
     "SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
@@ -33,7 +33,7 @@ def lock_statement() -> str:
 
 def orphaned_runs(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
     """Active runs leased by a process that no longer holds its liveness lock."""
-    if connection.vendor != "postgresql":
+    if not postgres():
         return []
     states, params = in_list(ACTIVE_RUN_STATES)
     held = _HELD.format(owner="r.lease_owner")
@@ -47,7 +47,7 @@ def orphaned_runs(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
 
 def orphaned_branches(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
     """Running branch steps whose process no longer holds its liveness lock."""
-    if connection.vendor != "postgresql":
+    if not postgres():
         return []
     held = _HELD.format(owner="s.lease_owner")
     sql = (

@@ -21,7 +21,7 @@ from psycopg.pq import TransactionStatus
 
 from runtime.store import history_rows, pg_json_rows
 from runtime.store.connection import raw_connection
-from runtime.store.dialect import Statement, adapter
+from runtime.store.dialect import Statement
 from runtime.store.parts import RunPart
 from runtime.store.runs import run_update_statement
 from runtime.store.streams import chunk_statements
@@ -78,7 +78,7 @@ def write_parts(
     ]
     for g in groups:
         if g.chunks:
-            statements += chunk_statements(g.run_id, g.chunks, now, adapter("json"))
+            statements += chunk_statements(g.run_id, g.chunks, now)
     if any(len(params) > MAX_PARAMETERS for _, params in statements):
         return False
     raw = raw_connection()

@@ -12,7 +12,7 @@ the chunk, and a rare seq collision is retried.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -23,15 +23,11 @@ from django.utils import timezone
 
 from runtime.core.writes import ChunkDraft
 from runtime.models import StreamChunk
-from runtime.store.dialect import execute, json_param
+from runtime.store.dialect import adapter, execute, json_param, postgres
 from runtime.store.payload_forms import StoredForms
 
 CHANNEL = "fanfold_runs"
 _ATTEMPTS = 20  # seq collisions are rare (SQLite, or a lock-free race); each retry is cheap
-
-
-def _postgres() -> bool:
-    return connection.vendor == "postgresql"
 
 
 def append_chunk(
@@ -52,7 +48,7 @@ def append_chunk(
 
 
 def _append_txn(run_id: uuid.UUID, stream: str, value: Any, writer_key: str | None) -> int | None:
-    if _postgres():
+    if postgres():
         return _append_pg(run_id, stream, value, writer_key)
     if writer_key is not None and _written(run_id, stream, writer_key):
         return None
@@ -105,12 +101,13 @@ def _insert_many_sql(rows: int) -> str:
 
 
 def chunk_statements(
-    run_id: uuid.UUID, chunks: Sequence[ChunkDraft], now: datetime, as_json: Callable[[Any], Any]
+    run_id: uuid.UUID, chunks: Sequence[ChunkDraft], now: datetime
 ) -> list[tuple[str, list[Any]]]:
-    """The PostgreSQL statements that append `chunks` (values in stored form, `as_json` adapts
-    one) to the run's streams inside the caller's transaction, and notify the run's readers:
+    """The PostgreSQL statements that append `chunks` (values in stored form) to the run's
+    streams inside the caller's transaction, and notify the run's readers:
     per stream, in name order, its lock, then one insert of its chunks in order; then one
     NOTIFY, which leaves at commit."""
+    as_json = adapter("json")
     statements: list[tuple[str, list[Any]]] = []
     for stream, values in _by_stream(chunks).items():
         params: list[Any] = [run_id, stream, now, run_id, stream]
@@ -125,8 +122,8 @@ def chunk_statements(
 def append_chunks_txn(run_id: uuid.UUID, chunks: Sequence[ChunkDraft], now: datetime) -> None:
     """Append `chunks` (values in stored form) inside the caller's transaction, on any
     database: the portable side of `chunk_statements`."""
-    if _postgres():
-        execute(chunk_statements(run_id, chunks, now, json_param))
+    if postgres():
+        execute(chunk_statements(run_id, chunks, now))
         return
     rows: list[StreamChunk] = []
     for stream, values in _by_stream(chunks).items():
@@ -155,7 +152,7 @@ def notify_run(run_id: uuid.UUID) -> None:
 
     Inside a transaction the notification leaves at commit; outside, at once.
     """
-    if not _postgres():
+    if not postgres():
         return
     with connection.cursor() as cursor:
         cursor.execute(_NOTIFY, [CHANNEL, str(run_id)])
