@@ -81,7 +81,7 @@ def run_worker_scale(
         "processes": processes,
         "hosts": hosts,
         "pooled": conf.get().DATABASE_POOLED,
-        "liveness_locks": conf.get().LIVENESS_LOCKS,
+        "liveness_locks": conf.get().liveness_locks,
         "runs": runs,
         "steps_per_run": 2 * steps + branches,
         "body_ms": body_ms,

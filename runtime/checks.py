@@ -140,11 +140,16 @@ def pooler_warnings(fanfold: conf.FanfoldSettings, default: dict[str, Any]) -> l
         return []
     warnings: list[CheckMessage] = []
     if fanfold.DATABASE_POOLED and not fanfold.DIRECT_DATABASE_URL:
+        sessions = (
+            "the LISTEN of run notifications, the worker liveness locks and the stream slots"
+            if fanfold.liveness_locks
+            else "the LISTEN of run notifications and the stream slots"
+        )
         warnings.append(
             Warning(
-                "FANFOLD_DATABASE_POOLED is on and FANFOLD_DIRECT_DATABASE_URL is empty: the "
-                "LISTEN of run notifications, the worker liveness locks and the stream slots "
-                "need a session of their own, which a pooler in transaction mode does not keep",
+                f"FANFOLD_DATABASE_POOLED is on and FANFOLD_DIRECT_DATABASE_URL is empty: "
+                f"{sessions} need a session of their own, which a pooler in transaction mode "
+                "does not keep",
                 hint="Set FANFOLD_DIRECT_DATABASE_URL to a postgres:// URL of the database "
                 "itself (not the pooler); see the deploying guide's PgBouncer section.",
                 id="fanfold.W009",

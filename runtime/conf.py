@@ -90,8 +90,18 @@ class FanfoldSettings:
     DIRECT_DATABASE_URL: str = field(default="", repr=False)
     # Whether each worker process holds a liveness lock (runtime.leases.liveness): a direct
     # connection per process, which lets a dead process's leases go in about two seconds.
-    # Off, they go when they expire (LEASE_SECONDS): for hosts of many processes.
-    LIVENESS_LOCKS: bool = True
+    # Off, they go when they expire (LEASE_SECONDS): for hosts of many processes. None
+    # ("auto"): on, unless DATABASE_POOLED is (see `liveness_locks`).
+    LIVENESS_LOCKS: bool | None = None
+
+    @property
+    def liveness_locks(self) -> bool:
+        """Whether worker processes hold liveness locks: LIVENESS_LOCKS, or when it is left
+        to "auto", whether the database is reached directly. Behind a pooler the locks would
+        cost a direct session per process, the connections the pooler is there to spare."""
+        if self.LIVENESS_LOCKS is None:
+            return not self.DATABASE_POOLED
+        return self.LIVENESS_LOCKS
 
 
 class SettingsError(ValueError):
@@ -162,6 +172,13 @@ def _coerce_text(name: str, kind: str, raw: Any) -> Any:
 def _coerce(name: str, kind: Any, raw: Any) -> Any:
     if name in _SPECIAL:
         return _SPECIAL[name](raw)
+    if kind == "bool | None":
+        if raw is None or (isinstance(raw, str) and raw.strip().lower() == "auto"):
+            return None
+        try:
+            return _coerce_text(name, "bool", raw)
+        except SettingsError:
+            raise SettingsError(f"FANFOLD_{name} must be on, off or auto, got {raw!r}") from None
     if kind in ("str", "bool"):
         return _coerce_text(name, kind, raw)
     if kind == "tuple[str, ...]":

@@ -10,8 +10,9 @@ keeps its lock however slow its step is.
 The lock lives on a direct connection of its own (past any pooler: runtime.store.direct),
 checked every second and, after a database restart, reconnected and locked again under the
 same key. A forked child (a prefork worker) gets a key and a connection of its own. On
-databases other than PostgreSQL there is no key, nor with FANFOLD_LIVENESS_LOCKS off: a host
-of hundreds of processes behind a pooler would need a direct connection for each.
+databases other than PostgreSQL there is no key, nor with FANFOLD_LIVENESS_LOCKS off, which
+is its default behind a pooler (FANFOLD_DATABASE_POOLED): a host of hundreds of processes
+would need a direct connection for each. Their leases then move on when they expire.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ _process_liveness: ProcessLocal[Liveness] = ProcessLocal(Liveness)
 
 def process_key() -> int | None:
     """This process's liveness key, its lock held (taken on first use); None off PostgreSQL
-    or with FANFOLD_LIVENESS_LOCKS off."""
-    if not postgres() or not conf.get().LIVENESS_LOCKS:
+    or with liveness locks off (FanfoldSettings.liveness_locks)."""
+    if not postgres() or not conf.get().liveness_locks:
         return None
     return _process_liveness.get().key
 

@@ -120,8 +120,9 @@ def test_fault_pgbouncer_restart_mid_run(
     key: str,
     in_flight: int,
 ) -> None:
-    # Every pooled connection (the worker's tasks, its checkpoint writer, this process) is cut;
-    # the direct ones (the liveness lock) stay, so the run's lease stays with its worker.
+    # Every pooled connection (the worker's tasks, its checkpoint writer, its lease renewals,
+    # this process) is cut; PgBouncer is back well within a lease (no liveness lock behind a
+    # pooler by default), so the run's lease stays with its worker.
     with running_worker("fault-pgbouncer", "threads", 8, **ENV):
         handle = start(workflow, arg)
         result, recovered, finished = _faulted(

@@ -32,6 +32,25 @@ def test_conf_pooler_defaults_are_unpooled_and_direct_through_django() -> None:
     assert (parsed.DATABASE_POOLED, parsed.DIRECT_DATABASE_URL) == (False, "")
 
 
+def test_conf_pooler_liveness_locks_default_on_direct_and_off_behind_a_pooler() -> None:
+    assert conf.parse({}).liveness_locks is True
+    assert conf.parse({"DATABASE_POOLED": "on"}).liveness_locks is False
+    assert conf.parse({"DATABASE_POOLED": "on", "LIVENESS_LOCKS": "auto"}).liveness_locks is False
+    assert conf.parse({"DATABASE_POOLED": "on", "LIVENESS_LOCKS": "on"}).liveness_locks is True
+    assert conf.parse({"LIVENESS_LOCKS": "off"}).liveness_locks is False
+    with pytest.raises(conf.SettingsError, match="FANFOLD_LIVENESS_LOCKS must be on, off or auto"):
+        conf.parse({"LIVENESS_LOCKS": "sometimes"})
+
+
+def test_conf_pooler_check_names_the_liveness_locks_only_when_they_are_on() -> None:
+    def message(**fanfold: Any) -> str:
+        found = pooler_warnings(conf.parse({"DATABASE_POOLED": "on", **fanfold}), POSTGRES)
+        return str(found[0].msg)
+
+    assert "liveness locks" not in message()
+    assert "liveness locks" in message(LIVENESS_LOCKS="on")
+
+
 def test_conf_pooler_direct_url_must_be_postgres() -> None:
     url = "postgres://app:secret@db.internal:5432/app"
     assert url == conf.parse({"DIRECT_DATABASE_URL": url}).DIRECT_DATABASE_URL
