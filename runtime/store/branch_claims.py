@@ -63,10 +63,18 @@ class ClaimBatch:
         lease_until = self.now + timedelta(seconds=conf.get().LEASE_SECONDS)
         for continuing in (False, True):
             batch = [c for (_, cont), c in self._first.items() if cont is continuing]
-            for part in chunks(sorted(batch, key=lambda c: c.step_id.hex), 3):
-                # Sorted by id: one lock order for every writer.
-                flush = self.wait_for_flush or continuing
-                self.statements.append(_statement(part, continuing, self.now, lease_until, flush))
+            # Sorted by id: one lock order for every writer.
+            batch.sort(key=lambda c: c.step_id.hex)
+            flush = self.wait_for_flush or continuing
+            if postgres():
+                if batch:
+                    self.statements.append(
+                        _function_call(batch, continuing, self.now, lease_until, flush)
+                    )
+                    self._kinds.append(continuing)
+                continue
+            for part in chunks(batch, 3):
+                self.statements.append(_statement(part, continuing, self.now, lease_until))
                 self._kinds.append(continuing)
 
     def receipts(self, results: Sequence[Sequence[tuple[Any, ...]]]) -> list[ClaimReceipt]:
@@ -87,13 +95,33 @@ class ClaimBatch:
         return receipts
 
 
-def _statement(
+def _function_call(
     claims: Sequence[BranchClaim],
     continuing: bool,
     now: datetime,
     lease_until: datetime,
-    wait_for_flush: bool = True,
+    wait_for_flush: bool,
 ) -> Statement:
+    """The claims as one call of the migration's `fanfold_claim_branches` (PostgreSQL): its
+    plan is kept per server session, behind a pooler too, where a prepared statement is not.
+    Without `wait_for_flush` the function sets synchronous_commit off for its own (autocommit)
+    transaction, without a round trip of its own."""
+    sql = (
+        "SELECT * FROM fanfold_claim_branches(%s::uuid[], %s::uuid[], %s::integer[], "
+        "%s::bigint[], %s, %s, %s, %s, %s::text[])"
+    )
+    params = [
+        [c.run_id for c in claims], [c.step_id for c in claims], [c.attempt for c in claims],
+        [c.owner for c in claims],
+        continuing, now, lease_until, wait_for_flush, [str(s) for s in ACTIVE_RUN_STATES],
+    ]  # fmt: skip
+    return sql, params
+
+
+def _statement(
+    claims: Sequence[BranchClaim], continuing: bool, now: datetime, lease_until: datetime
+) -> Statement:
+    """The claims as one UPDATE (SQLite)."""
     step_table, run_table = Step._meta.db_table, Run._meta.db_table
     attempt = cast("v_attempt", "integer")
     lease = time_param(lease_until)
@@ -116,14 +144,8 @@ def _statement(
         ["v_id", "v_attempt", "v_owner"],
         [(uuid_param(c.step_id), c.attempt, c.owner) for c in claims],
     )
-    source = "v"
-    if not wait_for_flush and postgres():
-        # SET LOCAL in the statement's own (autocommit) transaction: only this commit is
-        # asynchronous, and it needs no round trip of its own.
-        cte += ", no_flush AS (SELECT set_config('synchronous_commit', 'off', true)) "
-        source = "v, no_flush"
     sql = (
-        f"{cte}UPDATE {step_table} SET {sets} FROM {source} "
+        f"{cte}UPDATE {step_table} SET {sets} FROM v "
         f"WHERE id = {cast('v_id', 'uuid')} AND {cond} AND EXISTS "
         f"(SELECT 1 FROM {run_table} r WHERE r.id = {step_table}.run_id "
         f"AND r.status IN ({states})) "

@@ -96,13 +96,14 @@ def report_statement(reports: list[BranchReport], now: datetime) -> Statement:
     stale report, a run no longer active), so that the pipeline rolls back."""
     run_id = reports[0].run_id
     successes = Counter(r.group_id for r in reports if r.outcome == "completed")
-    ctes, params = _quiet_check(successes)
+    ctes, params = _quiet_check(run_id, successes)
     steps, step_params = values_list("v0", sql.STEP_COLUMNS, sql.step_rows(reports))
-    update, update_params = sql.step_update()
+    update, update_params = sql.step_update(run_id)
     ctes += [steps, f"v AS (SELECT * FROM v0 WHERE {_QUIET})", f"w AS ({update})"]
     params += [*step_params, *update_params]
     if successes:
         ctes.append(_groups_update())
+        params.append(uuid_param(run_id))
     drafts = [draft for r in reports for draft in sql.report_events(r)]
     events, event_params = values_list("e0", sql.EVENT_COLUMNS, sql.event_rows(run_id, drafts))
     seqs, seq_params = sql.seqs_cte(run_id, len(drafts), False, now, gate=_QUIET)
@@ -119,16 +120,17 @@ def report_statement(reports: list[BranchReport], now: datetime) -> Statement:
     return f"WITH {', '.join(ctes)} SELECT {guard}", params
 
 
-# A group stays quiet after `gv.g_n` more successes (see the module's docstring).
+# A group stays quiet after `gv.g_n` more successes (see the module's docstring). Its run
+# (the parameter) lets the planner read one partition of the groups, not all of them.
 _AFTER = "succeeded + gv.g_n::integer"
 _STAYS_QUIET = (
     "id = gv.g_id::uuid AND verdict IS NULL AND released >= total "
     f"AND failed <= failure_limit AND (need IS NULL OR {_AFTER} < need) "
-    f"AND {_AFTER} + failed < total"
+    f"AND {_AFTER} + failed < total AND run_id = %s::uuid"
 )
 
 
-def _quiet_check(successes: Counter[uuid.UUID]) -> tuple[list[str], list[Any]]:
+def _quiet_check(run_id: uuid.UUID, successes: Counter[uuid.UUID]) -> tuple[list[str], list[Any]]:
     """The `gv` rows (each group's successes) and `q`: whether every such group stays quiet."""
     if not successes:
         return ["q AS (SELECT TRUE AS quiet)"], []
@@ -138,11 +140,12 @@ def _quiet_check(successes: Counter[uuid.UUID]) -> tuple[list[str], list[Any]]:
         f"q AS (SELECT count(*) = %s AS quiet FROM {FanoutGroup._meta.db_table}, gv "
         f"WHERE {_STAYS_QUIET})"
     )
-    return [values, check], [*params, len(successes)]
+    return [values, check], [*params, len(successes), uuid_param(run_id)]
 
 
 def _groups_update() -> str:
-    """`g`: each group's successes added, if the batch is quiet and the group stays so."""
+    """`g`: each group's successes added, if the batch is quiet and the group stays so (its
+    one parameter: the run's id)."""
     return (
         f"g AS (UPDATE {FanoutGroup._meta.db_table} SET succeeded = {_AFTER} FROM gv "
         f"WHERE {_QUIET} AND {_STAYS_QUIET} RETURNING id)"

@@ -82,11 +82,13 @@ def step_rows(reports: list[BranchReport]) -> list[tuple[Any, ...]]:
     ]
 
 
-def step_update() -> Statement:
+def step_update(run_id: uuid.UUID | None = None) -> Statement:
     """UPDATE every step of the `v` rows that still runs its attempt (in an active run),
-    RETURNING id, attempt; its parameters follow those of `v`."""
+    RETURNING id, attempt; its parameters follow those of `v`. With `run_id` (the steps are
+    all of that run) the planner reads only that run's partition of the steps."""
     step_table, run_table = Step._meta.db_table, Run._meta.db_table
     states, active = in_list(ACTIVE_RUN_STATES)
+    one_run = f" AND run_id = {cast('%s', 'uuid')}" if run_id is not None else ""
     sql = (
         f"UPDATE {step_table} SET status = v_status, "
         f"result = {cast('v_result', 'jsonb')}, error = {cast('v_error', 'jsonb')}, "
@@ -96,9 +98,13 @@ def step_update() -> Statement:
         f" AND status = %s AND ({cast('v_expired', 'timestamptz')} IS NULL"
         f" OR wake_at < {cast('v_expired', 'timestamptz')})"
         f" AND EXISTS (SELECT 1 FROM {run_table} r "
-        f"WHERE r.id = {step_table}.run_id AND r.status IN ({states})) RETURNING id, attempt"
+        f"WHERE r.id = {step_table}.run_id AND r.status IN ({states})){one_run} "
+        "RETURNING id, attempt"
     )
-    return sql, [StepStatus.RUNNING.value, *active]
+    params: list[Any] = [StepStatus.RUNNING.value, *active]
+    if run_id is not None:
+        params.append(uuid_param(run_id))
+    return sql, params
 
 
 def step_statements(reports: list[BranchReport]) -> list[Statement]:
