@@ -109,7 +109,8 @@ def step_update(run_id: uuid.UUID | None = None) -> Statement:
 
 def step_statements(reports: list[BranchReport]) -> list[Statement]:
     """Write every report whose step still runs its attempt (in an active run)."""
-    update, update_params = step_update()
+    runs = {r.run_id for r in reports}
+    update, update_params = step_update(runs.pop() if len(runs) == 1 else None)
     statements: list[Statement] = []
     for part in chunks(step_rows(reports), len(STEP_COLUMNS)):
         cte, params = values_cte("v", STEP_COLUMNS, part)
@@ -117,13 +118,17 @@ def step_statements(reports: list[BranchReport]) -> list[Statement]:
     return statements
 
 
-def count_statement(group_id: uuid.UUID, succeeded: int, failed: int) -> Statement:
-    """Add a batch's finished branches to the group's counters, unless it has settled."""
+def count_statement(
+    group_id: uuid.UUID, run_id: uuid.UUID, succeeded: int, failed: int
+) -> Statement:
+    """Add a batch's finished branches to the group's counters, unless it has settled. The
+    group's run lets the planner read one partition of the groups."""
     return (
         f"UPDATE {FanoutGroup._meta.db_table} SET succeeded = succeeded + %s, "
-        f"failed = failed + %s WHERE id = {cast('%s', 'uuid')} AND verdict IS NULL "
+        f"failed = failed + %s WHERE id = {cast('%s', 'uuid')} "
+        f"AND run_id = {cast('%s', 'uuid')} AND verdict IS NULL "
         "RETURNING total, released, succeeded, failed, need, failure_limit, first_position",
-        [succeeded, failed, uuid_param(group_id)],
+        [succeeded, failed, uuid_param(group_id), uuid_param(run_id)],
     )
 
 
@@ -269,9 +274,12 @@ def release_statement(run_id: uuid.UUID, start: int, stop: int, now: datetime) -
     )
 
 
-def group_update_statement(group_id: uuid.UUID, sets: list[str], params: list[Any]) -> Statement:
+def group_update_statement(
+    group_id: uuid.UUID, run_id: uuid.UUID, sets: list[str], params: list[Any]
+) -> Statement:
     table = FanoutGroup._meta.db_table
     return (
-        f"UPDATE {table} SET {', '.join(sets)} WHERE id = {cast('%s', 'uuid')}",
-        [*params, uuid_param(group_id)],
+        f"UPDATE {table} SET {', '.join(sets)} WHERE id = {cast('%s', 'uuid')} "
+        f"AND run_id = {cast('%s', 'uuid')}",
+        [*params, uuid_param(group_id), uuid_param(run_id)],
     )
