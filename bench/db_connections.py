@@ -95,6 +95,7 @@ class ConnectionSampler:
         self._pids = list(pids)
         self._ports = set(ports)
         self._console = pooler_console
+        self._pooler_port = int(pooler_console["port"]) if pooler_console else None
         self._interval = interval
         self._stop = threading.Event()
         self.peaks = ConnectionPeaks()
@@ -132,7 +133,9 @@ class ConnectionSampler:
                 local, port = peers.get(inode, (0, 0))
                 if port in self._ports:
                     counts[port] = counts.get(port, 0) + 1
-                    busy += local in linked
+                    # Only the pooler's clients are linked; a direct session's local port
+                    # may equal one of theirs by chance.
+                    busy += port == self._pooler_port and local in linked
             most = self.peaks.per_process.setdefault(pid, {})
             for port, count in counts.items():
                 most[port] = max(most.get(port, 0), count)
