@@ -42,6 +42,7 @@ from runtime.store.dialect import (
     uuid_param,
     values_cte,
 )
+from runtime.store.direct import pooled
 
 _Key = tuple[tuple[uuid.UUID, int], bool]
 
@@ -66,7 +67,7 @@ class ClaimBatch:
             # Sorted by id: one lock order for every writer.
             batch.sort(key=lambda c: c.step_id.hex)
             flush = self.wait_for_flush or continuing
-            if postgres():
+            if postgres() and pooled():
                 if batch:
                     self.statements.append(
                         _function_call(batch, continuing, self.now, lease_until, flush)
@@ -74,7 +75,7 @@ class ClaimBatch:
                     self._kinds.append(continuing)
                 continue
             for part in chunks(batch, 3):
-                self.statements.append(_statement(part, continuing, self.now, lease_until))
+                self.statements.append(_statement(part, continuing, self.now, lease_until, flush))
                 self._kinds.append(continuing)
 
     def receipts(self, results: Sequence[Sequence[tuple[Any, ...]]]) -> list[ClaimReceipt]:
@@ -102,8 +103,8 @@ def _function_call(
     lease_until: datetime,
     wait_for_flush: bool,
 ) -> Statement:
-    """The claims as one call of the migration's `fanfold_claim_branches` (PostgreSQL): its
-    plan is kept per server session, behind a pooler too, where a prepared statement is not.
+    """The claims as one call of the migration's `fanfold_claim_branches` (behind a pooler):
+    its plan is kept per server session, where a prepared statement cannot be.
     Without `wait_for_flush` the function sets synchronous_commit off for its own (autocommit)
     transaction, without a round trip of its own."""
     sql = (
@@ -119,9 +120,13 @@ def _function_call(
 
 
 def _statement(
-    claims: Sequence[BranchClaim], continuing: bool, now: datetime, lease_until: datetime
+    claims: Sequence[BranchClaim],
+    continuing: bool,
+    now: datetime,
+    lease_until: datetime,
+    wait_for_flush: bool = True,
 ) -> Statement:
-    """The claims as one UPDATE (SQLite)."""
+    """The claims as one UPDATE: prepared, straight to the database; on SQLite."""
     step_table, run_table = Step._meta.db_table, Run._meta.db_table
     attempt = cast("v_attempt", "integer")
     lease = time_param(lease_until)
@@ -144,8 +149,14 @@ def _statement(
         ["v_id", "v_attempt", "v_owner"],
         [(uuid_param(c.step_id), c.attempt, c.owner) for c in claims],
     )
+    source = "v"
+    if not wait_for_flush and postgres():
+        # SET LOCAL in the statement's own (autocommit) transaction: only this commit is
+        # asynchronous, and it needs no round trip of its own.
+        cte += ", no_flush AS (SELECT set_config('synchronous_commit', 'off', true)) "
+        source = "v, no_flush"
     sql = (
-        f"{cte}UPDATE {step_table} SET {sets} FROM v "
+        f"{cte}UPDATE {step_table} SET {sets} FROM {source} "
         f"WHERE id = {cast('v_id', 'uuid')} AND {cond} AND EXISTS "
         f"(SELECT 1 FROM {run_table} r WHERE r.id = {step_table}.run_id "
         f"AND r.status IN ({states})) "
