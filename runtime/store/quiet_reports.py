@@ -39,7 +39,7 @@ from runtime.store import report_statements as sql
 from runtime.store.batch import BranchWrites
 from runtime.store.branch_claims import ClaimBatch
 from runtime.store.branch_reports import Receipts
-from runtime.store.dialect import MAX_PARAMS, Statement, uuid_param, values_list
+from runtime.store.dialect import MAX_PARAMS, Statement, cast, uuid_param, values_list
 
 _QUIET_OUTCOMES = frozenset({"completed", "retrying"})
 
@@ -96,13 +96,14 @@ def report_statement(reports: list[BranchReport], now: datetime) -> Statement:
     stale report, a run no longer active), so that the pipeline rolls back."""
     run_id = reports[0].run_id
     successes = Counter(r.group_id for r in reports if r.outcome == "completed")
-    ctes, params = _quiet_check(successes)
+    ctes, params = _quiet_check(run_id, successes)
     steps, step_params = values_list("v0", sql.STEP_COLUMNS, sql.step_rows(reports))
-    update, update_params = sql.step_update()
+    update, update_params = sql.step_update([run_id])
     ctes += [steps, f"v AS (SELECT * FROM v0 WHERE {_QUIET})", f"w AS ({update})"]
     params += [*step_params, *update_params]
     if successes:
         ctes.append(_groups_update())
+        params.append(uuid_param(run_id))
     drafts = [draft for r in reports for draft in sql.report_events(r)]
     events, event_params = values_list("e0", sql.EVENT_COLUMNS, sql.event_rows(run_id, drafts))
     seqs, seq_params = sql.seqs_cte(run_id, len(drafts), False, now, gate=_QUIET)
@@ -128,7 +129,7 @@ _STAYS_QUIET = (
 )
 
 
-def _quiet_check(successes: Counter[uuid.UUID]) -> tuple[list[str], list[Any]]:
+def _quiet_check(run_id: uuid.UUID, successes: Counter[uuid.UUID]) -> tuple[list[str], list[Any]]:
     """The `gv` rows (each group's successes) and `q`: whether every such group stays quiet."""
     if not successes:
         return ["q AS (SELECT TRUE AS quiet)"], []
@@ -136,14 +137,14 @@ def _quiet_check(successes: Counter[uuid.UUID]) -> tuple[list[str], list[Any]]:
     values, params = values_list("gv", ["g_id", "g_n"], rows)
     check = (
         f"q AS (SELECT count(*) = %s AS quiet FROM {FanoutGroup._meta.db_table}, gv "
-        f"WHERE {_STAYS_QUIET})"
+        f"WHERE run_id = {cast('%s', 'uuid')} AND {_STAYS_QUIET})"
     )
-    return [values, check], [*params, len(successes)]
+    return [values, check], [*params, len(successes), uuid_param(run_id)]
 
 
 def _groups_update() -> str:
     """`g`: each group's successes added, if the batch is quiet and the group stays so."""
     return (
         f"g AS (UPDATE {FanoutGroup._meta.db_table} SET succeeded = {_AFTER} FROM gv "
-        f"WHERE {_QUIET} AND {_STAYS_QUIET} RETURNING id)"
+        f"WHERE {_QUIET} AND run_id = {cast('%s', 'uuid')} AND {_STAYS_QUIET} RETURNING id)"
     )
