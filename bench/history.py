@@ -235,12 +235,13 @@ def run_history(
     rss, purge_process = _PeakRss(), _Purge(pace)
     moment = timezone.now() - timedelta(days=10)
     switch = HistorySwitch(moment)
+    if switch.switchable:  # before the workers: their retention pass drops an empty past week
+        switch.prepare()
+        load_seconds = load(runs, events, moment)
     with environment.workers(Pool()):
         warm_up(timeout)
         rss.start()
-        switch.prepare()
         if switch.switchable:
-            load_seconds = load(runs, events, moment)
             settled = settle()
             try:
                 rates = _alternating(switch, steps, rounds, timeout)
