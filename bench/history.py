@@ -26,14 +26,7 @@ deleted by rows alone (row_delete_wal_bytes_per_run, what every purge wrote befo
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -46,9 +39,9 @@ from bench import environment
 from bench.environment import Pool
 from bench.history_conditions import HistorySwitch
 from bench.history_load import WORKFLOW, load, settle, sizes, wal_per_run
+from bench.history_purge import PurgeProcess
 from bench.sequential import run_seconds, warm_up
 from bench.stats import median
-from bench.workers import ROOT, database_url
 from runtime.handles import start
 from runtime.lifecycle.retention import DEFAULT_PACE, older_than, purge
 from runtime.models import Run
@@ -91,60 +84,6 @@ def _cmdline(proc: Path) -> str:
         return ""
 
 
-class _Purge(threading.Thread):
-    """`fanfold purge --older-than 5d` in a process of its own; `ended` is set when it exits,
-    with the exit status, its resource usage and how long it ran (paused time left out)."""
-
-    def __init__(self, pace: float) -> None:
-        super().__init__(daemon=True)
-        self.pace = pace
-        self.started = threading.Event()
-        self.ended = threading.Event()
-        self.pid = 0
-        self.exit_status = -1
-        self.peak_rss_kib = 0
-        self.seconds = 0.0
-        self.paused_seconds = 0.0
-
-    def run(self) -> None:
-        command = [sys.executable, "manage.py", "fanfold", "purge", "--older-than", "5d",
-                   "--pace", repr(self.pace)]  # fmt: skip
-        env = {**os.environ, "DATABASE_URL": database_url()}
-        began = time.monotonic()
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
-        self.pid = process.pid
-        self.started.set()
-        # The child's VmHWM, sampled while it runs: wait4's ru_maxrss would count this
-        # process's own peak too (Linux keeps a parent's high-water mark across the exec).
-        status_file = Path(f"/proc/{process.pid}/status")
-        while True:
-            pid, status, _ = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                kib = int(status_file.read_text().split("VmHWM:")[1].split()[0])
-                self.peak_rss_kib = max(self.peak_rss_kib, kib)
-            time.sleep(0.2)
-        self.seconds = time.monotonic() - began - self.paused_seconds
-        self.exit_status = os.waitstatus_to_exitcode(status)
-        self.ended.set()
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """The purge process stopped (SIGSTOP) for the block, then continued."""
-        began = time.monotonic()
-        self._signal(signal.SIGSTOP)
-        try:
-            yield
-        finally:
-            self._signal(signal.SIGCONT)
-            self.paused_seconds += time.monotonic() - began
-
-    def _signal(self, number: int) -> None:
-        with contextlib.suppress(ProcessLookupError):  # it ended (and was reaped) meanwhile
-            os.kill(self.pid, number)
-
-
 def _round(steps: int, timeout: float) -> float:
     """One sequential run of `steps` no-op steps on the bench's worker; its steps per second."""
     handle = start("examples.noop_loop", steps)
@@ -170,7 +109,7 @@ def _alternating(switch: HistorySwitch, steps: int, rounds: int, timeout: float)
     return rates
 
 
-def _pairs_beside(purge: _Purge, steps: int, timeout: float) -> list[tuple[float, float]]:
+def _pairs_beside(purge: PurgeProcess, steps: int, timeout: float) -> list[tuple[float, float]]:
     """Pairs of rounds while the purge lasts: one beside it, one with it paused, in turn first
     (beside, paused, paused, beside, ...). A pair counts only if its round beside the purge
     ended before the purge did."""
@@ -232,7 +171,7 @@ def run_history(
     in runs of `events` events."""
     runs = max(events_total // events, 1)
     Run.objects.filter(workflow=WORKFLOW).delete()
-    rss, purge_process = _PeakRss(), _Purge(pace)
+    rss, purge_process = _PeakRss(), PurgeProcess(pace)
     moment = timezone.now() - timedelta(days=10)
     switch = HistorySwitch(moment)
     if switch.switchable:  # before the workers: their retention pass drops an empty past week
