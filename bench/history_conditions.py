@@ -46,6 +46,8 @@ class HistorySwitch:
         with transaction.atomic(), connection.cursor() as cursor:
             for model in _LOADED:
                 table = self.period.table(model)
+                # A run stopped before its purge leaves its week behind, bounds and all.
+                cursor.execute(f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {table}_bounds")
                 cursor.execute(
                     f"ALTER TABLE {table} ADD CONSTRAINT {table}_bounds "
                     f"CHECK (run_id >= '{low}' AND run_id < '{high}')"
