@@ -1,27 +1,21 @@
-"""`bench history`: sequential runs on an empty database, on a full one, and beside a purge.
+"""`bench history`: sequential runs on an empty and a full database, and beside a purge.
 
 The full database holds EVENTS events (5,000,000 by default) in finished runs of
 EVENTS_PER_RUN events each, loaded with COPY (bench.history_load), finished ten days ago: history
 within the default retention (30 days), which the workers' own retention leaves alone. The
-loader then runs VACUUM ANALYZE on the tables it filled, as autovacuum would long have done
-in a deployment whose history grew over days, and a CHECKPOINT: loading writes gigabytes of
-WAL, and for minutes afterwards the checkpoint it set off writes the loaded pages out while
-every commit's first touch of a page logs the whole page, which halved the first rounds on
-the full database. A history that grew over days carries no such debt, so the bench pays it
-before measuring; the empty rounds come after a VACUUM and a CHECKPOINT too, so that the dead
-rows and the WAL an earlier purge left (its autovacuum ran through them) are not theirs.
+loader runs VACUUM ANALYZE on what it filled (as autovacuum would have, in a history that
+grew over days) and the bench a CHECKPOINT, so the rounds do not pay the load's WAL.
 
-One prefork worker (the default pool) serves every phase. Each phase runs sequential runs of
-STEPS no-op steps and reports the median of its rounds: ROUNDS on the empty database
-(steps_per_second_empty), ROUNDS on the full one (steps_per_second_full). Then `fanfold purge
+One prefork worker (-c 2, the default pool) serves every phase; a round is one sequential run
+of STEPS no-op steps, after a short uncounted one. The empty and the full database alternate,
+ROUNDS rounds each (bench.history_conditions switches the loaded history out and in), and each
+reports the median of its rounds (steps_per_second_empty, _full). Then `fanfold purge
 --older-than 5d` deletes those runs in a process of its own, and the rounds go in pairs: one
-beside the purge, one with the purge process stopped (SIGSTOP, then SIGCONT). The host's
-speed drifts by a fifth or more over minutes, so a round beside the purge is compared with
-the round right after it, on the same database at the same moment: during_purge_to_full is
-the median of those pairs' ratios (each pair is listed, and the ratio of the phase medians is
-there too). A pair counts only if its first round ended before the purge did; the purge's
-rate leaves its paused time out. Then purge_runs_per_second, and the peak
-RSS of the worker and of the purge.
+beside the purge and one with the purge stopped (SIGSTOP, then SIGCONT), their order
+alternating; during_purge_to_full is the ratio of the two conditions' medians (each pair's
+ratio is listed too). A pair counts only if its round beside the purge ended before the purge
+did; the purge's rate leaves its paused time out. Then purge_runs_per_second, and the peak RSS
+of the worker and of the purge.
 
 `partitions` lists the history's partitions the load filled (estimated rows, MiB). Once the
 workers are stopped, the WAL figures: a tenth of the runs (5,000 at most) is loaded into a
@@ -32,14 +26,7 @@ deleted by rows alone (row_delete_wal_bytes_per_run, what every purge wrote befo
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -50,14 +37,18 @@ from django.utils import timezone
 
 from bench import environment
 from bench.environment import Pool
+from bench.history_conditions import HistorySwitch
 from bench.history_load import WORKFLOW, load, settle, sizes, wal_per_run
+from bench.history_purge import PurgeProcess
 from bench.sequential import run_seconds, warm_up
 from bench.stats import median
-from bench.workers import ROOT, database_url
 from runtime.handles import start
 from runtime.lifecycle.retention import DEFAULT_PACE, older_than, purge
 from runtime.models import Run
 from runtime.store.purge import compress_wal
+
+Rates = dict[str, list[float]]
+WARM_UP_STEPS = 20
 
 
 class _PeakRss(threading.Thread):
@@ -93,60 +84,6 @@ def _cmdline(proc: Path) -> str:
         return ""
 
 
-class _Purge(threading.Thread):
-    """`fanfold purge --older-than 5d` in a process of its own; `ended` is set when it exits,
-    with the exit status, its resource usage and how long it ran (paused time left out)."""
-
-    def __init__(self, pace: float) -> None:
-        super().__init__(daemon=True)
-        self.pace = pace
-        self.started = threading.Event()
-        self.ended = threading.Event()
-        self.pid = 0
-        self.exit_status = -1
-        self.peak_rss_kib = 0
-        self.seconds = 0.0
-        self.paused_seconds = 0.0
-
-    def run(self) -> None:
-        command = [sys.executable, "manage.py", "fanfold", "purge", "--older-than", "5d",
-                   "--pace", repr(self.pace)]  # fmt: skip
-        env = {**os.environ, "DATABASE_URL": database_url()}
-        began = time.monotonic()
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
-        self.pid = process.pid
-        self.started.set()
-        # The child's VmHWM, sampled while it runs: wait4's ru_maxrss would count this
-        # process's own peak too (Linux keeps a parent's high-water mark across the exec).
-        status_file = Path(f"/proc/{process.pid}/status")
-        while True:
-            pid, status, _ = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                kib = int(status_file.read_text().split("VmHWM:")[1].split()[0])
-                self.peak_rss_kib = max(self.peak_rss_kib, kib)
-            time.sleep(0.2)
-        self.seconds = time.monotonic() - began - self.paused_seconds
-        self.exit_status = os.waitstatus_to_exitcode(status)
-        self.ended.set()
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """The purge process stopped (SIGSTOP) for the block, then continued."""
-        began = time.monotonic()
-        self._signal(signal.SIGSTOP)
-        try:
-            yield
-        finally:
-            self._signal(signal.SIGCONT)
-            self.paused_seconds += time.monotonic() - began
-
-    def _signal(self, number: int) -> None:
-        with contextlib.suppress(ProcessLookupError):  # it ended (and was reaped) meanwhile
-            os.kill(self.pid, number)
-
-
 def _round(steps: int, timeout: float) -> float:
     """One sequential run of `steps` no-op steps on the bench's worker; its steps per second."""
     handle = start("examples.noop_loop", steps)
@@ -154,17 +91,43 @@ def _round(steps: int, timeout: float) -> float:
     return round(steps / run_seconds([handle]), 1)
 
 
-def _pairs_beside(purge: _Purge, steps: int, timeout: float) -> list[tuple[float, float]]:
-    """Pairs of rounds while the purge lasts: one beside it, one with it paused. Only a pair
-    whose first round ended before the purge did counts."""
-    pairs = []
+def _measured(steps: int, timeout: float) -> float:
+    """A round as every condition takes it: a short run first, uncounted (after a switch of
+    the history the worker's prepared statements are planned again), then the round."""
+    _round(WARM_UP_STEPS, timeout)
+    return _round(steps, timeout)
+
+
+def _alternating(switch: HistorySwitch, steps: int, rounds: int, timeout: float) -> Rates:
+    """`rounds` rounds of the full and of the empty database, alternating full, empty, empty,
+    full, ...: drift over the phase weighs on both alike."""
+    rates: Rates = {"empty": [], "full": []}
+    for cycle in range(rounds):
+        for name in ("full", "empty") if cycle % 2 == 0 else ("empty", "full"):
+            switch.switch(full=name == "full")
+            rates[name].append(_measured(steps, timeout))
+    return rates
+
+
+def _pairs_beside(purge: PurgeProcess, steps: int, timeout: float) -> list[tuple[float, float]]:
+    """Pairs of rounds while the purge lasts: one beside it, one with it paused, in turn first
+    (beside, paused, paused, beside, ...). A pair counts only if its round beside the purge
+    ended before the purge did."""
+    pairs: list[tuple[float, float]] = []
     purge.started.wait()
     while not purge.ended.is_set():
-        beside = _round(steps, timeout)
-        if purge.ended.is_set():
-            break
-        with purge.paused():
-            alone = _round(steps, timeout)
+        if len(pairs) % 2 == 0:
+            beside = _measured(steps, timeout)
+            if purge.ended.is_set():
+                break
+            with purge.paused():
+                alone = _measured(steps, timeout)
+        else:
+            with purge.paused():
+                alone = _measured(steps, timeout)
+            beside = _measured(steps, timeout)
+            if purge.ended.is_set():
+                break
         pairs.append((beside, alone))
     return pairs
 
@@ -208,16 +171,29 @@ def run_history(
     in runs of `events` events."""
     runs = max(events_total // events, 1)
     Run.objects.filter(workflow=WORKFLOW).delete()
-    rss, purge_process = _PeakRss(), _Purge(pace)
+    rss, purge_process = _PeakRss(), PurgeProcess(pace)
+    moment = timezone.now() - timedelta(days=10)
+    switch = HistorySwitch(moment)
+    if switch.switchable:  # before the workers: their retention pass drops an empty past week
+        switch.prepare()
+        load_seconds = load(runs, events, moment)
     with environment.workers(Pool()):
         warm_up(timeout)
         rss.start()
-        settled = settle(vacuum=True)
-        empty = [_round(steps, timeout) for _ in range(rounds)]
-        load_seconds = load(runs, events, timezone.now() - timedelta(days=10))
+        if switch.switchable:
+            settled = settle()
+            try:
+                rates = _alternating(switch, steps, rounds, timeout)
+            finally:
+                switch.full()  # the history stays whole whatever fails
+        else:
+            settled = settle(vacuum=True)
+            rates = {"empty": [_measured(steps, timeout) for _ in range(rounds)]}
+            load_seconds = load(runs, events, moment)
+            settled = settle() and settled
+            rates["full"] = [_measured(steps, timeout) for _ in range(rounds)]
         partitions = sizes()
-        settled = settle() and settled
-        full = [_round(steps, timeout) for _ in range(rounds)]
+        empty, full = rates["empty"], rates["full"]
         purge_process.start()
         pairs = _pairs_beside(purge_process, steps, timeout)
         purge_process.ended.wait(timeout)
@@ -230,6 +206,7 @@ def run_history(
     phases = {"empty": empty, "full": full, "during": during, "paused": paused}
     medians = {name: round(median(rates), 1) if rates else None for name, rates in phases.items()}
     paired = [round(beside / alone, 3) for beside, alone in pairs]
+    cycles = [round(f / e, 3) for f, e in zip(full, empty, strict=True)]
     return {
         "scenario": "history",
         "runs": runs,
@@ -238,6 +215,7 @@ def run_history(
         "partitions": partitions,
         "load_seconds": round(load_seconds, 1),
         "checkpointed": settled,
+        "conditions": "alternating" if switch.switchable else "empty, then full",
         "steps": steps,
         "rounds": {"empty": empty, "full": full, "during_purge": during, "purge_paused": paused},
         "steps_per_second_empty": medians["empty"],
@@ -245,8 +223,10 @@ def run_history(
         "steps_per_second_during_purge": medians["during"],
         "steps_per_second_purge_paused": medians["paused"],
         "full_to_empty": _ratio(medians["full"], medians["empty"]),
-        "during_purge_to_full": round(median(paired), 3) if paired else None,
+        "full_to_empty_by_cycle": cycles,
+        "during_purge_to_full": _ratio(medians["during"], medians["paused"]),
         "during_purge_to_full_by_pair": paired,
+        "during_purge_to_full_pair_median": round(median(paired), 3) if paired else None,
         "during_purge_to_full_phase": _ratio(medians["during"], medians["full"]),
         "purge_pace": pace,
         "purge_wal_compression": _wal_compression(),

@@ -154,12 +154,12 @@ def start(
     report follows when the body ends. Returns "started"."""
     state = _state.get()
     state.slots.acquire()
-    branch_leases.hold(branch.step_id)
+    branch_leases.hold(branch.lease_key)
     with state.lock:
         state.runs[branch.run_id] += 1
         state.idle.clear()
     watcher.start()
-    lease = _Lease(branch.step_id)
+    lease = _Lease(branch.lease_key)
     body = functools.partial(_run, branch, claimed, call, policy, traceparent, lease, state)
     try:
         future = worker_loop().submit(body, key=branch.run_id, label=claimed.name)
@@ -174,12 +174,12 @@ def start(
 class _Lease:
     """A branch's lease as this module holds it: given back once, by the report or here."""
 
-    step_id: uuid.UUID
+    key: tuple[uuid.UUID, uuid.UUID]  # BranchAttempt.lease_key
     handed_to_report: bool = False
 
     def give_back(self) -> None:
         if not self.handed_to_report:
-            branch_leases.release(self.step_id)
+            branch_leases.release(self.key)
 
 
 async def _run(

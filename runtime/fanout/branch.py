@@ -130,12 +130,12 @@ def run_claimed(
     )
     if fn is not None and is_async_callable(fn.fn):
         return Recorded(async_branches.start(branch, claimed, call, step_policy(fn), traceparent))
-    branch_leases.hold(branch.step_id)
+    branch_leases.hold(branch.lease_key)
     with StepBody(call, traceparent) as body:
         try:
             outcome = body.run(conf.get().MAX_PAYLOAD_BYTES)
         except BaseException:
-            branch_leases.release(branch.step_id)
+            branch_leases.release(branch.lease_key)
             raise
         if body_time is not None and outcome.ok:
             body_time.seconds += outcome.seconds

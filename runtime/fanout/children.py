@@ -77,7 +77,7 @@ def stop_abandoned_child(branch: BranchAttempt) -> None:
     cancelled it (`min_successful` reached, too many failures), nobody will use the child's
     result, so the child stops instead of running on to its end.
     """
-    if step_status(branch.step_id) != StepStatus.CANCELLED:
+    if step_status(branch.run_id, branch.step_id) != StepStatus.CANCELLED:
         return
     key = child_run_key(branch.run_id, branch.position)
     for child_id in active_runs_with_key(run_owner(branch.run_id), key):

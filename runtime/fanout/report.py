@@ -50,6 +50,11 @@ class BranchAttempt:
     def step_id(self) -> uuid.UUID:
         return step_id(self.run_id, self.position)
 
+    @property
+    def lease_key(self) -> tuple[uuid.UUID, uuid.UUID]:
+        """What the branch's lease is held by (runtime.leases.keepers.branch_leases)."""
+        return self.run_id, self.step_id
+
     @cached_property
     def group_id(self) -> uuid.UUID:
         return group_id(self.run_id, self.group_position)
@@ -183,7 +188,7 @@ def record_outcome(
         completed = branch_report(branch, claimed, "completed", outcome.size, result=outcome.result)
         written = record_reports([completed], [then] if then is not None else [])
     finally:
-        branch_leases.release(branch.step_id)
+        branch_leases.release(branch.lease_key)
     receipt = written.reports[0]
     after_commit(branch, receipt)
     label = "completed" if receipt.recorded else "stale"
@@ -204,7 +209,7 @@ def record_completions(
         receipts = record_reports(reports).reports
     finally:
         for branch, _, _ in completed:
-            branch_leases.release(branch.step_id)
+            branch_leases.release(branch.lease_key)
     labels = []
     for (branch, _, _), receipt in zip(completed, receipts, strict=True):
         after_commit(branch, receipt)

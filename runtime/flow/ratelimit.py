@@ -103,7 +103,8 @@ def branch_turn_later(
     wake = turn_wait(fn, run_id, position, attempt)
     if wake is None:
         return False
-    if hand_back_claim(step_id(run_id, position), attempt, wake):  # else cancelled meanwhile
+    # False: the branch was cancelled meanwhile.
+    if hand_back_claim(run_id, step_id(run_id, position), attempt, wake):
         countdown = max((wake - timezone.now()).total_seconds(), 0.0)
         publish_later(run_id, group_position, position, attempt, countdown, priority=priority)
     return True

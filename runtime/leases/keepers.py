@@ -75,4 +75,7 @@ def _beat_interval() -> float:
 
 
 run_leases: LeaseKeeper[str] = LeaseKeeper("fanfold-run-leases", renew_run_leases)
-branch_leases: LeaseKeeper[uuid.UUID] = LeaseKeeper("fanfold-branch-leases", renew_branch_leases)
+# A branch's lease is held by (run id, step id).
+branch_leases: LeaseKeeper[tuple[uuid.UUID, uuid.UUID]] = LeaseKeeper(
+    "fanfold-branch-leases", renew_branch_leases
+)

@@ -38,6 +38,7 @@ from runtime.store.dialect import (
     cast,
     chunks,
     postgres,
+    run_ids_in,
     time_param,
     uuid_param,
     values_cte,
@@ -149,6 +150,8 @@ def _statement(
         ["v_id", "v_attempt", "v_owner"],
         [(uuid_param(c.step_id), c.attempt, c.owner) for c in claims],
     )
+    # The run ids let PostgreSQL read only their partitions, not every week's id index.
+    runs, run_params = run_ids_in(step_table, {c.run_id for c in claims})
     source = "v"
     if not wait_for_flush and postgres():
         # SET LOCAL in the statement's own (autocommit) transaction: only this commit is
@@ -157,12 +160,13 @@ def _statement(
         source = "v, no_flush"
     sql = (
         f"{cte}UPDATE {step_table} SET {sets} FROM {source} "
-        f"WHERE id = {cast('v_id', 'uuid')} AND {cond} AND EXISTS "
+        f"WHERE id = {cast('v_id', 'uuid')} AND {cond} AND {runs} AND EXISTS "
         f"(SELECT 1 FROM {run_table} r WHERE r.id = {step_table}.run_id "
         f"AND r.status IN ({states})) "
         "RETURNING id, attempt, name, kind, input, started_at"
     )
-    return sql, [*params, *set_params, *cond_params, *map(str, ACTIVE_RUN_STATES)]
+    states_params = map(str, ACTIVE_RUN_STATES)
+    return sql, [*params, *set_params, *cond_params, *run_params, *states_params]
 
 
 def _started_at(value: Any, default: datetime) -> datetime:

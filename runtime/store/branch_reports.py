@@ -104,11 +104,10 @@ class _ReportBatch:
         counted = [gid for gid, g in self.groups.items() if g.succeeded or g.failed]
         locks = [sql.lock_statement(run_id, self.now) for run_id in run_ids]
         steps = sql.step_statements(list(self.live.values()))
-        counts = [
-            sql.count_statement(gid, g.run_id, g.succeeded, g.failed)
-            for gid, g in self.groups.items()
-            if g.succeeded or g.failed
-        ]  # in the order of `counted`
+        counts = []
+        for gid in counted:
+            g = self.groups[gid]
+            counts.append(sql.count_statement(g.run_id, gid, g.succeeded, g.failed))
         results = execute(locks + steps + counts)
         lock_rows, step_rows = results[: len(locks)], results[len(locks) : len(locks) + len(steps)]
         active = {run_id for run_id, rows in zip(run_ids, lock_rows, strict=True) if rows}
@@ -172,7 +171,7 @@ class _ReportBatch:
             positions = tuple(first + index for index in step.release)
             self.values[last] = replace(self.values[last], release=positions)
         if sets:
-            self.second.append(sql.group_update_statement(gid, g.run_id, sets, params))
+            self.second.append(sql.group_update_statement(g.run_id, gid, sets, params))
         return step.verdict is not None
 
     def _events(self, active: set[uuid.UUID], receipts: Receipts) -> None:

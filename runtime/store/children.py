@@ -18,9 +18,10 @@ def run_has_finished(run_id: uuid.UUID) -> bool:
     return Run.objects.finished().filter(id=run_id).exists()
 
 
-def step_status(step_id: uuid.UUID) -> str | None:
-    """The step's status, or None if there is no such step."""
-    status: str | None = Step.objects.filter(id=step_id).values_list("status", flat=True).first()
+def step_status(run_id: uuid.UUID, step_id: uuid.UUID) -> str | None:
+    """The run's step's status, or None if there is no such step."""
+    steps = Step.objects.filter(run_id=run_id, id=step_id)
+    status: str | None = steps.values_list("status", flat=True).first()
     return status
 
 

@@ -97,6 +97,14 @@ def in_list(values: Iterable[Any]) -> tuple[str, list[str]]:
     return ", ".join(["%s"] * len(params)), params
 
 
+def run_ids_in(table: str, run_ids: Iterable[uuid.UUID]) -> tuple[str, list[Any]]:
+    """`table.run_id IN (...)` of these runs and its parameters: beside a condition on a
+    history table's id, it lets PostgreSQL read only the runs' partitions (their weeks)."""
+    params = [uuid_param(run_id) for run_id in sorted(set(run_ids), key=str)]
+    placeholders = ", ".join([cast("%s", "uuid")] * len(params))
+    return f"{table}.run_id IN ({placeholders})", params
+
+
 def values_cte(
     name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
 ) -> tuple[str, list[Any]]:

@@ -14,7 +14,7 @@ from runtime.models import FanoutGroup, Step, StepStatus
 
 def group_row(run_id: uuid.UUID, group_position: int) -> FanoutGroup | None:
     """The fan-out group whose first branch is at `group_position`, if it was recorded."""
-    return FanoutGroup.objects.filter(id=group_id(run_id, group_position)).first()
+    return FanoutGroup.objects.filter(run_id=run_id, id=group_id(run_id, group_position)).first()
 
 
 def record_dispatch(run_id: uuid.UUID, positions: Sequence[int], at: datetime | None) -> None:

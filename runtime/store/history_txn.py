@@ -10,6 +10,7 @@ exactly (lease lost, run finished, step changed, woken up). Each part's run is u
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 
 from django.db import connection
@@ -33,7 +34,7 @@ def write_parts_txn(parts: list[RunPart], now: datetime, check_at: datetime) -> 
     for part in parts:
         last_seq = _update_run(part, now)
         if isinstance(part.guard, OpenStepGuard):
-            _check_step_open(part.guard)
+            _check_step_open(part.run_id, part.guard)
         if part.steps:
             rows = list(part.steps.values())
             steps += history_rows.steps_statements(part.run_id, rows, STEP_UPDATE_FIELDS)
@@ -71,9 +72,9 @@ def _update_run(part: RunPart, now: datetime) -> int:
     return int(row[0])
 
 
-def _check_step_open(guard: OpenStepGuard) -> None:
+def _check_step_open(run_id: uuid.UUID, guard: OpenStepGuard) -> None:
     # A fresh statement under the run's row lock: it sees every write committed before ours.
-    open_steps = Step.objects.filter(id=guard.step_id).unfinished()
+    open_steps = Step.objects.filter(run_id=run_id, id=guard.step_id).unfinished()
     if guard.due_by is not None:
         open_steps = open_steps.filter(wake_at__lte=guard.due_by)
     if not open_steps.exists():

@@ -39,7 +39,7 @@ from runtime.store import report_statements as sql
 from runtime.store.batch import BranchWrites
 from runtime.store.branch_claims import ClaimBatch
 from runtime.store.branch_reports import Receipts
-from runtime.store.dialect import MAX_PARAMS, Statement, uuid_param, values_list
+from runtime.store.dialect import MAX_PARAMS, Statement, cast, uuid_param, values_list
 
 _QUIET_OUTCOMES = frozenset({"completed", "retrying"})
 
@@ -98,7 +98,7 @@ def report_statement(reports: list[BranchReport], now: datetime) -> Statement:
     successes = Counter(r.group_id for r in reports if r.outcome == "completed")
     ctes, params = _quiet_check(run_id, successes)
     steps, step_params = values_list("v0", sql.STEP_COLUMNS, sql.step_rows(reports))
-    update, update_params = sql.step_update(run_id)
+    update, update_params = sql.step_update([run_id])
     ctes += [steps, f"v AS (SELECT * FROM v0 WHERE {_QUIET})", f"w AS ({update})"]
     params += [*step_params, *update_params]
     if successes:
@@ -120,13 +120,12 @@ def report_statement(reports: list[BranchReport], now: datetime) -> Statement:
     return f"WITH {', '.join(ctes)} SELECT {guard}", params
 
 
-# A group stays quiet after `gv.g_n` more successes (see the module's docstring). Its run
-# (the parameter) lets the planner read one partition of the groups, not all of them.
+# A group stays quiet after `gv.g_n` more successes (see the module's docstring).
 _AFTER = "succeeded + gv.g_n::integer"
 _STAYS_QUIET = (
     "id = gv.g_id::uuid AND verdict IS NULL AND released >= total "
     f"AND failed <= failure_limit AND (need IS NULL OR {_AFTER} < need) "
-    f"AND {_AFTER} + failed < total AND run_id = %s::uuid"
+    f"AND {_AFTER} + failed < total"
 )
 
 
@@ -138,15 +137,14 @@ def _quiet_check(run_id: uuid.UUID, successes: Counter[uuid.UUID]) -> tuple[list
     values, params = values_list("gv", ["g_id", "g_n"], rows)
     check = (
         f"q AS (SELECT count(*) = %s AS quiet FROM {FanoutGroup._meta.db_table}, gv "
-        f"WHERE {_STAYS_QUIET})"
+        f"WHERE run_id = {cast('%s', 'uuid')} AND {_STAYS_QUIET})"
     )
     return [values, check], [*params, len(successes), uuid_param(run_id)]
 
 
 def _groups_update() -> str:
-    """`g`: each group's successes added, if the batch is quiet and the group stays so (its
-    one parameter: the run's id)."""
+    """`g`: each group's successes added, if the batch is quiet and the group stays so."""
     return (
         f"g AS (UPDATE {FanoutGroup._meta.db_table} SET succeeded = {_AFTER} FROM gv "
-        f"WHERE {_QUIET} AND {_STAYS_QUIET} RETURNING id)"
+        f"WHERE {_QUIET} AND run_id = {cast('%s', 'uuid')} AND {_STAYS_QUIET} RETURNING id)"
     )

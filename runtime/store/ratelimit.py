@@ -118,11 +118,11 @@ def forget_reservations(before: datetime) -> int:
     return deleted
 
 
-def hand_back_claim(step_id: uuid.UUID, attempt: int, wake_at: datetime) -> bool:
+def hand_back_claim(run_id: uuid.UUID, step_id: uuid.UUID, attempt: int, wake_at: datetime) -> bool:
     """Undo a fan-out branch's claim of `attempt` whose turn is later: the step is pending at
     the previous attempt again, due at `wake_at`; False if the claim was no longer held."""
     with _kept.lent() if postgres() else nullcontext():
         updated = Step.objects.filter(
-            id=step_id, status=StepStatus.RUNNING, attempt=attempt
+            run_id=run_id, id=step_id, status=StepStatus.RUNNING, attempt=attempt
         ).update(status=StepStatus.PENDING, attempt=attempt - 1, wake_at=wake_at, lease_owner=None)
     return updated == 1

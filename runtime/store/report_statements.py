@@ -6,6 +6,7 @@ Each builder returns one `(sql, params)` in the portable form of runtime.store.d
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +22,7 @@ from runtime.store.dialect import (
     in_list,
     json_param,
     postgres,
+    run_ids_in,
     time_param,
     uuid_param,
     values_cte,
@@ -82,13 +84,12 @@ def step_rows(reports: list[BranchReport]) -> list[tuple[Any, ...]]:
     ]
 
 
-def step_update(run_id: uuid.UUID | None = None) -> Statement:
-    """UPDATE every step of the `v` rows that still runs its attempt (in an active run),
-    RETURNING id, attempt; its parameters follow those of `v`. With `run_id` (the steps are
-    all of that run) the planner reads only that run's partition of the steps."""
+def step_update(run_ids: Iterable[uuid.UUID]) -> Statement:
+    """UPDATE every step of the `v` rows (steps of `run_ids`) that still runs its attempt (in
+    an active run), RETURNING id, attempt; its parameters follow those of `v`."""
     step_table, run_table = Step._meta.db_table, Run._meta.db_table
     states, active = in_list(ACTIVE_RUN_STATES)
-    one_run = f" AND run_id = {cast('%s', 'uuid')}" if run_id is not None else ""
+    runs, run_params = run_ids_in(step_table, run_ids)
     sql = (
         f"UPDATE {step_table} SET status = v_status, "
         f"result = {cast('v_result', 'jsonb')}, error = {cast('v_error', 'jsonb')}, "
@@ -96,21 +97,16 @@ def step_update(run_id: uuid.UUID | None = None) -> Statement:
         f"wake_at = {cast('v_wake', 'timestamptz')} "
         f"FROM v WHERE id = {cast('v_id', 'uuid')} AND attempt = {cast('v_attempt', 'integer')}"
         f" AND status = %s AND ({cast('v_expired', 'timestamptz')} IS NULL"
-        f" OR wake_at < {cast('v_expired', 'timestamptz')})"
+        f" OR wake_at < {cast('v_expired', 'timestamptz')}) AND {runs}"
         f" AND EXISTS (SELECT 1 FROM {run_table} r "
-        f"WHERE r.id = {step_table}.run_id AND r.status IN ({states})){one_run} "
-        "RETURNING id, attempt"
+        f"WHERE r.id = {step_table}.run_id AND r.status IN ({states})) RETURNING id, attempt"
     )
-    params: list[Any] = [StepStatus.RUNNING.value, *active]
-    if run_id is not None:
-        params.append(uuid_param(run_id))
-    return sql, params
+    return sql, [StepStatus.RUNNING.value, *run_params, *active]
 
 
 def step_statements(reports: list[BranchReport]) -> list[Statement]:
     """Write every report whose step still runs its attempt (in an active run)."""
-    runs = {r.run_id for r in reports}
-    update, update_params = step_update(runs.pop() if len(runs) == 1 else None)
+    update, update_params = step_update({r.run_id for r in reports})
     statements: list[Statement] = []
     for part in chunks(step_rows(reports), len(STEP_COLUMNS)):
         cte, params = values_cte("v", STEP_COLUMNS, part)
@@ -119,10 +115,9 @@ def step_statements(reports: list[BranchReport]) -> list[Statement]:
 
 
 def count_statement(
-    group_id: uuid.UUID, run_id: uuid.UUID, succeeded: int, failed: int
+    run_id: uuid.UUID, group_id: uuid.UUID, succeeded: int, failed: int
 ) -> Statement:
-    """Add a batch's finished branches to the group's counters, unless it has settled. The
-    group's run lets the planner read one partition of the groups."""
+    """Add a batch's finished branches to the group's counters, unless it has settled."""
     return (
         f"UPDATE {FanoutGroup._meta.db_table} SET succeeded = succeeded + %s, "
         f"failed = failed + %s WHERE id = {cast('%s', 'uuid')} "
@@ -275,7 +270,7 @@ def release_statement(run_id: uuid.UUID, start: int, stop: int, now: datetime) -
 
 
 def group_update_statement(
-    group_id: uuid.UUID, run_id: uuid.UUID, sets: list[str], params: list[Any]
+    run_id: uuid.UUID, group_id: uuid.UUID, sets: list[str], params: list[Any]
 ) -> Statement:
     table = FanoutGroup._meta.db_table
     return (

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connection
 
 from bench.workers import ROOT, database_url
 from runtime.models import Run
@@ -150,6 +151,16 @@ def test_bench_signals_resumes_by_signals_and_callbacks_and_cleans_up(counters_r
     assert not Run.objects.filter(workflow__startswith="bench.signals.").exists()
 
 
+def detached_history_tables() -> list[str]:
+    """Tables named like the history's weekly partitions that are not partitions."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname FROM pg_class WHERE relkind = 'r' AND NOT relispartition "
+            "AND relname ~ '^runtime_[a-z_]+_h[0-9]{8}$'"
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
 def test_bench_history_loads_measures_and_purges_the_whole_history(counters_redis: Any) -> None:
     report = bench(
         "history", "--events", "12000", "--events-per-run", "20", "--steps", "20", "--rounds", "2"
@@ -161,11 +172,18 @@ def test_bench_history_loads_measures_and_purges_the_whole_history(counters_redi
     assert report["purge_wal_bytes_per_run"] > 0 and report["row_delete_wal_bytes_per_run"] > 0
     assert len(report["rounds"]["empty"]) == len(report["rounds"]["full"]) == 2
     assert report["steps_per_second_empty"] > 0 and report["steps_per_second_full"] > 0
+    assert report["conditions"] == "alternating"  # the history switched out and in
+    assert len(report["full_to_empty_by_cycle"]) == 2
+    assert detached_history_tables() == []  # the switched history went back, and went
     during = report["rounds"]["during_purge"]  # however many rounds the purge outlived
     assert len(report["rounds"]["purge_paused"]) == len(during)  # each paired with a paused one
     assert len(report["during_purge_to_full_by_pair"]) == len(during)
     if during:
         assert report["steps_per_second_during_purge"] == round(statistics.median(during), 1)
+        paused = report["steps_per_second_purge_paused"]
+        assert report["during_purge_to_full"] == round(
+            report["steps_per_second_during_purge"] / paused, 3
+        )
     assert (report["purge_exit_status"], report["runs_left"]) == (0, 0)
     assert report["purge_runs_per_second"] > 0
     assert report["purge_peak_rss_mib"] > 0 and report["worker_peak_rss_mib"] > 0

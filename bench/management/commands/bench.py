@@ -148,8 +148,10 @@ class Command(BaseCommand):
             "--events", type=int, default=5_000_000, help="events of history, loaded with COPY"
         )
         history.add_argument("--events-per-run", type=int, default=100)
-        history.add_argument("--steps", type=int, default=2000, help="steps per round")
-        history.add_argument("--rounds", type=int, default=5, help="rounds, empty and full")
+        history.add_argument("--steps", type=int, default=1000, help="steps per round")
+        history.add_argument(
+            "--rounds", type=int, default=6, help="rounds of the empty and of the full database"
+        )
         history.add_argument(
             "--purge-pace", type=float, default=DEFAULT_PACE, help="the purge's --pace"
         )

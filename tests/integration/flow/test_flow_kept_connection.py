@@ -54,5 +54,6 @@ def test_flow_turns_and_hand_backs_leave_djangos_own_connection_closed() -> None
     now = timezone.now()
     store_ratelimit.reserve_turn("tests.kept", 0.01, uuid.uuid4(), 1, now)
     store_ratelimit.retake_turn("tests.kept", 0.01, uuid.uuid4(), 1, now)
-    assert store_ratelimit.hand_back_claim(uuid.uuid4(), 1, now) is False  # no such claim
+    no_such_claim = store_ratelimit.hand_back_claim(uuid.uuid4(), uuid.uuid4(), 1, now)
+    assert no_such_claim is False
     assert connection.connection is None  # a task that only takes turns opens no connection
