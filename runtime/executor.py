@@ -43,7 +43,7 @@ from runtime.registry import registry
 from runtime.store import writer
 from runtime.store.leases import give_back_run_lease, run_wakeups
 from runtime.store.runs import RunClaim, claim_run_with_history, load_history
-from runtime.streaming.wakeups import announce
+from runtime.streaming.wakeups import signal_local
 from runtime.streaming.writer import WorkflowScope, workflow_scope
 from runtime.workflow_call import call_workflow, workflow_context
 
@@ -234,11 +234,12 @@ def _settle(
         wake_at=None,
         release_lease=True,
     )
-    write = HistoryWrite(
-        session.run_id, session.guard, (EventDraft(event, now, None, payload),), run=patch
-    )
+    # Stream readers and RunHandle.wait() learn of it at once: other processes by a
+    # notification that leaves with the commit, this one's here.
+    events = (EventDraft(event, now, None, payload),)
+    write = HistoryWrite(session.run_id, session.guard, events, run=patch, announce=True)
     session.checkpoint(write, sync=True, payload_bytes=size)
-    announce(session.run_id)  # stream readers and RunHandle.wait() learn of it at once
+    signal_local(session.run_id)
 
 
 def _suspend(
