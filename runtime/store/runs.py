@@ -102,7 +102,7 @@ def claim_run_with_history(
     claimable again (every later write is fenced by the lease, and the first durable commit
     flushes the claim with it), while what the run records stays as durable as before.
     """
-    if not postgres() or connection.in_atomic_block:
+    if not postgres() or connection.in_atomic_block or not connection.get_autocommit():
         claimed = claim_run(run_id, token, now, owner)
         return None if claimed is None else (claimed, load_history(run_id))
     raw = raw_connection()
