@@ -1,10 +1,12 @@
 """`BackgroundPublisher`: messages handed over now, published by a thread of its own.
 
-`submit` returns at once; the thread, woken by the first message, publishes what is queued in
-requests of at most `batch_size` (`publish_messages`), and takes whatever queued meanwhile as
-its next batch. `flush()` waits until everything submitted before it was attempted, and a
-process that exits flushes first (atexit). A failed batch goes to `on_failure` and is not
-tried again: submit only messages that something else sends again when they are lost.
+`submit` returns at once unless `max_pending` messages wait already (then it waits for room: a
+publisher that falls behind holds its callers back instead of its messages for ever longer);
+the thread, woken by the first message, publishes what is queued in requests of at most
+`batch_size` (`publish_messages`), and takes whatever queued meanwhile as its next batch.
+`flush()` waits until everything submitted before it was attempted, and a process that exits
+flushes first (atexit). A failed batch goes to `on_failure` and is not tried again: submit
+only messages that something else sends again when they are lost.
 """
 
 from __future__ import annotations
@@ -39,13 +41,15 @@ class BackgroundPublisher:
         transport: Callable[[], Transport],
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        max_pending: int = 2 * DEFAULT_BATCH_SIZE,
         on_failure: Failure = _log_failure,
         name: str = "fanfold-publisher",
     ) -> None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
+        if batch_size < 1 or max_pending < 1:
+            raise ValueError("batch_size and max_pending must be at least 1")
         self._transport = transport
         self.batch_size = batch_size
+        self.max_pending = max_pending
         self._on_failure = on_failure
         self._name = name
         self._pid = -1
@@ -61,10 +65,12 @@ class BackgroundPublisher:
         self._thread: threading.Thread | None = None
 
     def submit(self, message: Message) -> None:
-        """Queue `message` for the thread; returns at once."""
+        """Queue `message` for the thread; returns at once unless `max_pending` wait."""
         if self._pid != os.getpid():
             self._reset()
         with self._cond:
+            if self._thread is not None:
+                self._cond.wait_for(lambda: self._submitted - self._attempted < self.max_pending)
             self._queue.append(message)
             self._submitted += 1
             if self._thread is None:

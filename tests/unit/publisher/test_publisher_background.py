@@ -39,7 +39,7 @@ def test_background_publisher_sends_everything_in_order_in_batches(
     make_messages: MakeMessages,
 ) -> None:
     transport = GatedTransport()
-    publisher = BackgroundPublisher(lambda: transport, batch_size=100)
+    publisher = BackgroundPublisher(lambda: transport, batch_size=100, max_pending=300)
     messages = make_messages(251)
     for message in messages:
         publisher.submit(message)  # the first request waits at the gate, the rest queue
@@ -110,3 +110,23 @@ def test_background_publisher_sends_what_it_holds_when_the_process_exits(tmp_pat
     )
     subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True, timeout=60)
     assert sent.read_text().split() == ["a", "b"]
+
+
+def test_background_publisher_holds_submit_back_while_too_many_wait(
+    make_messages: MakeMessages,
+) -> None:
+    transport = GatedTransport()
+    publisher = BackgroundPublisher(lambda: transport, max_pending=3)
+    first, *more = make_messages(4)
+    publisher.submit(first)
+    for message in more[:2]:
+        publisher.submit(message)
+    done = threading.Event()
+    late = threading.Thread(target=lambda: (publisher.submit(more[2]), done.set()))
+    late.start()
+    assert not done.wait(0.2)  # three wait (one in a hung request): the fourth is held back
+    transport.gate.set()
+    assert done.wait(10)
+    late.join(10)
+    assert publisher.flush(10)
+    assert len(transport.delivered) == 4
