@@ -9,6 +9,7 @@ through the same cursor.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random as _random
 import uuid
@@ -114,6 +115,14 @@ class DurableContext:
 
     def _run_step(self, call: steps.StepCall) -> Any:
         return steps.run_step(self.cursor, call, self._rand)
+
+    def _step_ending_run(
+        self, fn: Callable[..., Any], *args: Any, name: str, retry: RetryPolicy, **kwargs: Any
+    ) -> Any:
+        """`step` for a workflow that returns the step's result at once (runtime.django_tasks
+        .runner): the step's completion commits with the run's end, in one transaction."""
+        call = steps.resolve_step(self.cursor, fn, args, kwargs, name, retry)
+        return self._run_step(dataclasses.replace(call, ends_run=True))
 
     # -- timers -----------------------------------------------------------------------------
 

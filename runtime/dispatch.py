@@ -1,10 +1,10 @@
 """Sending work to workers: the run-execution message, branch messages and their timers.
 
 The send path is a leaf: messages go by task name through the Celery app that is current, and
-nothing here imports the tasks module or starts threads. `Dispatcher` is the port; the
-process uses `CeleryDispatcher` unless something else is installed with `install()` (tests use
-`runtime.testing.use_dispatcher`). `runtime.apps` wires the embedded worker in as the
-dispatcher's hook before each send.
+nothing here imports the tasks module; the one thread is the publisher's of `enqueue_run_soon`.
+`Dispatcher` is the port; the process uses `CeleryDispatcher` unless something else is
+installed with `install()` (tests use `runtime.testing.use_dispatcher`). `runtime.apps` wires
+the embedded worker in as the dispatcher's hook before each send.
 
 A branch message is `fanfold.run_branch(run_id, position, attempt, group_position, poll)` with
 the derived key `dispatch_key(run, position, attempt)` as its task id, so a republish of the
@@ -29,6 +29,7 @@ from celery import Celery, current_app
 from kombu.exceptions import ChannelError
 
 from publisher import CeleryTransport, Message, Transport, publish_messages
+from publisher.background import BackgroundPublisher
 from publisher.messages import IDEMPOTENCY_HEADER, Routing
 from runtime import conf
 from runtime.core.branch_dispatch import BranchDispatch
@@ -123,6 +124,9 @@ class CeleryDispatcher:
         self._before_send = before_send
         self._given_transport = transport
         self._transport: CeleryTransport | None = None
+        self._background = BackgroundPublisher(
+            lambda: transport or self._celery_transport(conf.get().PUBLISH_BATCH_SIZE)
+        )
 
     def _app(self) -> Celery:
         if self._before_send is not None:
@@ -143,6 +147,22 @@ class CeleryDispatcher:
             priority=self._level(app, priority),
             queue=run_queue(run_id),
         )
+
+    def enqueue_run_soon(self, run_id: uuid.UUID, priority: int = 0) -> None:
+        """`enqueue_run` without waiting for the broker: the message leaves from a thread,
+        batched with others (the embedded broker's at once). Only for a committed run: a lost
+        message leaves it due, and the run sweep sends it again."""
+        app = self._app()
+        if str(app.conf.broker_url or "").startswith("memory://"):
+            self.enqueue_run(run_id, priority=priority)
+            return
+        routing = Routing(queue=run_queue(run_id), priority=self._level(app, priority))
+        key = f"{run_id}:start"  # derived: a copy the sweep sends has an id of its own
+        self._background.submit(Message(EXECUTE_RUN, key, args=[str(run_id)], routing=routing))
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the messages `enqueue_run_soon` took were sent; False on time-out."""
+        return self._background.flush(timeout)
 
     def publish_branches(
         self,
@@ -233,6 +253,17 @@ def current() -> Dispatcher:
 def enqueue_run(run_id: uuid.UUID, countdown: float | None = None, priority: int = 0) -> None:
     """Ask a worker to execute (or resume) `run_id`, now or after `countdown` seconds."""
     _dispatcher.enqueue_run(run_id, countdown, priority=priority)
+
+
+def enqueue_run_soon(run_id: uuid.UUID, priority: int = 0) -> None:
+    """`enqueue_run` for a run whose row is committed, without waiting for the broker where
+    the dispatcher can (a message lost on the way is sent again by the run sweep)."""
+    getattr(_dispatcher, "enqueue_run_soon", _dispatcher.enqueue_run)(run_id, priority=priority)
+
+
+def flush(timeout: float | None = None) -> bool:
+    """Wait until the messages sent by `enqueue_run_soon` have left; False on time-out."""
+    return bool(getattr(_dispatcher, "flush", lambda _: True)(timeout))
 
 
 def publish_branches(

@@ -25,6 +25,7 @@ from runtime.context import DurableContext
 from runtime.core.clock import Clock, SystemClock
 from runtime.core.control import Abort, Suspend
 from runtime.core.errors import LeaseLost, WokenUp, describe_exception
+from runtime.core.history import RecordedStep
 from runtime.core.jsonvalues import checked
 from runtime.core.states import EventType
 from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, SuspendGuard
@@ -41,8 +42,8 @@ from runtime.process.identity import worker_id
 from runtime.registry import registry
 from runtime.store import writer
 from runtime.store.leases import give_back_run_lease, run_wakeups
-from runtime.store.runs import RunClaim, claim_run, load_history
-from runtime.streaming.wakeups import announce
+from runtime.store.runs import RunClaim, claim_run_with_history, load_history
+from runtime.streaming.wakeups import signal_local
 from runtime.streaming.writer import WorkflowScope, workflow_scope
 from runtime.workflow_call import call_workflow, workflow_context
 
@@ -67,18 +68,21 @@ def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
     """Run (or resume) `run_id` until it finishes, suspends, or loses its lease."""
     clock = clock or SystemClock()
     token = secrets.token_hex(16)
-    claimed = claim_run(run_id, token, timezone.now(), process_key())
-    if claimed is None:
+    found = claim_run_with_history(run_id, token, timezone.now(), process_key())
+    if found is None:
         return Execution(ExecutionOutcome.SKIPPED)
+    claimed = found[0]
+    history: dict[int, RecordedStep] | None = found[1]
     run_leases.hold(token)
     try:
         epoch = 0
         while True:
             session = ExecutionSession(run_id, token, epoch, writer(), claimed.priority)
             try:
-                return _freeing_slot(run_id, claimed, _observed_pass(session, claimed, clock))
+                execution = _observed_pass(session, claimed, clock, history)
+                return _freeing_slot(run_id, claimed, execution)
             except _Replay as again:
-                epoch += 1
+                epoch, history = epoch + 1, None  # a new pass reads the history anew
                 claimed = RunClaim(
                     RunStatus.RUNNING,
                     again.wakeups,
@@ -102,12 +106,17 @@ class _Replay(Exception):
         self.wakeups = wakeups
 
 
-def _observed_pass(session: ExecutionSession, claimed: RunClaim, clock: Clock) -> Execution:
+def _observed_pass(
+    session: ExecutionSession,
+    claimed: RunClaim,
+    clock: Clock,
+    history: dict[int, RecordedStep] | None,
+) -> Execution:
     """One pass as metrics and spans see it; a pass that raises (a database failure the task
     retries) keeps the outcome "failed"."""
     with RunPass(session.run_id, claimed.workflow) as run_pass:
         try:
-            execution = _execute_once(session, claimed, clock)
+            execution = _execute_once(session, claimed, clock, history)
         except _Replay:
             run_pass.outcome = "woken"  # a wake-up raced the suspend: the run replays at once
             raise
@@ -115,10 +124,18 @@ def _observed_pass(session: ExecutionSession, claimed: RunClaim, clock: Clock) -
         return execution
 
 
-def _execute_once(session: ExecutionSession, claimed: RunClaim, clock: Clock) -> Execution:
+def _execute_once(
+    session: ExecutionSession,
+    claimed: RunClaim,
+    clock: Clock,
+    history: dict[int, RecordedStep] | None,
+) -> Execution:
+    """One pass over the run's history (read with the claim, or now: None)."""
     known = registry.workflows.get(claimed.workflow)  # an unknown one fails in _invoke
     fn = known.fn if known is not None else _unknown
-    ctx = workflow_context(fn, session, load_history(session.run_id), clock)
+    if history is None:
+        history = load_history(session.run_id)
+    ctx = workflow_context(fn, session, history, clock)
     now = clock.now()
     try:
         _announce_start(session, claimed, now)
@@ -217,11 +234,12 @@ def _settle(
         wake_at=None,
         release_lease=True,
     )
-    write = HistoryWrite(
-        session.run_id, session.guard, (EventDraft(event, now, None, payload),), run=patch
-    )
+    # Stream readers and RunHandle.wait() learn of it at once: other processes by a
+    # notification that leaves with the commit, this one's here.
+    events = (EventDraft(event, now, None, payload),)
+    write = HistoryWrite(session.run_id, session.guard, events, run=patch, announce=True)
     session.checkpoint(write, sync=True, payload_bytes=size)
-    announce(session.run_id)  # stream readers and RunHandle.wait() learn of it at once
+    signal_local(session.run_id)
 
 
 def _suspend(

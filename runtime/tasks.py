@@ -16,7 +16,7 @@ from celery.signals import (
 )
 
 from publisher.tracing import TRACEPARENT
-from runtime import conf, executor
+from runtime import conf, dispatch, executor
 from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
 from runtime.eventloop import worker_loop
 from runtime.fanout import async_branches, chunk, sweep
@@ -30,6 +30,8 @@ from runtime.worker import gc_freeze, housekeeping, prefetch
 
 # How long a warm shutdown waits for async branch bodies in flight before it cancels them.
 ASYNC_DRAIN_SECONDS = 10.0
+# How long it waits for the run messages its background publisher still holds.
+PUBLISH_FLUSH_SECONDS = 10.0
 
 
 @shared_task(
@@ -117,10 +119,12 @@ def _close_stale_connections(sender: Task | None = None, **_: object) -> None:
 @worker_shutdown.connect
 def _drain_checkpoints(pid: int | None = None, **_: object) -> None:
     """A warm shutdown lets the async branch bodies in flight end (ASYNC_DRAIN_SECONDS, then
-    they are cancelled and their branches left to the takeover), writes what is still queued
+    they are cancelled and their branches left to the takeover), sends the run messages still
+    held by the background publisher, writes what is still queued
     (prefork children and threads pools), then gives up the process's liveness lock (and a
     prefork child's live metrics)."""
     async_branches.drain(ASYNC_DRAIN_SECONDS)
+    dispatch.flush(PUBLISH_FLUSH_SECONDS)  # a child leaves by os._exit: no atexit flush
     worker_loop().close()
     writer().close()
     release_process_liveness()

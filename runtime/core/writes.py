@@ -145,6 +145,7 @@ class HistoryWrite:
     cancel_open_steps: bool = False  # mark every pending or running step cancelled
     fanouts: tuple[FanoutGroupRow, ...] = ()  # fan-out groups created with these steps
     chunks: tuple[ChunkDraft, ...] = ()  # stream chunks committed with this write
+    announce: bool = False  # notify the run's listeners (other processes) when it commits
 
     def sort_into(self, batch: WriteSorter, session: str, size: int) -> None:
         batch.history(self, session, size)

@@ -42,7 +42,7 @@ from runtime.django_tasks.workflow_tasks import (
     workflow_of,
     workflow_task_result,
 )
-from runtime.handles import start
+from runtime.services.starting import start_run
 from runtime.store.connection import committed_apart, in_transaction
 
 
@@ -121,14 +121,15 @@ class FanfoldBackend(BaseTaskBackend):
         apart = self.settings.enqueue_on_commit is False and in_transaction()
         with committed_apart() if apart else nullcontext():
             if workflow is None:
-                run_id = start(
+                # Durable once this returns; its message leaves from a background publisher,
+                # and one lost on the way is sent again by the run sweep.
+                run, _ = start_run(
                     TASK_WORKFLOW,
-                    task.module_path,
-                    call_args,
-                    call_kwargs,
-                    meta,
+                    [task.module_path, call_args, call_kwargs, meta],
                     priority=run_priority(task.priority),
-                ).id
+                    send_soon=True,
+                )
+                run_id = run.id
             else:  # the task is a workflow: a run of its own, what it was enqueued with beside
                 meta["path"] = task.module_path
                 run_id = start_workflow_task(

@@ -44,6 +44,10 @@ class StepCall:
     policy: RetryPolicy
     at_most_once: bool
     registered: StepFunction[Any, Any] | None
+    # The workflow returns this step's result at once (a Django task's run): its completion
+    # is queued to commit with the run's end, one transaction where there were two. A crash
+    # between them loses only what the step would have run again anyway (at least once).
+    ends_run: bool = False
 
 
 def resolve_step(
@@ -205,8 +209,10 @@ class StepAttemptRun:
         completed = EventDraft(EventType.STEP_COMPLETED, finished, sid, payload)
         size = self.input_bytes + outcome.size
         outbox = self.outbox or StepOutbox()
+        # Chunks and their hooks: readers wait on their commit.
+        sync = not self.call.ends_run or bool(outbox.chunks or outbox.on_commit)
         cursor.write(
-            [completed], done, sync=True, payload_bytes=size + outbox.size, chunks=outbox.chunks
+            [completed], done, sync=sync, payload_bytes=size + outbox.size, chunks=outbox.chunks
         )
         outbox.committed()
         body.outcome = "completed"

@@ -14,7 +14,7 @@ from runtime import conf
 from runtime.core.errors import IdempotencyConflict, ReservedIdempotencyKey, RunAlreadyFinished
 from runtime.core.identity import RESERVED_KEY_PREFIXES, check_idempotency_key, is_reserved_key
 from runtime.core.jsonvalues import checked
-from runtime.dispatch import enqueue_run
+from runtime.dispatch import enqueue_run, enqueue_run_soon
 from runtime.flow.admission import admission_terms, admit
 from runtime.models import Run
 from runtime.registry import WorkflowFunction, registry
@@ -38,6 +38,7 @@ def start_run(
     priority: int = 0,
     owner: Any = None,
     runtime_key: str | None = None,
+    send_soon: bool = False,
 ) -> tuple[Run, bool]:
     """Create a run and enqueue it; returns (run, created).
 
@@ -47,7 +48,9 @@ def start_run(
     ReservedIdempotencyKey (the runtime passes its keys as `runtime_key`). Unknown workflows,
     arguments that are not JSON, too large, or that do not fit the workflow raise before
     anything is recorded. A run of a workflow with `concurrency=N` waits `pending` until
-    admitted (runtime.flow.admission), by `priority` (0-9, higher first), then FIFO.
+    admitted (runtime.flow.admission), by `priority` (0-9, higher first), then FIFO. With
+    `send_soon` the run's message is handed to a background publisher once the run commits
+    (`dispatch.enqueue_run_soon`) instead of sent before this returns.
     """
     wf = registry.workflow(workflow)
     key, priority = admission_terms(wf.name, concurrency_key, priority)
@@ -68,7 +71,7 @@ def start_run(
     if at_limit and wf.flow.on_limit == "cancel_running":
         _cancel_key(wf, key or "", owner_id)
     try:
-        run = _create_run(wf.name, run_input, idem, key, priority, owner_id, size)
+        run = _create_run(wf.name, run_input, idem, key, priority, owner_id, size, send_soon)
     except IntegrityError:
         if idem:
             existing = _keyed_run(owner_id, wf.name, idem, run_input)
@@ -132,6 +135,7 @@ def _create_run(
     priority: int = 0,
     owner_id: int | None = None,
     size: int | None = None,
+    send_soon: bool = False,
 ) -> Run:
     """Insert the run and its run_created event; enqueue it (or admit it) after commit.
 
@@ -162,5 +166,5 @@ def _create_run(
     if gated:
         then: Callable[[], object] = partial(admit, workflow, concurrency_key or "")
     else:
-        then = partial(enqueue_run, run.id, priority=priority)
+        then = partial(enqueue_run_soon if send_soon else enqueue_run, run.id, priority=priority)
     return insert_run(run, payload, now, bound=bound, then=then)

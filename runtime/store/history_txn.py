@@ -22,7 +22,7 @@ from runtime.store import history_rows
 from runtime.store.dialect import Statement, execute
 from runtime.store.parts import STEP_UPDATE_FIELDS, RunPart
 from runtime.store.runs import run_update_statement
-from runtime.store.streams import append_chunks_txn
+from runtime.store.streams import append_chunks_txn, notify_run
 
 
 def write_parts_txn(parts: list[RunPart], now: datetime, check_at: datetime) -> None:
@@ -53,6 +53,8 @@ def write_parts_txn(parts: list[RunPart], now: datetime, check_at: datetime) -> 
     for part in parts:
         if part.chunks:
             append_chunks_txn(part.run_id, part.chunks, now)
+        elif part.announce:  # the chunks notify already; on PostgreSQL it leaves at commit
+            notify_run(part.run_id)
 
 
 def _update_run(part: RunPart, now: datetime) -> int:

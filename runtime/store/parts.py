@@ -44,6 +44,7 @@ class RunPart:
     cancel_open_steps: bool = False
     fanouts: list[FanoutGroupRow] = field(default_factory=list)
     chunks: list[ChunkDraft] = field(default_factory=list)
+    announce: bool = False
 
 
 def run_parts(writes: Sequence[tuple[str, HistoryWrite]]) -> list[RunPart]:
@@ -62,4 +63,5 @@ def run_parts(writes: Sequence[tuple[str, HistoryWrite]]) -> list[RunPart]:
         part.cancel_open_steps = part.cancel_open_steps or w.cancel_open_steps
         part.fanouts.extend(w.fanouts)
         part.chunks.extend(w.chunks)
+        part.announce = part.announce or w.announce
     return list(parts.values())

@@ -24,7 +24,7 @@ from runtime.store.connection import raw_connection
 from runtime.store.dialect import Statement
 from runtime.store.parts import RunPart
 from runtime.store.runs import run_update_statement
-from runtime.store.streams import chunk_statements
+from runtime.store.streams import chunk_statements, notify_statement
 
 # Beyond this the statement would pass PostgreSQL's 65,535-parameter limit: the transaction path.
 MAX_PARAMETERS = 60_000
@@ -79,6 +79,8 @@ def write_parts(
     for g in groups:
         if g.chunks:
             statements += chunk_statements(g.run_id, g.chunks, now)
+        elif g.announce:  # the chunks' statements notify already
+            statements.append(notify_statement(g.run_id))
     if any(len(params) > MAX_PARAMETERS for _, params in statements):
         return False
     raw = raw_connection()

@@ -69,13 +69,28 @@ def _insert_together(run: Run, event: Event) -> None:
 
 
 def _insert_statement(row: Run | Event) -> tuple[str, list[Any]]:
-    """The INSERT Django's `save(force_insert=True)` would send for `row`, with its params."""
-    meta = type(row)._meta
+    """The INSERT Django's `save(force_insert=True)` would send for `row`, with its params.
+
+    A one-row INSERT of plain values has the same SQL every time: it is compiled once per
+    model and connection vendor, and only the values are prepared (as the compiler does).
+    """
+    model = type(row)
+    meta = model._meta
     fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field]
-    query = InsertQuery(type(row))
+    values = [f.pre_save(row, True) for f in fields]
+    key = (model, connection.vendor)
+    sql = _INSERT_SQL.get(key)
+    if sql is not None and not any(hasattr(v, "resolve_expression") for v in values):
+        return sql, [f.get_db_prep_save(v, connection) for f, v in zip(fields, values, strict=True)]
+    query = InsertQuery(model)
     query.insert_values(fields, [row])
     ((sql, params),) = query.get_compiler(connection=connection).as_sql()
+    if not any(hasattr(v, "resolve_expression") for v in values):
+        _INSERT_SQL[key] = sql
     return sql, list(params)
+
+
+_INSERT_SQL: dict[tuple[type[Any], str], str] = {}
 
 
 def run_by_id(run_id: uuid.UUID) -> Run | None:

@@ -22,7 +22,7 @@ from runtime.payloads.codec import STORED_FORM_MARK
 from runtime.payloads.packing import unpack
 from runtime.store.columns import JSON_COLUMNS
 from runtime.store.connection import raw_connection
-from runtime.store.dialect import adapter, in_list, postgres, uuid_param
+from runtime.store.dialect import IDLE, adapter, in_list, postgres, uuid_param
 
 
 def run_update_statement(
@@ -86,6 +86,51 @@ def claim_run(
 ) -> RunClaim | None:
     """Take the run's lease if it is active, admitted (runtime.flow.admission) and nobody live
     holds it; `owner` is the claiming process's liveness key (runtime.leases.liveness)."""
+    with connection.cursor() as cursor:
+        cursor.execute(*_claim_statement(run_id, token, now, owner))
+        row = cursor.fetchone()
+    return None if row is None else _claim_of(row)
+
+
+def claim_run_with_history(
+    run_id: uuid.UUID, token: str, now: datetime, owner: int | None = None
+) -> tuple[RunClaim, dict[int, RecordedStep]] | None:
+    """`claim_run`, then the run's history (`load_history`) if it was claimed.
+
+    On PostgreSQL outside an atomic block both go in one round trip, the claim committed
+    without waiting for the WAL flush: a claim lost with the server only makes the run
+    claimable again (every later write is fenced by the lease, and the first durable commit
+    flushes the claim with it), while what the run records stays as durable as before.
+    """
+    if not postgres() or connection.in_atomic_block or not connection.get_autocommit():
+        claimed = claim_run(run_id, token, now, owner)
+        return None if claimed is None else (claimed, load_history(run_id))
+    raw = raw_connection()
+    with (
+        connection.wrap_database_errors,
+        psycopg.Cursor(raw) as frame,
+        psycopg.Cursor(raw) as claim,
+        psycopg.Cursor(raw) as history,
+    ):
+        try:
+            with raw.pipeline():
+                frame.execute("BEGIN")
+                frame.execute("SET LOCAL synchronous_commit = off")
+                claim.execute(*_claim_statement(run_id, token, now, owner))
+                history.execute(_HISTORY_PG, [run_id], binary=True)
+                frame.execute("COMMIT")
+        except psycopg.Error:
+            if not raw.closed and raw.info.transaction_status != IDLE:
+                raw.execute("ROLLBACK")
+            raise
+        row = claim.fetchone()
+        rows = history.fetchall()
+    return None if row is None else (_claim_of(row), _history_of(rows))
+
+
+def _claim_statement(
+    run_id: uuid.UUID, token: str, now: datetime, owner: int | None
+) -> tuple[str, list[Any]]:
     lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
     states, state_params = in_list(ACTIVE_RUN_STATES)
     sql = (
@@ -99,11 +144,10 @@ def claim_run(
     )
     debounced = [str(RunStatus.PENDING.value), now, f"{DEBOUNCE_KEY_PREFIX}%"]
     params = [token, lease_until, owner, uuid_param(run_id), *state_params, now, True, *debounced]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
-        return None
+    return sql, params
+
+
+def _claim_of(row: Sequence[Any]) -> RunClaim:
     raw_input = unpack(json.loads(row[3]) if isinstance(row[3], str) else row[3])
     return RunClaim(
         status=row[0], wakeups=int(row[1]), workflow=row[2], input=raw_input, priority=row[4]
@@ -153,7 +197,11 @@ def load_history(run_id: uuid.UUID) -> dict[int, RecordedStep]:
         return {row[0]: RecordedStep(*row) for row in values.iterator(chunk_size=5000)}
     with connection.wrap_database_errors, psycopg.Cursor(raw_connection()) as cursor:
         cursor.execute(_HISTORY_PG, [run_id], binary=True)
-        rows = cursor.fetchall()
+        return _history_of(cursor.fetchall())
+
+
+def _history_of(rows: list[Any]) -> dict[int, RecordedStep]:
+    """The rows of `_HISTORY_PG` as step records by position."""
     results = _json_values([row[_RESULT] for row in rows])
     errors = _json_values([row[_ERROR] for row in rows])
     return {

@@ -115,8 +115,14 @@ def chunk_statements(
             params.extend((n, as_json(value)))
         statements.append((_LOCK, [f"{run_id}/{stream}"]))
         statements.append((_insert_many_sql(len(values)), params))
-    statements.append((_NOTIFY, [CHANNEL, str(run_id)]))
+    statements.append(notify_statement(run_id))
     return statements
+
+
+def notify_statement(run_id: uuid.UUID) -> tuple[str, list[Any]]:
+    """The statement that tells every listening process something happened to the run: in a
+    transaction, it leaves at commit."""
+    return _NOTIFY, [CHANNEL, str(run_id)]
 
 
 def append_chunks_txn(run_id: uuid.UUID, chunks: Sequence[ChunkDraft], now: datetime) -> None:

@@ -38,7 +38,8 @@ def test_tasks_workers_sigkill_mid_task_retries_and_finishes_once(counters_redis
     with running_worker("tasks-doomed", "prefork", 1, **WORKER_ENV) as doomed:
         result = flows.hold_then_finish.enqueue("order-9")
         wait_until(lambda: counters_redis.llen(flows.RUNS) >= 1, 60, "the task to start")
-        assert flows.hold_then_finish.get_result(result.id).status == TaskResultStatus.RUNNING
+        # The attempt's start is queued to commit without holding up the body: shortly after.
+        wait_until(lambda: _status(result.id) == TaskResultStatus.RUNNING, 10, "RUNNING")
         doomed.kill()
 
     with running_worker("tasks-rescue", "prefork", 1, **WORKER_ENV):
@@ -91,3 +92,7 @@ def test_tasks_workers_a_task_that_is_a_workflow_runs_as_that_workflow(
     assert result.enqueued_at <= result.started_at <= result.finished_at
     assert Run.objects.get(id=result.id).workflow == "tests.tasks.squares_total"
     assert len([s for s in run.steps() if s.kind == "step"]) == 3  # the map's branches
+
+
+def _status(result_id: str) -> str:
+    return str(flows.hold_then_finish.get_result(result_id).status)

@@ -54,7 +54,8 @@ class Later:
 
 
 class RecordingDispatcher(CeleryDispatcher):
-    """Records enqueues and delayed publishes; branches due now go to `transport` (a fake)."""
+    """Records enqueues (those sent in the background too) and delayed publishes; branches
+    due now go to `transport` (a fake)."""
 
     def __init__(self, transport: Transport | None = None) -> None:
         self.transport = transport or FakeTransport()
@@ -67,6 +68,9 @@ class RecordingDispatcher(CeleryDispatcher):
         self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
     ) -> None:
         self.enqueued(run_id, countdown, priority)
+
+    def enqueue_run_soon(self, run_id: uuid.UUID, priority: int = 0) -> None:
+        self.enqueued(run_id, None, priority)  # recorded as sent at once
 
     def queue_depth(self, queue: str | None = None) -> int | None:
         return self.depth  # None (unknown) unless a test sets it

@@ -1,0 +1,111 @@
+"""`BackgroundPublisher`: messages handed over now, published by a thread of its own.
+
+`submit` returns at once unless `max_pending` messages wait already (then it waits for room: a
+publisher that falls behind holds its callers back instead of its messages for ever longer);
+the thread, woken by the first message, publishes what is queued in requests of at most
+`batch_size` (`publish_messages`), and takes whatever queued meanwhile as its next batch.
+`flush()` waits until everything submitted before it was attempted, and a process that exits
+flushes first (atexit). A failed batch goes to `on_failure` and is not tried again: submit
+only messages that something else sends again when they are lost.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from publisher.core import DEFAULT_BATCH_SIZE, publish_messages
+from publisher.messages import Message
+from publisher.transport import Transport
+
+log = logging.getLogger("fanfold.publisher")
+
+EXIT_FLUSH_SECONDS = 10.0
+
+Failure = Callable[[Sequence[Message], Exception], None]
+
+
+def _log_failure(messages: Sequence[Message], exc: Exception) -> None:
+    log.warning("%d message(s) published in the background were lost: %s", len(messages), exc)
+
+
+class BackgroundPublisher:
+    """A queue of messages and the thread that publishes them in batches."""
+
+    def __init__(
+        self,
+        transport: Callable[[], Transport],
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_pending: int = 2 * DEFAULT_BATCH_SIZE,
+        on_failure: Failure = _log_failure,
+        name: str = "fanfold-publisher",
+    ) -> None:
+        if batch_size < 1 or max_pending < 1:
+            raise ValueError("batch_size and max_pending must be at least 1")
+        self._transport = transport
+        self.batch_size = batch_size
+        self.max_pending = max_pending
+        self._on_failure = on_failure
+        self._name = name
+        self._pid = -1
+        self._reset()
+
+    def _reset(self) -> None:
+        # A forked child has the queue but not the thread (nor a usable lock): it starts anew.
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._queue: deque[Message] = deque()
+        self._submitted = 0
+        self._attempted = 0
+        self._thread: threading.Thread | None = None
+
+    def submit(self, message: Message) -> None:
+        """Queue `message` for the thread; returns at once unless `max_pending` wait."""
+        if self._pid != os.getpid():
+            self._reset()
+        with self._cond:
+            if self._thread is not None:
+                self._cond.wait_for(lambda: self._submitted - self._attempted < self.max_pending)
+            self._queue.append(message)
+            self._submitted += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+                atexit.register(self.flush, EXIT_FLUSH_SECONDS)
+            self._cond.notify_all()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every message submitted so far was attempted; False on time-out."""
+        if self._pid != os.getpid():
+            return True  # submitted in the parent: not this process's to send
+        with self._cond:
+            target = self._submitted
+            return self._cond.wait_for(lambda: self._attempted >= target, timeout)
+
+    def pending(self) -> int:
+        """Messages submitted and not attempted yet."""
+        with self._cond:
+            return self._submitted - self._attempted
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._queue))
+                count = min(len(self._queue), self.batch_size)
+                batch = [self._queue.popleft() for _ in range(count)]
+            try:
+                publish_messages(batch, self._transport(), batch_size=self.batch_size)
+            except Exception as exc:  # a PublishError, or the transport could not be made
+                try:
+                    self._on_failure(batch, exc)
+                except Exception:
+                    log.exception("on_failure of a background batch raised")
+            finally:
+                with self._cond:
+                    self._attempted += len(batch)
+                    self._cond.notify_all()

@@ -1,0 +1,111 @@
+"""How a task's run leaves and runs, on real PostgreSQL: its message goes through the
+background publisher after the run commits; a message lost there is sent again by the run
+sweep; the execution claims the run and reads its history in one go; the task's step
+completion commits with the run's end."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from publisher.fake import FakeTransport
+from runtime import dispatch
+from runtime.dispatch import EXECUTE_RUN, CeleryDispatcher
+from runtime.django_tasks.compat import TaskResultStatus
+from runtime.executor import execute
+from runtime.models import Run, Step
+from runtime.recovery import run_sweep
+from runtime.store.runs import claim_run_with_history
+from runtime.testing import use_dispatcher
+from tests.support import sample_tasks as tasks
+
+
+class LossyDispatcher(CeleryDispatcher):
+    """The real background publish, into a fake broker; what the sweep sends is recorded."""
+
+    def __init__(self) -> None:
+        self.broker = FakeTransport()
+        super().__init__(transport=self.broker)
+        self.resent: list[uuid.UUID] = []
+
+    def enqueue_run(
+        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+    ) -> None:
+        self.resent.append(run_id)
+
+    def queue_depth(self, queue: str | None = None) -> int | None:
+        return 0
+
+
+def test_tasks_backend_message_leaves_through_the_background_publisher() -> None:
+    with use_dispatcher(LossyDispatcher()) as lossy:
+        assert isinstance(lossy, LossyDispatcher)
+        ids = [tasks.add.enqueue(i, 1).id for i in range(3)]
+        assert dispatch.flush(10)
+    sent = lossy.broker.delivered
+    assert [(m.task, m.args, m.idempotency_key) for m in sent] == [
+        (EXECUTE_RUN, [i], f"{i}:start") for i in ids
+    ]
+    assert lossy.resent == []
+
+
+def test_tasks_backend_message_lost_in_the_background_is_sent_again_by_the_sweep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with use_dispatcher(LossyDispatcher()) as lossy:
+        assert isinstance(lossy, LossyDispatcher)
+        lossy.broker.fail_next_request()
+        result = tasks.add.enqueue(2, 3)
+        assert dispatch.flush(10)
+        assert lossy.broker.delivered == []  # lost: the run is committed, its message is not
+        monkeypatch.setattr(run_sweep, "overdue_grace", lambda depth: 0.0)
+        run_sweep.sweep_once()
+    assert lossy.resent == [uuid.UUID(result.id)]
+    execute(uuid.UUID(result.id))
+    result.refresh()
+    assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, 5)
+
+
+def test_tasks_backend_claim_reads_the_history_with_the_lease() -> None:
+    run_id = uuid.UUID(tasks.flaky.enqueue(1).id)
+    execute(run_id)  # attempt 1 fails: its retry is recorded, the run waits
+    token = secrets.token_hex(16)
+    found = claim_run_with_history(run_id, token, timezone.now())
+    assert found is not None
+    claimed, history = found
+    assert claimed.workflow == Run.objects.get(id=run_id).workflow
+    assert [(s.position, s.status, s.attempt) for s in history.values()] == [
+        (p, st, a)
+        for p, st, a in Step.objects.filter(run_id=run_id).values_list(
+            "position", "status", "attempt"
+        )
+    ]
+    assert len(history) == 1
+    assert Run.objects.get(id=run_id).lease_token == token
+    assert claim_run_with_history(run_id, "other", timezone.now()) is None  # leased
+
+
+def test_tasks_backend_claim_inside_an_atomic_block_stays_in_it() -> None:
+    run_id = uuid.UUID(tasks.add.enqueue(1, 1).id)
+    with transaction.atomic():
+        found = claim_run_with_history(run_id, "t", timezone.now())
+        assert found is not None and found[1] == {}
+        transaction.set_rollback(True)
+    assert Run.objects.get(id=run_id).lease_token is None  # the caller's rollback undid it
+
+
+def test_tasks_backend_step_completion_commits_with_the_run_end() -> None:
+    run_id = uuid.UUID(tasks.add.enqueue(4, 5).id)
+    execute(run_id)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT xmin::text FROM {Run._meta.db_table} WHERE id = %s), "
+            f"(SELECT xmin::text FROM {Step._meta.db_table} WHERE run_id = %s)",
+            [run_id, run_id],
+        )
+        run_txn, step_txn = cursor.fetchone()
+    assert run_txn == step_txn  # one transaction wrote the step's result and the run's end

@@ -1,0 +1,132 @@
+"""BackgroundPublisher: submitted messages leave from its thread in batches, flush waits for
+them, a failed batch is handed to on_failure, and a process that exits sends what it holds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from publisher.background import BackgroundPublisher
+from publisher.errors import PublishError
+from publisher.fake import FakeTransport
+from publisher.messages import Message, Outcome
+from tests.unit.publisher.conftest import MakeMessages
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class GatedTransport(FakeTransport):
+    """A fake whose requests wait until `gate` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def send(self, message: Message) -> Outcome:
+        self.gate.wait(10)
+        return super().send(message)
+
+    def send_batch(self, messages: Sequence[Message]) -> list[Outcome]:
+        self.gate.wait(10)
+        return super().send_batch(messages)
+
+
+def test_background_publisher_sends_everything_in_order_in_batches(
+    make_messages: MakeMessages,
+) -> None:
+    transport = GatedTransport()
+    publisher = BackgroundPublisher(lambda: transport, batch_size=100, max_pending=300)
+    messages = make_messages(251)
+    for message in messages:
+        publisher.submit(message)  # the first request waits at the gate, the rest queue
+    assert publisher.pending() == 251
+    transport.gate.set()
+    assert publisher.flush(10)
+    assert publisher.pending() == 0
+    assert [m.idempotency_key for m in transport.delivered] == [m.idempotency_key for m in messages]
+    sizes = [len(request.messages) for request in transport.requests]
+    assert max(sizes) <= 100
+    assert len(sizes) < len(messages)  # those queued meanwhile shared requests
+
+
+def test_background_publisher_flush_times_out_while_a_request_hangs(
+    make_messages: MakeMessages,
+) -> None:
+    transport = GatedTransport()
+    publisher = BackgroundPublisher(lambda: transport)
+    publisher.submit(make_messages(1)[0])
+    assert not publisher.flush(0.05)
+    transport.gate.set()
+    assert publisher.flush(10)
+
+
+def test_background_publisher_hands_a_failed_batch_to_on_failure(
+    make_messages: MakeMessages,
+) -> None:
+    fake = FakeTransport()
+    failed: list[tuple[list[str], Exception]] = []
+
+    def on_failure(batch: Sequence[Message], exc: Exception) -> None:
+        failed.append(([m.idempotency_key for m in batch], exc))
+
+    publisher = BackgroundPublisher(lambda: fake, on_failure=on_failure)
+    lost, kept = make_messages(2)
+    fake.fail_next_request()
+    publisher.submit(lost)
+    assert publisher.flush(10)
+    publisher.submit(kept)
+    assert publisher.flush(10)
+    assert [keys for keys, _ in failed] == [[lost.idempotency_key]]
+    assert isinstance(failed[0][1], PublishError)
+    assert [m.idempotency_key for m in fake.delivered] == [kept.idempotency_key]
+
+
+def test_background_publisher_sends_what_it_holds_when_the_process_exits(tmp_path: Path) -> None:
+    sent = tmp_path / "sent.txt"
+    script = textwrap.dedent(
+        f"""
+        import time
+        from publisher.background import BackgroundPublisher
+        from publisher.messages import Message, Outcome
+
+        class SlowTransport:
+            def send(self, message):
+                return self.send_batch([message])[0]
+
+            def send_batch(self, messages):
+                time.sleep(0.3)  # still sending when the main thread ends
+                with open({str(sent)!r}, "a") as out:
+                    out.writelines(m.idempotency_key + "\\n" for m in messages)
+                return [Outcome.sent(m.idempotency_key) for m in messages]
+
+        publisher = BackgroundPublisher(SlowTransport)
+        for key in ("a", "b"):
+            publisher.submit(Message("tests.task", key))
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True, timeout=60)
+    assert sent.read_text().split() == ["a", "b"]
+
+
+def test_background_publisher_holds_submit_back_while_too_many_wait(
+    make_messages: MakeMessages,
+) -> None:
+    transport = GatedTransport()
+    publisher = BackgroundPublisher(lambda: transport, max_pending=3)
+    first, *more = make_messages(4)
+    publisher.submit(first)
+    for message in more[:2]:
+        publisher.submit(message)
+    done = threading.Event()
+    late = threading.Thread(target=lambda: (publisher.submit(more[2]), done.set()))
+    late.start()
+    assert not done.wait(0.2)  # three wait (one in a hung request): the fourth is held back
+    transport.gate.set()
+    assert done.wait(10)
+    late.join(10)
+    assert publisher.flush(10)
+    assert len(transport.delivered) == 4
