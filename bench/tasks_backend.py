@@ -5,8 +5,8 @@ Each side has its workers running and idle first; the figure is the time from th
 enqueue to the last task's finish (the rows' own `finished_at`). Fanfold's side is one prefork
 worker of `concurrency` processes; django-tasks-db's is as many `db_worker` processes (each
 runs one task at a time), polling every `interval` seconds when idle. Fanfold's side also
-reports the execution messages its worker took (`execute_messages`: one per task, and the
-duplicates it skipped). django-tasks-db is not a
+reports the execution messages its worker took (`execute_messages`: one per task or per batch
+of tasks, and the duplicates it skipped; `batch_messages` of them carried several tasks). django-tasks-db is not a
 dependency of Fanfold: `pip install -e '.[bench]'` brings it (the TASKS alias "db" of the demo
 settings uses it when it is installed).
 """
@@ -28,7 +28,7 @@ from bench import counting, environment
 from bench.environment import Pool
 from bench.workers import ROOT, database_url
 from runtime import dispatch
-from runtime.dispatch import EXECUTE_RUN
+from runtime.dispatch import EXECUTE_RUN, EXECUTE_RUNS
 from runtime.models import Run, RunStatus
 
 POLL_SECONDS = 0.05
@@ -68,9 +68,15 @@ def _fanfold_side(count: int, timeout: float, pool: Pool) -> dict[str, Any]:
         time.sleep(0.2)  # what a worker took last is counted as it starts
     span = runs.aggregate(first=Min("created_at"), last=Max("finished_at"))
     runs.delete()
-    # Execution messages the worker took: one per task, and the duplicates it skipped.
-    messages = counting.consumed().get(EXECUTE_RUN, 0)
-    return {**_side(span["first"], span["last"], enqueued), "execute_messages": messages}
+    # Execution messages the worker took: one per task or per batch of tasks (the publisher
+    # combines the starts it holds at send time), and the duplicates it skipped.
+    consumed = counting.consumed()
+    singles, batches = consumed.get(EXECUTE_RUN, 0), consumed.get(EXECUTE_RUNS, 0)
+    return {
+        **_side(span["first"], span["last"], enqueued),
+        "execute_messages": singles + batches,
+        "batch_messages": batches,
+    }
 
 
 def _db_worker_side(count: int, timeout: float, processes: int, interval: float) -> dict[str, Any]:

@@ -7,6 +7,13 @@ the thread, woken by the first message, publishes what is queued in requests of 
 `flush()` waits until everything submitted before it was attempted, and a process that exits
 flushes first (atexit). A failed batch goes to `on_failure` and is not tried again: submit
 only messages that something else sends again when they are lost.
+
+Two options shape a stream of submits. `combine` turns a batch taken off the queue into the
+messages actually published (runtime.core.run_batches makes one message of many runs' starts);
+`on_failure` still gets the submitted ones. `linger` paces a stream: a batch ready within
+`linger` seconds of the previous request waits out the rest of that time (unless `batch_size`
+messages are queued, or a `flush` waits), so that it takes more messages with it; a message
+submitted after a quiet spell leaves at once.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import atexit
 import logging
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
@@ -27,6 +35,7 @@ log = logging.getLogger("fanfold.publisher")
 EXIT_FLUSH_SECONDS = 10.0
 
 Failure = Callable[[Sequence[Message], Exception], None]
+Combine = Callable[[list[Message]], list[Message]]
 
 
 def _log_failure(messages: Sequence[Message], exc: Exception) -> None:
@@ -44,9 +53,15 @@ class BackgroundPublisher:
         max_pending: int = 2 * DEFAULT_BATCH_SIZE,
         on_failure: Failure = _log_failure,
         name: str = "fanfold-publisher",
+        combine: Combine | None = None,
+        linger: float = 0.0,
     ) -> None:
         if batch_size < 1 or max_pending < 1:
             raise ValueError("batch_size and max_pending must be at least 1")
+        if linger < 0:
+            raise ValueError("linger must not be negative")
+        self._combine = combine
+        self.linger = linger
         self._transport = transport
         self.batch_size = batch_size
         self.max_pending = max_pending
@@ -62,6 +77,7 @@ class BackgroundPublisher:
         self._queue: deque[Message] = deque()
         self._submitted = 0
         self._attempted = 0
+        self._flushing = 0  # flush() calls waiting: no lingering while one does
         self._thread: threading.Thread | None = None
 
     def submit(self, message: Message) -> None:
@@ -85,7 +101,12 @@ class BackgroundPublisher:
             return True  # submitted in the parent: not this process's to send
         with self._cond:
             target = self._submitted
-            return self._cond.wait_for(lambda: self._attempted >= target, timeout)
+            self._flushing += 1
+            self._cond.notify_all()
+            try:
+                return self._cond.wait_for(lambda: self._attempted >= target, timeout)
+            finally:
+                self._flushing -= 1
 
     def pending(self) -> int:
         """Messages submitted and not attempted yet."""
@@ -93,13 +114,19 @@ class BackgroundPublisher:
             return self._submitted - self._attempted
 
     def _run(self) -> None:
+        previous = float("-inf")  # when the previous request began
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._queue))
+                until = previous + self.linger
+                while self._lingers() and (left := until - time.monotonic()) > 0:
+                    self._cond.wait(left)
                 count = min(len(self._queue), self.batch_size)
                 batch = [self._queue.popleft() for _ in range(count)]
+            previous = time.monotonic()
             try:
-                publish_messages(batch, self._transport(), batch_size=self.batch_size)
+                sent = batch if self._combine is None else self._combine(batch)
+                publish_messages(sent, self._transport(), batch_size=self.batch_size)
             except Exception as exc:  # a PublishError, or the transport could not be made
                 try:
                     self._on_failure(batch, exc)
@@ -109,3 +136,7 @@ class BackgroundPublisher:
                 with self._cond:
                     self._attempted += len(batch)
                     self._cond.notify_all()
+
+    def _lingers(self) -> bool:
+        # Called holding the lock.
+        return len(self._queue) < self.batch_size and not self._flushing

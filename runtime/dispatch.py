@@ -32,10 +32,12 @@ from publisher import CeleryTransport, Message, Transport, publish_messages
 from publisher.background import BackgroundPublisher
 from publisher.messages import IDEMPOTENCY_HEADER, Routing
 from runtime import conf
+from runtime.core import run_batches
 from runtime.core.branch_dispatch import BranchDispatch
 from runtime.core.identity import dispatch_key
 
 EXECUTE_RUN = "fanfold.execute_run"
+EXECUTE_RUNS = "fanfold.execute_runs"  # several runs' starts (runtime.core.run_batches)
 RUN_BRANCH = "fanfold.run_branch"
 MIN_PRIORITY, MAX_PRIORITY = 0, 9
 
@@ -125,7 +127,8 @@ class CeleryDispatcher:
         self._given_transport = transport
         self._transport: CeleryTransport | None = None
         self._background = BackgroundPublisher(
-            lambda: transport or self._celery_transport(conf.get().PUBLISH_BATCH_SIZE)
+            lambda: transport or self._celery_transport(conf.get().PUBLISH_BATCH_SIZE),
+            **run_batches.publisher_options(EXECUTE_RUN, EXECUTE_RUNS),
         )
 
     def _app(self) -> Celery:
@@ -158,7 +161,8 @@ class CeleryDispatcher:
             return
         routing = Routing(queue=run_queue(run_id), priority=self._level(app, priority))
         key = f"{run_id}:start"  # derived: a copy the sweep sends has an id of its own
-        self._background.submit(Message(EXECUTE_RUN, key, args=[str(run_id)], routing=routing))
+        kwargs: dict[str, object] = {"priority": priority} if priority else {}
+        self._background.submit(Message(EXECUTE_RUN, key, [str(run_id)], kwargs, routing=routing))
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the messages `enqueue_run_soon` took were sent; False on time-out."""
@@ -292,6 +296,5 @@ def publish_later(
 
 
 def queue_depth(queue: str | None = None) -> int | None:
-    """How many messages wait in the broker's `queue` (None: the default queue); None if
-    unknown."""
+    """How many messages wait in the broker's `queue` (None: the default one); None if unknown."""
     return _dispatcher.queue_depth(queue)

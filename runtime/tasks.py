@@ -17,7 +17,7 @@ from celery.signals import (
 
 from publisher.tracing import TRACEPARENT
 from runtime import conf, dispatch, executor
-from runtime.dispatch import EXECUTE_RUN, RUN_BRANCH
+from runtime.dispatch import EXECUTE_RUN, EXECUTE_RUNS, RUN_BRANCH
 from runtime.eventloop import worker_loop
 from runtime.fanout import async_branches, chunk, sweep
 from runtime.fanout.report import BranchAttempt
@@ -27,6 +27,7 @@ from runtime.recovery import dead_processes, run_sweep
 from runtime.store import writer
 from runtime.store.connection import close_stale_connections
 from runtime.worker import gc_freeze, housekeeping, prefetch
+from runtime.worker.run_batch import execute_batch
 
 # How long a warm shutdown waits for async branch bodies in flight before it cancels them.
 ASYNC_DRAIN_SECONDS = 10.0
@@ -44,9 +45,26 @@ PUBLISH_FLUSH_SECONDS = 10.0
     retry_backoff_max=30,
     max_retries=None,
 )
-def execute_run(run_id: str) -> str:
-    """Execute or resume one run; retried with backoff if the database fails under it."""
+def execute_run(run_id: str, priority: int = 0) -> str:
+    """Execute or resume one run; retried with backoff if the database fails under it.
+    `priority` is the run's, carried by a start message so that it can join a batch."""
     return executor.execute(uuid.UUID(run_id)).outcome.value
+
+
+@shared_task(
+    name=EXECUTE_RUNS,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    autoretry_for=(Exception,),
+    retry_backoff=True,
+    retry_backoff_max=30,
+    max_retries=None,
+)
+def execute_runs(run_ids: list[str], priority: int = 0) -> str:
+    """Execute several runs' starts in turn (runtime.worker.run_batch); retried whole with
+    backoff if the database fails under one (the finished ones are then skipped)."""
+    return execute_batch([uuid.UUID(run_id) for run_id in run_ids], priority)
 
 
 @shared_task(
