@@ -6,9 +6,9 @@ enqueue to the last task's finish (the rows' own `finished_at`). Fanfold's side 
 worker of `concurrency` processes; django-tasks-db's is as many `db_worker` processes (each
 runs one task at a time), polling every `interval` seconds when idle. Fanfold's side also
 reports the execution messages its worker took (`execute_messages`: one per task or per batch
-of tasks, and the duplicates it skipped; `batch_messages` of them carried several tasks). django-tasks-db is not a
-dependency of Fanfold: `pip install -e '.[bench]'` brings it (the TASKS alias "db" of the demo
-settings uses it when it is installed).
+of tasks, and the duplicates it skipped; `batch_messages` of them carried several tasks).
+django-tasks-db is not a dependency of Fanfold: `pip install -e '.[bench]'` brings it (the
+TASKS alias "db" of the demo settings uses it when it is installed).
 """
 
 from __future__ import annotations

@@ -159,8 +159,11 @@ class WorkflowFunction(Generic[R]):
 
     def check_arguments(self, args: list[Any], kwargs: dict[str, Any]) -> None:
         """Raise InvalidArguments if these would not bind to the workflow's parameters."""
+        signature = self.__dict__.get("_signature")
+        if signature is None:  # read once: inspecting it costs more than binding
+            signature = self.__dict__["_signature"] = inspect.signature(self.fn)
         try:
-            inspect.signature(self.fn).bind(None, *args, **kwargs)
+            signature.bind(None, *args, **kwargs)
         except TypeError as exc:
             raise InvalidArguments(f"arguments do not fit workflow {self.name!r}: {exc}") from None
 

@@ -8,10 +8,12 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+import psycopg
+from django.db import connection, models, transaction
 from django.db.models.sql import InsertQuery
 
 from runtime.models import ACTIVE_RUN_STATES, Event, EventType, Run, Step
+from runtime.store.connection import raw_connection
 from runtime.store.dialect import postgres
 from runtime.store.payload_forms import StoredForms
 
@@ -60,37 +62,62 @@ def insert_run(
 
 
 def _insert_together(run: Run, event: Event) -> None:
-    """The run's and its event's INSERTs as one statement (the event's foreign key is
-    checked at its end, when the run's row is there)."""
+    """The run's and its event's INSERTs as one prepared statement (the event's foreign key
+    is checked at its end, when the run's row is there), its values bound by the server."""
     run_sql, run_params = _insert_statement(run)
     event_sql, event_params = _insert_statement(event)
-    with connection.cursor() as cursor:
-        cursor.execute(f"WITH new_run AS ({run_sql}) {event_sql}", [*run_params, *event_params])
+    sql = f"WITH new_run AS ({run_sql}) {event_sql}"
+    with psycopg.Cursor(raw_connection()) as cursor:
+        cursor.execute(sql, [*run_params, *event_params], prepare=True)
 
 
 def _insert_statement(row: Run | Event) -> tuple[str, list[Any]]:
     """The INSERT Django's `save(force_insert=True)` would send for `row`, with its params.
 
     A one-row INSERT of plain values has the same SQL every time: it is compiled once per
-    model and connection vendor, and only the values are prepared (as the compiler does).
+    model and connection vendor, and only the values are prepared (as the compiler does; a
+    field whose value PostgreSQL's driver takes as it is gets no preparing call).
     """
     model = type(row)
-    meta = model._meta
-    fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field]
-    values = [f.pre_save(row, True) for f in fields]
-    key = (model, connection.vendor)
-    sql = _INSERT_SQL.get(key)
-    if sql is not None and not any(hasattr(v, "resolve_expression") for v in values):
-        return sql, [f.get_db_prep_save(v, connection) for f, v in zip(fields, values, strict=True)]
-    query = InsertQuery(model)
-    query.insert_values(fields, [row])
-    ((sql, params),) = query.get_compiler(connection=connection).as_sql()
-    if not any(hasattr(v, "resolve_expression") for v in values):
-        _INSERT_SQL[key] = sql
-    return sql, list(params)
+    known = _INSERTS.get((model, connection.vendor))
+    if known is None:
+        meta = model._meta
+        fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field]
+        query = InsertQuery(model)
+        query.insert_values(fields, [row])
+        ((sql, params),) = query.get_compiler(connection=connection).as_sql()
+        values = [f.pre_save(row, True) for f in fields]
+        if any(hasattr(v, "resolve_expression") for v in values):
+            return sql, list(params)
+        as_is = [type(f) in _TAKEN_AS_THEY_ARE for f in fields]
+        known = _INSERTS[(model, connection.vendor)] = (sql, tuple(zip(fields, as_is, strict=True)))
+    sql, fields_ = known
+    params = []
+    for field, plain in fields_:
+        value = field.pre_save(row, True)
+        if hasattr(value, "resolve_expression"):  # an expression: compiled as Django would
+            _INSERTS.pop((model, connection.vendor))
+            return _insert_statement(row)
+        prepared = plain or value is None
+        params.append(value if prepared else field.get_db_prep_save(value, connection))
+    return sql, params
 
 
-_INSERT_SQL: dict[tuple[type[Any], str], str] = {}
+# Fields whose Python values psycopg binds as they are, as their get_db_prep_save would leave
+# them on PostgreSQL (a str, an int, a bool, an aware datetime, a UUID).
+_TAKEN_AS_THEY_ARE = frozenset(
+    {
+        models.CharField,
+        models.PositiveIntegerField,
+        models.PositiveSmallIntegerField,
+        models.BigIntegerField,
+        models.IntegerField,
+        models.BooleanField,
+        models.DateTimeField,
+        models.UUIDField,
+    }
+)
+_INSERTS: dict[tuple[type[Any], str], tuple[str, tuple[tuple[Any, bool], ...]]] = {}
 
 
 def run_by_id(run_id: uuid.UUID) -> Run | None:

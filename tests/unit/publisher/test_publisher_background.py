@@ -7,7 +7,8 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from publisher.background import BackgroundPublisher
@@ -130,3 +131,49 @@ def test_background_publisher_holds_submit_back_while_too_many_wait(
     late.join(10)
     assert publisher.flush(10)
     assert len(transport.delivered) == 4
+
+
+def test_background_publisher_publishes_what_combine_makes_of_a_batch(
+    make_messages: MakeMessages,
+) -> None:
+    transport = GatedTransport()
+    taken: list[list[str]] = []
+
+    def combine(batch: list[Message]) -> list[Message]:
+        taken.append([m.idempotency_key for m in batch])
+        return [Message("tests.many", f"{batch[0].idempotency_key}:n{len(batch)}")]
+
+    publisher = BackgroundPublisher(lambda: transport, combine=combine)
+    first, *rest = make_messages(5)
+    publisher.submit(first)
+    _wait_for(lambda: bool(taken))  # the first request waits at the gate
+    for message in rest:
+        publisher.submit(message)  # these queue meanwhile
+    transport.gate.set()
+    assert publisher.flush(10)
+    assert taken == [["m0"], ["m1", "m2", "m3", "m4"]]
+    assert [m.idempotency_key for m in transport.delivered] == ["m0:n1", "m1:n4"]
+    assert publisher.pending() == 0
+
+
+def test_background_publisher_lingers_between_requests_of_a_stream(
+    make_messages: MakeMessages,
+) -> None:
+    fake = FakeTransport()
+    publisher = BackgroundPublisher(lambda: fake, linger=3600.0)
+    first, *rest = make_messages(4)
+    publisher.submit(first)  # after a quiet spell: at once
+    _wait_for(lambda: bool(fake.delivered))
+    for message in rest:
+        publisher.submit(message)  # within the linger of the first request: they wait
+    threading.Event().wait(0.2)
+    assert len(fake.requests) == 1 and publisher.pending() == 3
+    assert publisher.flush(10)  # a flush cuts the linger short
+    assert [len(request.messages) for request in fake.requests] == [1, 3]
+
+
+def _wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "gave up waiting"
+        time.sleep(0.005)
