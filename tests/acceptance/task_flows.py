@@ -17,6 +17,7 @@ MODULE = __name__
 RUNS = "tests:tasks:runs"  # one entry (the attempt) per execution of `hold_then_finish`
 RELEASE = "tests:tasks:release"  # never pushed: attempt 1 blocks until its worker is killed
 SQUARES = "tests:tasks:squares"  # one entry per execution of `square`
+BATCH = "tests:tasks:batch"  # one entry ("label:attempt") per execution of `batch_item`
 
 
 @task(takes_context=True, retry=RetryPolicy(max_attempts=3, initial_delay=0.2, jitter=False))
@@ -26,6 +27,16 @@ def hold_then_finish(context: TaskContext, label: str) -> dict[str, Any]:
     if attempt == 1:
         counters_redis_client().blpop([RELEASE], timeout=120)
     return {"label": label, "attempt": attempt}
+
+
+@task(takes_context=True, retry=RetryPolicy(max_attempts=3, initial_delay=0.2, jitter=False))
+def batch_item(context: TaskContext, label: str, hold: bool) -> str:
+    """One task of a batch; the one to `hold` blocks in its first attempt until its worker
+    process is killed."""
+    counters_redis_client().rpush(BATCH, f"{label}:{context.attempt}")
+    if hold and context.attempt == 1:
+        counters_redis_client().blpop([RELEASE], timeout=120)
+    return label
 
 
 @task

@@ -1,16 +1,24 @@
 """Django tasks on real `celery -A config worker` processes and PostgreSQL: a task completes
-on a prefork worker, survives its worker's SIGKILL (retried, finished once), and a workflow
-steps and maps over a task."""
+on a prefork worker, survives its worker's SIGKILL (retried, finished once), a batch of
+tasks survives the SIGKILL of the pool process running it (each finished once), and a
+workflow steps and maps over a task."""
 
 from __future__ import annotations
 
+import os
+import signal
+import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from celery import current_app
 
 from runtime import get_run, start
+from runtime.dispatch import EXECUTE_RUNS
 from runtime.django_tasks.compat import TaskResultStatus
-from runtime.models import Run
+from runtime.models import Event, EventType, Run
+from runtime.testing import use_dispatcher
 from tests.acceptance import task_flows as flows
 from tests.support.services import wait_until
 from tests.support.workers import running_worker
@@ -96,3 +104,52 @@ def test_tasks_workers_a_task_that_is_a_workflow_runs_as_that_workflow(
 
 def _status(result_id: str) -> str:
     return str(flows.hold_then_finish.get_result(result_id).status)
+
+
+def test_tasks_workers_sigkill_of_a_child_mid_batch_finishes_every_task_once(
+    counters_redis: Any,
+) -> None:
+    labels = [f"t{n}" for n in range(8)]
+    # The runs are committed unsent; their starts then go as one message, as the background
+    # publisher combines those it holds at send time (runtime.core.run_batches).
+    with use_dispatcher(_Unsent()):
+        results = [flows.batch_item.enqueue(label, hold=label == "t3") for label in labels]
+    run_ids = [r.id for r in results]
+    with running_worker("tasks-batch", "prefork", 1, **WORKER_ENV) as worker:
+        current_app.send_task(EXECUTE_RUNS, args=[run_ids], ignore_result=True)
+        wait_until(lambda: counters_redis.llen(flows.BATCH) >= 4, 60, "the batch to reach t3")
+        (child,) = worker.task_pids()
+        os.kill(child, signal.SIGKILL)  # t0-t2 finished, t3 in its body, t4-t7 not started
+        # The message comes back (it was not acknowledged), the dead process's t3 is taken
+        # over, and a new pool process runs what is left.
+        for result in results:
+            get_run(result.id).wait(timeout=90)
+
+    executions = [x.decode() for x in counters_redis.lrange(flows.BATCH, 0, -1)]
+    assert sorted(executions) == sorted([f"{label}:1" for label in labels] + ["t3:2"])
+    assert executions[:4] == ["t0:1", "t1:1", "t2:1", "t3:1"]
+    ends = Event.objects.filter(run_id__in=run_ids, type=EventType.RUN_COMPLETED)
+    assert sorted(str(run_id) for run_id in ends.values_list("run_id", flat=True)) == sorted(
+        run_ids
+    )
+    for label, result in zip(labels, results, strict=True):
+        result.refresh()
+        assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, label)
+        assert result.attempts == (2 if label == "t3" else 1)
+
+
+class _Unsent:
+    """A dispatcher that sends nothing: the runs wait for the message the test sends."""
+
+    def enqueue_run(
+        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+    ) -> None:
+        pass
+
+    def publish_branches(
+        self, run_id: uuid.UUID, group_position: int, dispatches: Sequence[Any], priority: int = 0
+    ) -> None:
+        pass
+
+    def queue_depth(self, queue: str | None = None) -> int | None:
+        return 0
