@@ -10,9 +10,10 @@ import enum
 import logging
 import secrets
 import uuid
-from contextlib import suppress
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -30,6 +31,7 @@ from runtime.core.jsonvalues import checked
 from runtime.core.states import EventType
 from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, SuspendGuard
 from runtime.dispatch import enqueue_run
+from runtime.durable import run_ends
 from runtime.durable.callbacks import expire_due_callbacks, next_callback_deadline
 from runtime.durable.session import ExecutionSession
 from runtime.flow.admission import run_finished
@@ -97,8 +99,18 @@ def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
 def _freeing_slot(run_id: uuid.UUID, claimed: RunClaim, execution: Execution) -> Execution:
     # A finished run of a workflow with `concurrency` frees its slot: admit who is next.
     if execution.outcome in (ExecutionOutcome.COMPLETED, ExecutionOutcome.FAILED):
-        run_finished(run_id, claimed.workflow)
+        ends = run_ends.current()
+        if ends is None:
+            run_finished(run_id, claimed.workflow)
+        else:  # once its end is committed
+            ends.after(run_id, partial(run_finished, run_id, claimed.workflow))
     return execution
+
+
+def ends_together() -> AbstractContextManager[object]:
+    """Runs executed inside the block do not wait for their ends' commits one by one: the
+    block's end waits for all of them (runtime.durable.run_ends)."""
+    return run_ends.together(_aborted)
 
 
 class _Replay(Exception):
@@ -238,8 +250,12 @@ def _settle(
     # notification that leaves with the commit, this one's here.
     events = (EventDraft(event, now, None, payload),)
     write = HistoryWrite(session.run_id, session.guard, events, run=patch, announce=True)
-    session.checkpoint(write, sync=True, payload_bytes=size)
-    signal_local(session.run_id)
+    ends = run_ends.current()
+    session.checkpoint(write, sync=ends is None, payload_bytes=size)
+    if ends is None:
+        signal_local(session.run_id)
+    else:
+        ends.queued(session, partial(signal_local, session.run_id))
 
 
 def _suspend(

@@ -4,9 +4,12 @@ The background publisher combines the start messages it holds at send time into 
 of many run ids (runtime.core.run_batches), so a stream of short runs (Django tasks) costs a
 worker one broker message, one hop to a pool process and one acknowledgement per batch
 instead of per run. Each run is executed as its own message would execute it
-(`executor.execute`): its own lease claim, its own commits, so a crash mid-batch leaves the
-runs not yet finished claimable (the message is not acknowledged before the batch ends, so it
-comes back; the run sweep sends them again anyway) and a finished run is skipped.
+(`executor.execute`): its own lease claim, its own checkpoints, except that a run's end does
+not wait for its own durable commit: the batch waits once, at its end, for all of its runs'
+ends (runtime.durable.run_ends), which the checkpoint writer commits in groups meanwhile. A
+crash mid-batch leaves the runs not yet finished claimable (the message is not acknowledged
+before the batch's ends are committed, so it comes back; the run sweep sends them again
+anyway), and a run whose end was committed is skipped.
 
 Slow runs must still spread over every worker: once the batch has run RUN_BATCH_SECONDS, the
 runs not yet started are sent again on their own (combined again by this process's publisher)
@@ -29,11 +32,12 @@ def execute_batch(run_ids: Sequence[uuid.UUID], priority: int = 0) -> str:
     budget = conf.get().RUN_BATCH_SECONDS
     began = time.monotonic()
     outcomes: Counter[str] = Counter()
-    for index, run_id in enumerate(run_ids):
-        if index and time.monotonic() - began > budget:
-            for rest in run_ids[index:]:
-                dispatch.enqueue_run_soon(rest, priority=priority)
-            outcomes["sent"] += len(run_ids) - index
-            break
-        outcomes[executor.execute(run_id).outcome.value] += 1
+    with executor.ends_together():
+        for index, run_id in enumerate(run_ids):
+            if index and time.monotonic() - began > budget:
+                for rest in run_ids[index:]:
+                    dispatch.enqueue_run_soon(rest, priority=priority)
+                outcomes["sent"] += len(run_ids) - index
+                break
+            outcomes[executor.execute(run_id).outcome.value] += 1
     return ",".join(f"{label}:{count}" for label, count in sorted(outcomes.items()))
