@@ -116,8 +116,9 @@ def claim_run_with_history(
             with raw.pipeline():
                 frame.execute("BEGIN")
                 frame.execute("SET LOCAL synchronous_commit = off")
-                claim.execute(*_claim_statement(run_id, token, now, owner))
-                history.execute(_HISTORY_PG, [run_id], binary=True)
+                # Prepared: the same two texts every time, parsed and planned once.
+                claim.execute(*_claim_statement(run_id, token, now, owner), prepare=True)
+                history.execute(_HISTORY_PG, [run_id], binary=True, prepare=True)
                 frame.execute("COMMIT")
         except psycopg.Error:
             if not raw.closed and raw.info.transaction_status != IDLE:
