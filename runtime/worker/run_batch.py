@@ -25,6 +25,9 @@ from collections.abc import Sequence
 
 from runtime import conf, dispatch, executor
 
+# How long a batch waits for the runs it sends on to leave (then the run sweep has them).
+SEND_ON_SECONDS = 10.0
+
 
 def execute_batch(run_ids: Sequence[uuid.UUID], priority: int = 0) -> str:
     """Execute `run_ids` in turn; says how each went, as "completed:19,skipped:1" (the runs
@@ -40,4 +43,7 @@ def execute_batch(run_ids: Sequence[uuid.UUID], priority: int = 0) -> str:
                 outcomes["sent"] += len(run_ids) - index
                 break
             outcomes[executor.execute(run_id).outcome.value] += 1
+    if outcomes["sent"]:
+        # Sent before the batch's message is acknowledged: a crash now leaves no run unsent.
+        dispatch.flush(SEND_ON_SECONDS)
     return ",".join(f"{label}:{count}" for label, count in sorted(outcomes.items()))
