@@ -30,8 +30,8 @@ class FanfoldSettings:
     # bodies may run before its worker publishes the rest on their own (runtime.fanout.chunk).
     BRANCH_CHUNK: int = 10
     BRANCH_CHUNK_SECONDS: float = 0.1
-    # How long a message of several runs' starts runs them in turn before its worker sends the
-    # rest on their own (runtime.worker.run_batch).
+    # How long the step bodies of a message of several runs' starts may run, in all, before its
+    # worker sends the runs not yet started on their own (runtime.worker.run_batch).
     RUN_BATCH_SECONDS: float = 0.1
     MAX_PAYLOAD_BYTES: int = 1024 * 1024
     LEASE_SECONDS: float = 30.0

@@ -33,6 +33,7 @@ from runtime.core.control import Suspend
 from runtime.core.current import StepInfo, running
 from runtime.core.errors import FatalError
 from runtime.core.jsonvalues import checked
+from runtime.durable import body_time
 from runtime.eventloop.body import bounded
 from runtime.observe.attempts import StepAttempt
 
@@ -111,6 +112,8 @@ class StepBody:
             raise
         except BaseException as exc:  # every failure of user code is the caller's to record
             return BodyOutcome(error=exc, seconds=perf_counter() - started)
+        finally:
+            body_time.add(perf_counter() - started)
 
     async def arun(self, max_bytes: int) -> BodyOutcome:
         """`run()` for async callers: an async body is awaited here, a sync one runs in the
