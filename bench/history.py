@@ -147,15 +147,20 @@ def _wal_figures(runs: int, events: int) -> dict[str, Any]:
     row deletes alone, each on `runs` runs of a week of their own, with no other work."""
     days = timezone.now() - timedelta(days=17), timezone.now() - timedelta(days=24)
     load(runs, events, days[0])
-    retire = wal_per_run(runs, lambda: purge(older_than(timedelta(days=5))).runs)
+    retire, retire_server = wal_per_run(runs, lambda: purge(older_than(timedelta(days=5))).runs)
     load(runs, events, days[1])
     rows = older_than(timedelta(days=5))
-    deleted = wal_per_run(runs, lambda: purge(Q(pk__in=[]), row_rule=rows).runs)
+    deleted, deleted_server = wal_per_run(runs, lambda: purge(Q(pk__in=[]), row_rule=rows).runs)
+    own = retire is not None and deleted is not None
+    retire, deleted = (retire, deleted) if own else (retire_server, deleted_server)
     return {
         "wal_runs": runs,
+        "wal_counted": "this database's records (pg_waldump)" if own else "the server's",
         "purge_wal_bytes_per_run": retire,
         "row_delete_wal_bytes_per_run": deleted,
         "wal_row_deletes_to_purge": _ratio(deleted, retire),
+        "purge_wal_bytes_per_run_server": retire_server,
+        "row_delete_wal_bytes_per_run_server": deleted_server,
     }
 
 

@@ -17,6 +17,7 @@ from datetime import datetime
 
 from django.db import DatabaseError, connection, transaction
 
+from bench.wal_share import flushed_lsn, own_wal_bytes
 from runtime.core.run_ids import id_at
 from runtime.models import Event, Run, Step
 from runtime.store.partitions import ensure_partitions, is_partitioned, partition_sizes, period_of
@@ -103,14 +104,18 @@ def wal_lsn() -> int:
         return int(cursor.fetchone()[0])
 
 
-def wal_per_run(runs: int, purge: Callable[[], int]) -> float | None:
+def wal_per_run(runs: int, purge: Callable[[], int]) -> tuple[float | None, float | None]:
     """The WAL bytes per run `purge()` (which returns how many runs it retired) writes,
-    right after a CHECKPOINT (every page's first change then logs the whole page)."""
+    right after a CHECKPOINT (every page's first change then logs the whole page): this
+    database's own records (None where they cannot be read back, bench.wal_share), and all
+    the server wrote meanwhile, whatever other databases did."""
     settle()
     before = wal_lsn()
     retired = purge()
-    written = wal_lsn() - before
-    return round(written / retired, 1) if retired else None
+    written, own = wal_lsn() - before, own_wal_bytes(before, flushed_lsn())
+    if not retired:
+        return None, None
+    return (round(own / retired, 1) if own is not None else None), round(written / retired, 1)
 
 
 def sizes() -> list[dict[str, object]]:

@@ -172,7 +172,7 @@ def callback_token(run_id: uuid.UUID | str, name: str | None = None) -> str:
     """The token of run `run_id`'s callback (the one named `name`, if it has several), as
     the workflow's `.token` has it; LookupError if it cannot be recomputed."""
     row = callback_step(run_id, name)
-    token = recover_token(conf.token_secrets(), row.id, row.callback_token or "")
+    token = recover_token(conf.token_secrets(), row.run_id, row.id, row.callback_token or "")
     if token is None:
         raise LookupError(f"the token of callback {row.name!r} of run {run_id} is not derivable")
     return token

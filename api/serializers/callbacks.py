@@ -6,6 +6,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from runtime.services.callback_posts import MAX_TOKEN_LENGTH
+
 CALLBACK_STATUSES = [("running", "running"), ("completed", "completed"), ("failed", "failed")]
 
 
@@ -35,7 +37,9 @@ class CallbackTokenPostSerializer(CallbackPostSerializer):
     """A post to /api/callbacks/: the token in the body, unless in `Authorization: Bearer`."""
 
     token = serializers.CharField(
-        required=False, max_length=64, help_text="the callback's token (or a Bearer header)"
+        required=False,
+        max_length=MAX_TOKEN_LENGTH,
+        help_text="the callback's token (or a Bearer header)",
     )
 
 

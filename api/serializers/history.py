@@ -50,7 +50,7 @@ class StepSerializer(serializers.ModelSerializer[Step]):
     def get_callback_token(self, step: Step) -> str | None:
         if not step.callback_token:
             return None
-        return recover_token(conf.token_secrets(), step.id, step.callback_token)
+        return recover_token(conf.token_secrets(), step.run_id, step.id, step.callback_token)
 
 
 class StepSummarySerializer(StepSerializer):

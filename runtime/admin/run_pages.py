@@ -97,7 +97,7 @@ def _callback_token(step: Step) -> str | None:
     """A callback step's token: the page is served only to users who may see the run."""
     if not step.callback_token:
         return None
-    return recover_token(conf.token_secrets(), step.id, step.callback_token)
+    return recover_token(conf.token_secrets(), step.run_id, step.id, step.callback_token)
 
 
 def _events_context(request: HttpRequest, run: Run) -> dict[str, Any]:

@@ -9,6 +9,7 @@ The step's `wake_at` holds the nearer of the two.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import uuid
@@ -27,16 +28,33 @@ HEARTBEAT_TIMEOUT = "heartbeat_timeout"
 _TOKEN_CONTEXT = b"fanfold-callback-token:"
 
 
-def derive_token(secret: bytes, step_id: uuid.UUID) -> str:
-    """The callback token of the callback step `step_id`: unguessable without `secret`,
-    URL-safe, 256 bits, and the same on every replay.
+RUN_ID_LENGTH = 22  # a run id's 16 bytes in unpadded URL-safe base64
+MAC_LENGTH = 43  # 32 bytes in unpadded URL-safe base64
+
+
+def derive_token(secret: bytes, run_id: uuid.UUID, step_id: uuid.UUID) -> str:
+    """The callback token of the callback step `step_id` of run `run_id`: unguessable without
+    `secret`, URL-safe, 256 bits of MAC, and the same on every replay.
 
     Derived rather than random so that only its digest need be stored (`token_digest`): a
     replay recomputes `.token` from the step's id. A fork's copied callback is a new step, so
-    it gets a new token too.
+    it gets a new token too. The token starts with its run's id (not secret: the MAC is what
+    cannot be guessed), so that its lookup names the run and reads one week's partition of a
+    partitioned history rather than every week's (`token_run`).
     """
-    mac = hmac.new(secret, _TOKEN_CONTEXT + step_id.bytes, hashlib.sha256).digest()
-    return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+    return _unpadded(run_id.bytes) + _mac(secret, step_id)
+
+
+def token_run(token: str) -> uuid.UUID | None:
+    """The run id a token starts with; None for a token without one (made before tokens
+    named their run: the MAC alone) or of any other shape."""
+    if len(token) != RUN_ID_LENGTH + MAC_LENGTH:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(token[:RUN_ID_LENGTH] + "==")
+    except (ValueError, binascii.Error):
+        return None
+    return uuid.UUID(bytes=raw) if len(raw) == 16 else None
 
 
 def token_digest(token: str) -> str:
@@ -44,15 +62,26 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def recover_token(secrets: Sequence[bytes], step_id: uuid.UUID, digest: str) -> str | None:
+def recover_token(
+    secrets: Sequence[bytes], run_id: uuid.UUID, step_id: uuid.UUID, digest: str
+) -> str | None:
     """The token whose digest is `digest`, derived with one of `secrets` (the current key,
-    then the fallbacks); None if none matches (a token made before tokens were derived, or
-    with a key since dropped)."""
+    then the fallbacks), in the current form or the earlier one (the MAC alone, still held by
+    users of callbacks created before); None if none matches (a token made before tokens
+    were derived, or with a key since dropped)."""
     for secret in secrets:
-        token = derive_token(secret, step_id)
-        if hmac.compare_digest(token_digest(token), digest):
-            return token
+        for token in (derive_token(secret, run_id, step_id), _mac(secret, step_id)):
+            if hmac.compare_digest(token_digest(token), digest):
+                return token
     return None
+
+
+def _mac(secret: bytes, step_id: uuid.UUID) -> str:
+    return _unpadded(hmac.new(secret, _TOKEN_CONTEXT + step_id.bytes, hashlib.sha256).digest())
+
+
+def _unpadded(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 def as_seconds(value: float | timedelta | None, what: str) -> float | None:

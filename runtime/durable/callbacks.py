@@ -176,11 +176,13 @@ def create_callback(
     if call.recorded is not None:
         if not call.recorded.callback_token:
             raise FanfoldError(f"callback {name!r} at position {position} has no recorded token")
-        token = recover_token(conf.token_secrets(), call.sid, call.recorded.callback_token)
+        token = recover_token(
+            conf.token_secrets(), cursor.run_id, call.sid, call.recorded.callback_token
+        )
         if token is None:
             log.warning(UNRECOVERABLE, name, position, cursor.run_id)
         return Callback(cursor, position, name, token or "", terms)
-    token = derive_token(conf.token_secrets()[0], call.sid)
+    token = derive_token(conf.token_secrets()[0], cursor.run_id, call.sid)
     deadline = terms.first_deadline(call.now)
     expires = terms.expires_at(call.now)
     created = call.event(

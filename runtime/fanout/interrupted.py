@@ -50,10 +50,11 @@ def interrupt_at_most_once(
     return remaining
 
 
-def publish_next_attempts(step_ids: list[uuid.UUID]) -> int:
-    """Publish the next attempt of these running branches, whose leases just ended (their
-    process died); at-most-once ones are failed instead. Returns how many were published."""
-    rows = running_branches(step_ids)
+def publish_next_attempts(ended: list[tuple[uuid.UUID, uuid.UUID]]) -> int:
+    """Publish the next attempt of these running branches (run id, step id), whose leases
+    just ended (their process died); at-most-once ones are failed instead. Returns how many
+    were published."""
+    rows = running_branches(ended)
     by_run: dict[tuple[uuid.UUID, int], list[tuple[int, str, int]]] = {}
     for run_id, priority, position, name, attempt in rows:
         by_run.setdefault((run_id, priority), []).append((position, name, attempt))

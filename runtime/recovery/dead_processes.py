@@ -32,6 +32,7 @@ from runtime.store.runs import run_priorities
 log = logging.getLogger("fanfold.takeover")
 
 Orphan = tuple[uuid.UUID, int]  # a leased row's id and its dead owner's key
+BranchOrphan = tuple[uuid.UUID, int, uuid.UUID]  # the same, and the branch's run id
 
 
 class Takeover:
@@ -39,7 +40,7 @@ class Takeover:
 
     def __init__(self) -> None:
         self._suspect_runs: set[Orphan] = set()
-        self._suspect_branches: set[Orphan] = set()
+        self._suspect_branches: set[BranchOrphan] = set()
 
     def pass_once(self) -> tuple[int, int]:
         """End the leases of twice-seen dead owners; returns (runs, branches) taken over."""

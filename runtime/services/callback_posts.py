@@ -10,7 +10,7 @@ from typing import Any
 
 from runtime import conf
 from runtime.checkpoint.errors import CheckpointFailed
-from runtime.core.callbacks import CallbackTerms, token_digest
+from runtime.core.callbacks import CallbackTerms, token_digest, token_run
 from runtime.core.clock import Clock, SystemClock
 from runtime.core.errors import (
     CallbackAlreadyCompleted,
@@ -28,7 +28,7 @@ from runtime.services.cancelling import Actor, with_actor
 from runtime.store import write_now
 from runtime.store.run_rows import callback_step
 
-MAX_TOKEN_LENGTH = 64
+MAX_TOKEN_LENGTH = 96
 # What token_urlsafe produces; anything else (a NUL byte, say) cannot be a token.
 _TOKEN_TEXT = re.compile(r"[A-Za-z0-9_-]+")
 _MISSING: Any = object()
@@ -112,7 +112,7 @@ def _open_step(token: str) -> Step:
         and _TOKEN_TEXT.fullmatch(token)
     ):
         digest = token_digest(token)  # only the digest is stored
-        step = callback_step(digest)
+        step = callback_step(digest, token_run(token))
     if step is None:
         raise CallbackNotFound("no callback has this token")
     if step.run.status in FINISHED_RUN_STATES:

@@ -58,11 +58,15 @@ def last_claim(run_id: uuid.UUID, first: int, released: int) -> datetime | None:
     return latest
 
 
-def running_branches(step_ids: list[uuid.UUID]) -> list[tuple[uuid.UUID, int, int, str, int]]:
-    """(run id, run priority, position, name, attempt) of those steps still running, the
-    highest run priority first."""
+def running_branches(
+    branches: list[tuple[uuid.UUID, uuid.UUID]],
+) -> list[tuple[uuid.UUID, int, int, str, int]]:
+    """(run id, run priority, position, name, attempt) of those steps (run id, step id) still
+    running, the highest run priority first. Named by their runs too: their weeks'
+    partitions are read, not every week's."""
+    runs, ids = {run for run, _ in branches}, [step for _, step in branches]
     rows = (
-        Step.objects.filter(id__in=step_ids, status=StepStatus.RUNNING)
+        Step.objects.filter(run_id__in=runs, id__in=ids, status=StepStatus.RUNNING)
         .order_by("-run__priority")
         .values_list("run_id", "run__priority", "position", "name", "attempt")
     )

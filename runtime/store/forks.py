@@ -124,8 +124,7 @@ def _copied_events(
 def _copied_step(step: Step, run_id: uuid.UUID, forms: StoredForms) -> Step:
     sid = step_id(run_id, step.position)
     # The copy is a new callback: a token (and digest) of its own, never the source's.
-    token = (
-        token_digest(derive_token(conf.token_secrets()[0], sid)) if step.callback_token else None
-    )
+    secret = conf.token_secrets()[0]
+    token = token_digest(derive_token(secret, run_id, sid)) if step.callback_token else None
     row = replace(step.as_row(), id=sid, wake_at=None, callback_token=token)
     return Step.from_row(run_id, forms.step_row(row, run_id, None))

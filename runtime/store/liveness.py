@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connection
 
 from runtime.models import ACTIVE_RUN_STATES, Run, Step, StepStatus
-from runtime.store.dialect import in_list, postgres
+from runtime.store.dialect import in_list, postgres, run_ids_in
 
 _HELD = (
     "SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
@@ -45,13 +45,18 @@ def orphaned_runs(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
     return _rows(sql, [*params, limit])
 
 
-def orphaned_branches(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
-    """Running branch steps whose process no longer holds its liveness lock."""
+def orphaned_branches(limit: int = 500) -> list[tuple[uuid.UUID, int, uuid.UUID]]:
+    """(id, owner, run id) of the running branch steps whose process no longer holds its
+    liveness lock.
+
+    It cannot name a run (a running branch may be in any week: a long-lived run's), so it
+    reads every week's partition; but only through the partial index of running steps, whose
+    entries a finished week no longer has: a probe of an empty index per week."""
     if not postgres():
         return []
     held = _HELD.format(owner="s.lease_owner")
     sql = (
-        f"SELECT s.id, s.lease_owner FROM {Step._meta.db_table} s "
+        f"SELECT s.id, s.lease_owner, s.run_id FROM {Step._meta.db_table} s "
         # The status is written out, not bound, so that the partial index on running steps
         # (step_running_owner_idx) matches a prepared statement's plan too.
         f"WHERE s.status = '{StepStatus.RUNNING.value}' AND s.lease_owner IS NOT NULL "
@@ -65,14 +70,28 @@ def expire_run_leases(orphans: list[tuple[uuid.UUID, int]], now: datetime) -> li
     return _expire(Run._meta.db_table, "lease_expires_at", "lease_token IS NOT NULL", orphans, now)
 
 
-def expire_branch_leases(orphans: list[tuple[uuid.UUID, int]], now: datetime) -> list[uuid.UUID]:
-    """End the leases (wake_at) of these running branches if the same owner still runs them."""
-    running = f"status = '{StepStatus.RUNNING.value}'"
-    return _expire(Step._meta.db_table, "wake_at", running, orphans, now)
+def expire_branch_leases(
+    orphans: list[tuple[uuid.UUID, int, uuid.UUID]], now: datetime
+) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """End the leases (wake_at) of these running branches (id, owner, run id) if the same
+    owner still runs them; returns (run id, step id) of those ended. The statement names the
+    branches' runs, so that it reads their weeks' partitions only."""
+    if not orphans:
+        return []
+    by_run, params = run_ids_in("t", [run_id for _, _, run_id in orphans])
+    running = f"status = '{StepStatus.RUNNING.value}' AND {by_run}"
+    pairs = [(step, owner) for step, owner, _ in orphans]
+    ended = set(_expire(Step._meta.db_table, "wake_at", running, pairs, now, params))
+    return [(run_id, step) for step, _, run_id in orphans if step in ended]
 
 
 def _expire(
-    table: str, column: str, condition: str, orphans: list[tuple[uuid.UUID, int]], now: datetime
+    table: str,
+    column: str,
+    condition: str,
+    orphans: list[tuple[uuid.UUID, int]],
+    now: datetime,
+    condition_params: list[Any] | None = None,
 ) -> list[uuid.UUID]:
     if not orphans:
         return []
@@ -82,7 +101,8 @@ def _expire(
         f"WHERE t.id = o.id AND t.lease_owner = o.owner AND t.{condition} "
         f"AND t.{column} > %s RETURNING t.id"
     )
-    params: list[Any] = [now, *(v for pair in orphans for v in pair), now]
+    pairs_params = (v for pair in orphans for v in pair)
+    params: list[Any] = [now, *pairs_params, *(condition_params or []), now]
     return [row[0] for row in _rows(sql, params)]
 
 

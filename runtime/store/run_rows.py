@@ -161,9 +161,12 @@ def active_runs_keyed_under(owner_id: int | None, key_prefix: str) -> list[uuid.
     return list(children.values_list("id", flat=True))
 
 
-def callback_step(token_digest: str) -> Step | None:
-    """The callback step whose token has this digest, with its run, or None."""
-    return Step.objects.select_related("run").filter(callback_token=token_digest).first()
+def callback_step(token_digest: str, run_id: uuid.UUID | None) -> Step | None:
+    """The callback step of run `run_id` whose token has this digest, with its run, or None.
+    Without the run (a token made before tokens named their run) the digest is looked up in
+    every week's partition of the history: a probe of each one's unique index."""
+    steps = Step.objects.select_related("run").filter(callback_token=token_digest)
+    return (steps if run_id is None else steps.filter(run_id=run_id)).first()
 
 
 def finished_among(run_ids: list[uuid.UUID]) -> list[uuid.UUID]:

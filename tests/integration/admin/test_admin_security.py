@@ -117,7 +117,7 @@ def test_admin_security_callback_token_shown_to_the_owner_only(client: Client) -
         run, 1, name="approval", kind=StepKind.CALLBACK, status=StepStatus.RUNNING,
         first_position=5,
     )  # fmt: skip
-    token = derive_token(conf.token_secrets()[0], callback.id)
+    token = derive_token(conf.token_secrets()[0], callback.run_id, callback.id)
     Step.objects.filter(id=callback.id).update(callback_token=token_digest(token))
     client.force_login(owner)
     assert token in client.get(change_url(run)).content.decode()

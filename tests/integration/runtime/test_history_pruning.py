@@ -25,8 +25,11 @@ from runtime.store.branch_claims import ClaimBatch
 from runtime.store.children import step_status
 from runtime.store.dialect import Statement
 from runtime.store.fanout_groups import group_row
+from runtime.store.fanout_sweeps import running_branches
 from runtime.store.leases import renew_branch_leases
+from runtime.store.liveness import expire_branch_leases, orphaned_branches
 from runtime.store.partitions import ensure_partitions, period_of
+from runtime.store.run_rows import callback_step
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="the history is partitioned on PostgreSQL"
@@ -106,6 +109,9 @@ ORM_CALLS: dict[str, Callable[[], object]] = {
     "lease renewal": lambda: renew_branch_leases([(RUN, step_id(RUN, 1))], NOW),
     "group row": lambda: group_row(RUN, 1),
     "branch status": lambda: step_status(RUN, step_id(RUN, 1)),
+    "callback by token": lambda: callback_step("0" * 64, RUN),
+    "lease takeover": lambda: expire_branch_leases([(step_id(RUN, 1), 7, RUN)], NOW),
+    "taken-over branches": lambda: list(running_branches([(RUN, step_id(RUN, 1))])),
 }
 
 
@@ -114,6 +120,31 @@ def test_an_orm_statement_by_run_reads_its_partitions_only(name: str) -> None:
     read = partitions_read(orm_statement(ORM_CALLS[name]), generic=False)
     assert read, f"{name}: no history partition in the plan"
     assert all(t.endswith(WEEK_SUFFIX) for t in read), f"{name} reads {sorted(read)}"
+
+
+def plan_of(call: Callable[[], object]) -> list[str]:
+    text, _ = orm_statement(call)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (COSTS OFF) {text}")
+        return [row[0] for row in cursor.fetchall()]
+
+
+SCANS_OF_EVERY_WEEK: dict[str, Callable[[], object]] = {
+    # A token of the earlier form (the MAC alone) names no run.
+    "callback by an earlier token": lambda: callback_step("0" * 64, None),
+    # A running branch may be in any week (a long-lived run's).
+    "orphaned branches": lambda: orphaned_branches(),
+}
+
+
+@pytest.mark.parametrize("name", list(SCANS_OF_EVERY_WEEK))
+def test_a_lookup_without_its_run_probes_each_week_by_an_index(name: str) -> None:
+    """What cannot name its run reads every week, but each through an index (the unique
+    token digests, the partial index of running steps), never by a scan of the week."""
+    plan = plan_of(SCANS_OF_EVERY_WEEK[name])
+    scans = [line for line in plan if " on runtime_step_" in line]
+    assert len(scans) >= len(WEEKS) + 1, plan  # the weeks and the DEFAULT partition
+    assert all("Index" in line for line in scans), plan
 
 
 def test_a_statement_by_step_id_alone_reads_every_week() -> None:
