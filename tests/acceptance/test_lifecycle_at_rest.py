@@ -115,7 +115,9 @@ def test_lifecycle_at_rest_secret_in_no_table_and_not_in_the_broker(
 ) -> None:
     secret = f"sekrit-{uuid.uuid4().hex}"
     fanfold_settings(PAYLOAD_KEYS=[KEY])
-    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    # No read timeout: MONITOR is quiet while the worker starts, longer than redis-py's default
+    # 5 s on a loaded machine, and a timeout ended the listener before the broker's commands.
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=None)
     monitor = BrokerMonitor(broker)
     monitor.start()
     try:
