@@ -34,33 +34,27 @@ ASYNC_DRAIN_SECONDS = 10.0
 # How long it waits for the run messages its background publisher still holds.
 PUBLISH_FLUSH_SECONDS = 10.0
 
+# A run's message and a batch of runs' message: acknowledged after the work, given back if
+# the pool process dies, retried with backoff while the database fails under them.
+_RUN_TASK_OPTIONS: dict[str, Any] = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "ignore_result": True,
+    "autoretry_for": (Exception,),
+    "retry_backoff": True,
+    "retry_backoff_max": 30,
+    "max_retries": None,
+}
 
-@shared_task(
-    name=EXECUTE_RUN,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    ignore_result=True,
-    autoretry_for=(Exception,),
-    retry_backoff=True,
-    retry_backoff_max=30,
-    max_retries=None,
-)
+
+@shared_task(name=EXECUTE_RUN, **_RUN_TASK_OPTIONS)
 def execute_run(run_id: str, priority: int = 0) -> str:
     """Execute or resume one run; retried with backoff if the database fails under it.
     `priority` is the run's, carried by a start message so that it can join a batch."""
     return executor.execute(uuid.UUID(run_id)).outcome.value
 
 
-@shared_task(
-    name=EXECUTE_RUNS,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    ignore_result=True,
-    autoretry_for=(Exception,),
-    retry_backoff=True,
-    retry_backoff_max=30,
-    max_retries=None,
-)
+@shared_task(name=EXECUTE_RUNS, **_RUN_TASK_OPTIONS)
 def execute_runs(run_ids: list[str], priority: int = 0) -> str:
     """Execute several runs' starts in turn (runtime.worker.run_batch); retried whole with
     backoff if the database fails under one (the finished ones are then skipped)."""
