@@ -19,16 +19,56 @@ from tests.support.services import (
     require,
 )
 
-# Tiers that scripts/test runs in one process after the parallel part: they start real worker
-# processes and web servers, drive a browser, build a wheel or time what they see.
-SERIAL_TIERS = ("/acceptance/", "/docs/", "/packaging/")
+# The files whose tests time what they see or measure the machine (benches, flow control's
+# admission, schedule ticks and rate-limit turns, memory at rest, load): scripts/test runs them
+# in one process after the parallel passes, with the browser tests.
+SERIAL_FILES = frozenset(
+    {
+        "test_bench_command.py",
+        "test_bench_flow.py",
+        "test_flow_concurrency.py",
+        "test_flow_rate_limit.py",
+        "test_flow_schedule_workers.py",
+        "test_flow_priority_order.py",
+        "test_web_streams_load.py",
+        "test_lifecycle_at_rest.py",
+        "test_worker_gc.py",
+        "test_worker_time_limits.py",
+        "test_fanout_backlog.py",
+        "test_observe_metrics.py",
+    }
+)
+# The files whose behaviour is the broker's: priorities, queues, redelivery after a killed
+# worker, takeover, waiting, the publisher against a worker, the Tasks backend's queues and
+# crashes. scripts/test runs them again on RabbitMQ (every worker test runs on Redis).
+BROKER_FILES = frozenset(
+    {
+        "test_flow_priority_order.py",
+        "test_run_queue_layout.py",
+        "test_worker_recovery.py",
+        "test_worker_takeover.py",
+        "test_worker_time_limits.py",
+        "test_fanout_sigkill.py",
+        "test_waiting.py",
+        "test_publisher_worker.py",
+        "test_tasks_workers.py",
+    }
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.support.flush import flush_by_delete
+
+    flush_by_delete()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = str(item.path)
-        if any(tier in path for tier in SERIAL_TIERS):
+        if item.path.name in SERIAL_FILES or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.serial)
+        if item.path.name in BROKER_FILES:
+            item.add_marker(pytest.mark.broker)
         if "/integration/" in path:
             item.add_marker(pytest.mark.postgres)
         if "/acceptance/" in path:
