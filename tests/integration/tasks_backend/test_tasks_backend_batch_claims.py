@@ -23,6 +23,7 @@ from runtime.models import Run, RunStatus
 from runtime.store.connection import raw_connection
 from runtime.store.run_claims import claim_runs_with_history
 from runtime.store.runs import claim_run, load_history
+from runtime.worker import run_batch
 from runtime.worker.run_batch import execute_batch
 from tests.support import sample_tasks as tasks
 from tests.support.dispatch import Enqueued
@@ -151,3 +152,24 @@ def test_batch_claims_in_an_atomic_block_claim_run_by_run(
         found = claim_runs_with_history([(held, "a"), (free, "b")], timezone.now())
     assert list(found) == [free] and not record["pipelines"]  # the path SQLite takes
     assert Run.objects.get(id=free).lease_token == "b"
+
+
+def test_batch_claims_the_runs_left_one_by_one_after_a_third_of_a_lease(
+    enqueued: Enqueued, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second, taken = new_runs(3)
+    moments = iter([0.0, 0.0])  # the claim, the first run's turn; then a lease later
+    monkeypatch.setattr(run_batch, "_clock", lambda: next(moments, 1e6))
+    real = executor.execute_claimed
+
+    def then_taken_elsewhere(run_id: uuid.UUID, *args: Any, **kwargs: Any) -> Any:
+        # Meanwhile the unrenewed lease of `taken` expired and another worker claimed it.
+        Run.objects.filter(id=taken).update(
+            lease_token="other", lease_expires_at=timezone.now() + timedelta(seconds=60)
+        )
+        return real(run_id, *args, **kwargs)
+
+    monkeypatch.setattr(executor, "execute_claimed", then_taken_elsewhere)
+    assert execute_batch([first, second, taken]) == "completed:2,skipped:1"
+    assert Run.objects.get(id=taken).lease_token == "other"  # not given back: not ours
+    assert Run.objects.get(id=second).status == RunStatus.COMPLETED
