@@ -11,7 +11,7 @@ import logging
 import secrets
 import uuid
 from contextlib import AbstractContextManager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -68,14 +68,24 @@ class Execution:
 
 def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
     """Run (or resume) `run_id` until it finishes, suspends, or loses its lease."""
-    clock = clock or SystemClock()
     token = secrets.token_hex(16)
     found = claim_run_with_history(run_id, token, timezone.now(), process_key())
     if found is None:
         return Execution(ExecutionOutcome.SKIPPED)
-    claimed = found[0]
-    history: dict[int, RecordedStep] | None = found[1]
     run_leases.hold(token)
+    return execute_claimed(run_id, token, *found, clock=clock)
+
+
+def execute_claimed(
+    run_id: uuid.UUID,
+    token: str,
+    claimed: RunClaim,
+    history: dict[int, RecordedStep] | None,
+    clock: Clock | None = None,
+) -> Execution:
+    """`execute` of a run whose lease `token` was taken (with its history) already, and is
+    held in `run_leases`: released here (runtime.worker.run_batch claims a batch's at once)."""
+    clock = clock or SystemClock()
     try:
         epoch = 0
         while True:
@@ -85,13 +95,7 @@ def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
                 return _freeing_slot(run_id, claimed, execution)
             except _Replay as again:
                 epoch, history = epoch + 1, None  # a new pass reads the history anew
-                claimed = RunClaim(
-                    RunStatus.RUNNING,
-                    again.wakeups,
-                    claimed.workflow,
-                    claimed.input,
-                    claimed.priority,
-                )
+                claimed = replace(claimed, status=RunStatus.RUNNING, wakeups=again.wakeups)
     finally:
         run_leases.release(token)
 

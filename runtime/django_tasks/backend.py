@@ -42,7 +42,7 @@ from runtime.django_tasks.workflow_tasks import (
     workflow_of,
     workflow_task_result,
 )
-from runtime.services.starting import start_run
+from runtime.services.starting import start_run_soon
 from runtime.store.connection import committed_apart, in_transaction
 
 
@@ -123,13 +123,11 @@ class FanfoldBackend(BaseTaskBackend):
             if workflow is None:
                 # Durable once this returns; its message leaves from a background publisher,
                 # and one lost on the way is sent again by the run sweep.
-                run, _ = start_run(
+                run_id = start_run_soon(
                     TASK_WORKFLOW,
                     [task.module_path, call_args, call_kwargs, meta],
                     priority=run_priority(task.priority),
-                    send_soon=True,
                 )
-                run_id = run.id
             else:  # the task is a workflow: a run of its own, what it was enqueued with beside
                 meta["path"] = task.module_path
                 run_id = start_workflow_task(

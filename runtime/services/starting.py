@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from contextlib import suppress
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from django.db import IntegrityError
 from django.utils import timezone
@@ -14,6 +15,7 @@ from runtime import conf
 from runtime.core.errors import IdempotencyConflict, ReservedIdempotencyKey, RunAlreadyFinished
 from runtime.core.identity import RESERVED_KEY_PREFIXES, check_idempotency_key, is_reserved_key
 from runtime.core.jsonvalues import checked
+from runtime.core.run_ids import new_run_id
 from runtime.dispatch import enqueue_run, enqueue_run_soon
 from runtime.flow.admission import admission_terms, admit
 from runtime.models import Run
@@ -24,6 +26,7 @@ from runtime.store.run_rows import (
     insert_run,
     is_admitted,
     keyed_run,
+    saved_run,
     slots_taken,
 )
 
@@ -52,6 +55,46 @@ def start_run(
     `send_soon` the run's message is handed to a background publisher once the run commits
     (`dispatch.enqueue_run_soon`) instead of sent before this returns.
     """
+    found, created = _start(
+        workflow,
+        args,
+        kwargs,
+        idempotency_key=idempotency_key,
+        concurrency_key=concurrency_key,
+        priority=priority,
+        owner=owner,
+        runtime_key=runtime_key,
+        send_soon=send_soon,
+    )
+    return (found if isinstance(found, Run) else saved_run(found)), created
+
+
+def start_run_soon(
+    workflow: str | WorkflowFunction[Any],
+    args: list[Any] | tuple[Any, ...] = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    priority: int = 0,
+) -> uuid.UUID:
+    """`start_run(..., send_soon=True)` of a run without a key or an owner, for a caller that
+    needs only its id (a Django task's enqueue): no model instance is built."""
+    found, _ = _start(workflow, args, kwargs, priority=priority, send_soon=True)
+    return found.id if isinstance(found, Run) else cast(uuid.UUID, found["id"])
+
+
+def _start(
+    workflow: str | WorkflowFunction[Any],
+    args: list[Any] | tuple[Any, ...],
+    kwargs: dict[str, Any] | None,
+    *,
+    idempotency_key: str | None = None,
+    concurrency_key: str | None = None,
+    priority: int = 0,
+    owner: Any = None,
+    runtime_key: str | None = None,
+    send_soon: bool = False,
+) -> tuple[Run | dict[str, Any], bool]:
+    """`start_run`; a new run as its columns unless it had to be read back (on_limit skip)."""
     wf = registry.workflow(workflow)
     key, priority = admission_terms(wf.name, concurrency_key, priority)
     kwargs = kwargs or {}
@@ -79,7 +122,7 @@ def start_run(
                 return existing, False
         raise
     if at_limit and wf.flow.on_limit == "skip":
-        _skip_unless_admitted(run)
+        return _skip_unless_admitted(saved_run(run)), True
     return run, True
 
 
@@ -119,12 +162,13 @@ def _cancel_key(wf: WorkflowFunction[Any], key: str, owner_id: int | None) -> No
             cancel_run(run_id, reason="replaced: a newer start took its place")
 
 
-def _skip_unless_admitted(run: Run) -> None:
+def _skip_unless_admitted(run: Run) -> Run:
     """`on_limit="skip"`: the start's admission (after its commit) found no free slot."""
     if not is_admitted(run.id):
         with suppress(RunAlreadyFinished):
             cancel_run(run.id, reason="skipped")
         run.refresh_from_db()
+    return run
 
 
 def _create_run(
@@ -136,27 +180,29 @@ def _create_run(
     owner_id: int | None = None,
     size: int | None = None,
     send_soon: bool = False,
-) -> Run:
-    """Insert the run and its run_created event; enqueue it (or admit it) after commit.
+) -> dict[str, Any]:
+    """Insert the run and its run_created event; enqueue it (or admit it) after commit; the
+    run's columns.
 
     The input and the event's payload are written in their stored forms (encrypted, or in the
     payload storage when large: runtime.store.payload_forms); `size` is the input's JSON bytes.
     """
     now = timezone.now()
     gated = concurrency_key is not None  # waits for a slot: not due until admitted
-    run = Run(
-        workflow=workflow,
-        input=run_input,
-        idempotency_key=idempotency_key,
-        created_at=now,
-        updated_at=now,
-        wake_at=None if gated else now,
-        last_seq=1,
-        priority=priority,
-        concurrency_key=concurrency_key,
-        admitted=not gated,
-        owner_id=owner_id,
-    )
+    run = {
+        "id": new_run_id(),
+        "workflow": workflow,
+        "input": run_input,
+        "idempotency_key": idempotency_key,
+        "created_at": now,
+        "updated_at": now,
+        "wake_at": None if gated else now,
+        "last_seq": 1,
+        "priority": priority,
+        "concurrency_key": concurrency_key,
+        "admitted": not gated,
+        "owner_id": owner_id,
+    }
     payload = {"workflow": workflow, "input": run_input, "idempotency_key": idempotency_key}
     if gated or priority:
         payload.update(concurrency_key=concurrency_key, priority=priority)
@@ -166,5 +212,7 @@ def _create_run(
     if gated:
         then: Callable[[], object] = partial(admit, workflow, concurrency_key or "")
     else:
-        then = partial(enqueue_run_soon if send_soon else enqueue_run, run.id, priority=priority)
-    return insert_run(run, payload, now, bound=bound, then=then)
+        send = enqueue_run_soon if send_soon else enqueue_run
+        then = partial(send, run["id"], priority=priority)
+    insert_run(run, payload, now, bound=bound, then=then)
+    return run

@@ -33,6 +33,15 @@ def give_back_run_lease(run_id: uuid.UUID, token: str) -> None:
     Run.objects.filter(id=run_id, lease_token=token).update(lease_token=None, lease_expires_at=None)
 
 
+def give_back_run_leases(held: list[tuple[uuid.UUID, str]]) -> None:
+    """`give_back_run_lease` of several (run id, token), in one statement."""
+    ids, tokens = [run_id for run_id, _ in held], [token for _, token in held]
+    # Tokens are random per claim: one never matches another run's row.
+    Run.objects.filter(id__in=ids, lease_token__in=tokens).update(
+        lease_token=None, lease_expires_at=None
+    )
+
+
 def run_wakeups(run_id: uuid.UUID) -> int:
     """How many wake-ups the run has had (0 if it is gone)."""
     found = Run.objects.filter(id=run_id).values_list("wakeups", flat=True).first()

@@ -19,88 +19,85 @@ from runtime.store.payload_forms import StoredForms
 
 
 def insert_run(
-    run: Run,
+    columns: dict[str, Any],
     payload: dict[str, Any],
     now: datetime,
     *,
     bound: int | None,
     then: Callable[[], object],
-) -> Run:
-    """Insert `run` and its run_created event (with `payload`) in one transaction, both in
-    their stored forms (runtime.store.payload_forms), `bound` their JSON size's bound;
-    `then()` runs once that commits.
+) -> None:
+    """Insert the run of these `columns` (Run field names; the others get their defaults; its
+    `id` given) and its run_created event (with `payload`) in one transaction, both in their
+    stored forms (runtime.store.payload_forms), `bound` their JSON size's bound; `then()`
+    runs once that commits.
 
-    On PostgreSQL outside an atomic block both rows go in one statement, committed at once:
-    one round trip for a start (a Django task's enqueue) instead of three. Inside one, a
-    savepoint keeps the caller's transaction usable if the insert fails (a repeated
-    idempotency key, which the caller then looks up).
+    On PostgreSQL outside an atomic block both rows go in one statement, committed at once,
+    their values bound without a model instance built: one round trip for a start (a Django
+    task's enqueue) instead of three. Inside one, a savepoint keeps the caller's transaction
+    usable if the insert fails (a repeated idempotency key, which the caller then looks up).
     """
-    run_input = run.input
-    forms = StoredForms()
-    run.input = forms.form(run_input, run.id, bound)
-    created = Event(
-        run=run,
-        seq=1,
-        type=EventType.RUN_CREATED,
-        payload=forms.form(payload, run.id, bound),
-        created_at=now,
-    )
-    try:
-        if postgres() and not connection.in_atomic_block:
-            _insert_together(run, created)
-            for saved in (run, created):  # as save() leaves them: rows of this database
-                saved._state.adding, saved._state.db = False, connection.alias
-            then()
-        else:
-            with transaction.atomic():
-                run.save(force_insert=True)
-                created.save(force_insert=True)
-                transaction.on_commit(then)
-    finally:
-        run.input = run_input
-    return run
+    run_id, forms = columns["id"], StoredForms()
+    run = {**columns, "input": forms.form(columns["input"], run_id, bound)}
+    created = {
+        "run_id": run_id,
+        "seq": 1,
+        "type": EventType.RUN_CREATED,
+        "payload": forms.form(payload, run_id, bound),
+        "created_at": now,
+    }
+    if postgres() and not connection.in_atomic_block:
+        _insert_together(run, created)
+        then()
+    else:
+        with transaction.atomic():
+            Run(**run).save(force_insert=True)
+            Event(**created).save(force_insert=True)
+            transaction.on_commit(then)
 
 
-def _insert_together(run: Run, event: Event) -> None:
+def _insert_together(run: dict[str, Any], event: dict[str, Any]) -> None:
     """The run's and its event's INSERTs as one prepared statement (the event's foreign key
     is checked at its end, when the run's row is there), its values bound by the server."""
-    run_sql, run_params = _insert_statement(run)
-    event_sql, event_params = _insert_statement(event)
+    run_sql, run_params = _insert_statement(Run, run)
+    event_sql, event_params = _insert_statement(Event, event)
     sql = f"WITH new_run AS ({run_sql}) {event_sql}"
     with psycopg.Cursor(raw_connection()) as cursor:
         cursor.execute(sql, [*run_params, *event_params], prepare=True)
 
 
-def _insert_statement(row: Run | Event) -> tuple[str, list[Any]]:
-    """The INSERT Django's `save(force_insert=True)` would send for `row`, with its params.
+def _insert_statement(model: type[Run | Event], values: dict[str, Any]) -> tuple[str, list[Any]]:
+    """The INSERT Django's `save(force_insert=True)` would send for a `model` row of these
+    field values (by attname; the others their defaults), with its params.
 
     A one-row INSERT of plain values has the same SQL every time: it is compiled once per
     model and connection vendor, and only the values are prepared (as the compiler does; a
-    field whose value PostgreSQL's driver takes as it is gets no preparing call).
+    field whose value PostgreSQL's driver takes as it is gets no preparing call). The fields
+    are plain (no `pre_save` of their own, no expression values): a value is the row's.
     """
-    model = type(row)
     known = _INSERTS.get((model, connection.vendor))
     if known is None:
         meta = model._meta
         fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field]
         query = InsertQuery(model)
-        query.insert_values(fields, [row])
-        ((sql, params),) = query.get_compiler(connection=connection).as_sql()
-        values = [f.pre_save(row, True) for f in fields]
-        if any(hasattr(v, "resolve_expression") for v in values):
-            return sql, list(params)
-        as_is = [type(f) in _TAKEN_AS_THEY_ARE for f in fields]
-        known = _INSERTS[(model, connection.vendor)] = (sql, tuple(zip(fields, as_is, strict=True)))
-    sql, fields_ = known
+        query.insert_values(fields, [model(**values)])
+        ((sql, _),) = query.get_compiler(connection=connection).as_sql()
+        plan = tuple((f.attname, type(f) in _TAKEN_AS_THEY_ARE, _default_of(f), f) for f in fields)
+        known = _INSERTS[(model, connection.vendor)] = (sql, plan)
+    sql, plan = known
     params = []
-    for field, plain in fields_:
-        value = field.pre_save(row, True)
-        if hasattr(value, "resolve_expression"):  # an expression: compiled as Django would
-            _INSERTS.pop((model, connection.vendor))
-            return _insert_statement(row)
+    for attname, plain, default, field in plan:
+        value = values[attname] if attname in values else default(field)
         prepared = plain or value is None
         params.append(value if prepared else field.get_db_prep_save(value, connection))
     return sql, params
+
+
+def _default_of(field: Any) -> Callable[[Any], Any]:
+    """How a missing field's value is made: a constant default is made once."""
+    if field.has_default() and callable(field.default):
+        return lambda f: f.get_default()
+    constant = field.get_default()
+    return lambda _: constant
 
 
 # Fields whose Python values psycopg binds as they are, as their get_db_prep_save would leave
@@ -117,7 +114,14 @@ _TAKEN_AS_THEY_ARE = frozenset(
         models.UUIDField,
     }
 )
-_INSERTS: dict[tuple[type[Any], str], tuple[str, tuple[tuple[Any, bool], ...]]] = {}
+_INSERTS: dict[tuple[type[Any], str], tuple[str, tuple[tuple[str, bool, Any, Any], ...]]] = {}
+
+
+def saved_run(columns: dict[str, Any]) -> Run:
+    """The run `insert_run` inserted with these columns, as `save()` leaves a new row."""
+    run = Run(**columns)
+    run._state.adding, run._state.db = False, connection.alias
+    return run
 
 
 def run_by_id(run_id: uuid.UUID) -> Run | None:

@@ -87,9 +87,9 @@ def claim_run(
     """Take the run's lease if it is active, admitted (runtime.flow.admission) and nobody live
     holds it; `owner` is the claiming process's liveness key (runtime.leases.liveness)."""
     with connection.cursor() as cursor:
-        cursor.execute(*_claim_statement(run_id, token, now, owner))
+        cursor.execute(*claim_statement(run_id, token, now, owner))
         row = cursor.fetchone()
-    return None if row is None else _claim_of(row)
+    return None if row is None else claim_of(row)
 
 
 def claim_run_with_history(
@@ -117,7 +117,7 @@ def claim_run_with_history(
                 frame.execute("BEGIN")
                 frame.execute("SET LOCAL synchronous_commit = off")
                 # Prepared: the same two texts every time, parsed and planned once.
-                claim.execute(*_claim_statement(run_id, token, now, owner), prepare=True)
+                claim.execute(*claim_statement(run_id, token, now, owner), prepare=True)
                 history.execute(_HISTORY_PG, [run_id], binary=True, prepare=True)
                 frame.execute("COMMIT")
         except psycopg.Error:
@@ -126,29 +126,41 @@ def claim_run_with_history(
             raise
         row = claim.fetchone()
         rows = history.fetchall()
-    return None if row is None else (_claim_of(row), _history_of(rows))
+    return None if row is None else (claim_of(row), history_of(rows))
 
 
-def _claim_statement(
+def claim_statement(
     run_id: uuid.UUID, token: str, now: datetime, owner: int | None
 ) -> tuple[str, list[Any]]:
+    """The claim of one run: `UPDATE ... RETURNING` its `RunClaim` columns if it was taken."""
     lease_until = now + timedelta(seconds=conf.get().LEASE_SECONDS)
-    states, state_params = in_list(ACTIVE_RUN_STATES)
+    claimable, params = claimable_condition("", now)
     sql = (
         f"UPDATE {Run._meta.db_table} SET lease_token = %s, lease_expires_at = %s, "
-        f"lease_owner = %s WHERE id = %s AND status IN ({states}) "
-        "AND (lease_token IS NULL OR lease_expires_at < %s) AND admitted = %s "
-        # A debounced run (runtime.messaging.debounce) starts no earlier than it is due.
-        "AND (status <> %s OR wake_at IS NULL OR wake_at <= %s OR idempotency_key IS NULL "
-        "OR idempotency_key NOT LIKE %s) "
+        f"lease_owner = %s WHERE id = %s AND {claimable} "
         "RETURNING status, wakeups, workflow, input, priority"
     )
+    return sql, [token, lease_until, owner, uuid_param(run_id), *params]
+
+
+def claimable_condition(alias: str, now: datetime) -> tuple[str, list[Any]]:
+    """The condition on a run row (`alias.` before its columns) that a claim may take it: it is
+    active, admitted (runtime.flow.admission) and nobody live holds its lease."""
+    states, state_params = in_list(ACTIVE_RUN_STATES)
+    a = alias
+    sql = (
+        f"{a}status IN ({states}) AND ({a}lease_token IS NULL OR {a}lease_expires_at < %s) "
+        f"AND {a}admitted = %s "
+        # A debounced run (runtime.messaging.debounce) starts no earlier than it is due.
+        f"AND ({a}status <> %s OR {a}wake_at IS NULL OR {a}wake_at <= %s "
+        f"OR {a}idempotency_key IS NULL OR {a}idempotency_key NOT LIKE %s)"
+    )
     debounced = [str(RunStatus.PENDING.value), now, f"{DEBOUNCE_KEY_PREFIX}%"]
-    params = [token, lease_until, owner, uuid_param(run_id), *state_params, now, True, *debounced]
-    return sql, params
+    return sql, [*state_params, now, True, *debounced]
 
 
-def _claim_of(row: Sequence[Any]) -> RunClaim:
+def claim_of(row: Sequence[Any]) -> RunClaim:
+    """The `RunClaim` of a claim statement's returned row."""
     raw_input = unpack(json.loads(row[3]) if isinstance(row[3], str) else row[3])
     return RunClaim(
         status=row[0], wakeups=int(row[1]), workflow=row[2], input=raw_input, priority=row[4]
@@ -163,7 +175,7 @@ def run_priorities(run_ids: Sequence[uuid.UUID]) -> list[tuple[uuid.UUID, int]]:
     return sorted(found.items(), key=lambda item: (-item[1], order[item[0]]))
 
 
-_HISTORY_FIELDS = (
+HISTORY_FIELDS = (
     "position",
     "name",
     "kind",
@@ -180,10 +192,10 @@ _HISTORY_FIELDS = (
 # The JSON columns come as text, so that all of a history's values are decoded by one
 # `json.loads` (per-row decoding cost a 100,000-branch fan-out's last pass 0.6 s).
 _HISTORY_PG = (
-    f"SELECT {', '.join(f'{f}::text' if f in JSON_COLUMNS else f for f in _HISTORY_FIELDS)} "
+    f"SELECT {', '.join(f'{f}::text' if f in JSON_COLUMNS else f for f in HISTORY_FIELDS)} "
     f"FROM {Step._meta.db_table} WHERE run_id = %s"
 )
-_RESULT, _ERROR = _HISTORY_FIELDS.index("result"), _HISTORY_FIELDS.index("error")
+_RESULT, _ERROR = HISTORY_FIELDS.index("result"), HISTORY_FIELDS.index("error")
 
 
 def load_history(run_id: uuid.UUID) -> dict[int, RecordedStep]:
@@ -194,14 +206,14 @@ def load_history(run_id: uuid.UUID) -> dict[int, RecordedStep]:
     converters and a server-side cursor's fetches.
     """
     if not postgres():
-        values = Step.objects.filter(run_id=run_id).values_list(*_HISTORY_FIELDS)
+        values = Step.objects.filter(run_id=run_id).values_list(*HISTORY_FIELDS)
         return {row[0]: RecordedStep(*row) for row in values.iterator(chunk_size=5000)}
     with connection.wrap_database_errors, psycopg.Cursor(raw_connection()) as cursor:
         cursor.execute(_HISTORY_PG, [run_id], binary=True)
-        return _history_of(cursor.fetchall())
+        return history_of(cursor.fetchall())
 
 
-def _history_of(rows: list[Any]) -> dict[int, RecordedStep]:
+def history_of(rows: list[Any]) -> dict[int, RecordedStep]:
     """The rows of `_HISTORY_PG` as step records by position."""
     results = _json_values([row[_RESULT] for row in rows])
     errors = _json_values([row[_ERROR] for row in rows])
@@ -227,7 +239,7 @@ def _json_values(texts: list[str | None]) -> list[Any]:
 def load_histories(run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, dict[int, RecordedStep]]:
     """The step records of several runs in one query (the replay check of many runs)."""
     histories: dict[uuid.UUID, dict[int, RecordedStep]] = {rid: {} for rid in run_ids}
-    rows = Step.objects.filter(run_id__in=list(run_ids)).values_list("run_id", *_HISTORY_FIELDS)
+    rows = Step.objects.filter(run_id__in=list(run_ids)).values_list("run_id", *HISTORY_FIELDS)
     for row in rows.iterator(chunk_size=5000):
         histories[row[0]][row[1]] = RecordedStep(*row[1:])
     return histories

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.django_tasks.compat import TaskResultStatus
+from runtime.models import Run
 from runtime.worker.run_batch import execute_batch
 from tests.support import sample_tasks as tasks
 from tests.support.dispatch import Enqueued
@@ -44,3 +45,5 @@ def test_tasks_backend_batch_sends_on_what_is_left_after_its_time(
         result.refresh()
         statuses.append(result.status)
     assert statuses == [TaskResultStatus.SUCCESSFUL, TaskResultStatus.READY, TaskResultStatus.READY]
+    # Their leases, taken with the batch's, were given back: the runs are claimable at once.
+    assert not Run.objects.filter(id__in=run_ids[1:], lease_token__isnull=False).exists()
