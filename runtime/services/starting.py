@@ -15,7 +15,6 @@ from runtime import conf
 from runtime.core.errors import IdempotencyConflict, ReservedIdempotencyKey, RunAlreadyFinished
 from runtime.core.identity import RESERVED_KEY_PREFIXES, check_idempotency_key, is_reserved_key
 from runtime.core.jsonvalues import checked
-from runtime.core.run_ids import new_run_id
 from runtime.dispatch import enqueue_run, enqueue_run_soon
 from runtime.flow.admission import admission_terms, admit
 from runtime.models import Run
@@ -29,6 +28,8 @@ from runtime.store.run_rows import (
     saved_run,
     slots_taken,
 )
+
+_RUN_ID = Run._meta.get_field("id")
 
 
 def start_run(
@@ -190,7 +191,7 @@ def _create_run(
     now = timezone.now()
     gated = concurrency_key is not None  # waits for a slot: not due until admitted
     run = {
-        "id": new_run_id(),
+        "id": _RUN_ID.get_default(),  # the model's default, as a Run() would take it
         "workflow": workflow,
         "input": run_input,
         "idempotency_key": idempotency_key,
