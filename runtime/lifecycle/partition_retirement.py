@@ -74,12 +74,18 @@ def period_batches(
     rows (no keys). `archiver()` makes the `before` hook of a batch (None: no archive)."""
     alias = history_alias()
     for period in list(retirable(rule, now)):
-        due = finished_runs(rule).filter(id__gte=period.low, id__lt=period.high)
+        # Walked by key from where the last batch ended, so a batch reads its own runs and not
+        # the index entries of the runs deleted before it (dead until a vacuum): taken oldest
+        # finished first, each batch rescanned every one deleted so far. Runs skipped as
+        # locked stay, and the week with them (the next pass).
+        low = period.low
         while True:
+            due = finished_runs(rule).filter(id__gte=low, id__lt=period.high)
             before = archiver()
-            pks, counts = delete_unlocked(due, batch, before, history=False)
+            pks, counts = delete_unlocked(due, batch, before, history=False, order=("pk",))
             if not pks:
                 break
+            low = _after(pks[-1])
             yield pks, counts, getattr(before, "written", 0)
         emptied = retire_week(alias, period)
         if emptied is None:  # its locks were busy: the next pass empties it
@@ -88,3 +94,8 @@ def period_batches(
         if not kept:
             drop_partitions(alias, period)  # if its lock is busy, the next pass drops it
         yield [], removed, 0
+
+
+def _after(pk: uuid.UUID) -> uuid.UUID:
+    """The least key above `pk` (the next batch's lower bound)."""
+    return uuid.UUID(int=pk.int + 1)

@@ -40,6 +40,7 @@ def delete_unlocked(
     limit: int,
     before: Callable[[list[Any]], object] | None = None,
     history: bool = True,
+    order: tuple[str, ...] = ("finished_at", "pk"),
 ) -> tuple[list[Any], dict[str, int]]:
     """Delete up to `limit` of these runs, oldest finished first, in one short transaction.
 
@@ -47,13 +48,14 @@ def delete_unlocked(
     purge never holds up a checkpoint; `before(pks)` runs under the locks before anything is
     deleted (an archive). Every write that adds steps or events to a run updates its row in
     the same transaction, so with the rows locked no checkpoint adds rows meanwhile. Returns
-    the deleted keys and the rows deleted by model label.
+    the deleted keys and the rows deleted by model label. `order` is the order the batch
+    is taken in: by key where the caller walks a key range (a week's partition).
     """
     locked = runs.select_for_update(skip_locked=True, of=("self",))
     alias = locked.db  # the alias given to using(), else where the router sends writes
     with transaction.atomic(using=alias):
         compress_wal(alias)
-        pks = list(locked.order_by("finished_at", "pk").values_list("pk", flat=True)[:limit])
+        pks = list(locked.order_by(*order).values_list("pk", flat=True)[:limit])
         if pks and before is not None:
             before(pks)
         return pks, delete_runs(alias, pks, history) if pks else {}
