@@ -1,21 +1,32 @@
 """`FanfoldApprovals`: pydantic-ai's deferred tool calls answered by people through Fanfold.
 
-A `RequestInput` whose `ask` records each call that needs approval (`approval_requested`,
-with the tool's name and arguments) and answers nothing, so the run waits in
-`FanfoldEventWaiter` until the approvals are decided over REST or in the admin.
+A deferred-calls capability (`TokenDeferredCalls`) whose handler records each call that needs
+approval (`approval_requested`, with the tool's name and arguments) and answers nothing, so
+the run waits in `FanfoldEventWaiter` until the approvals are decided over REST or in the
+admin.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from pydantic_ai.capabilities import RequestInput
+import pydantic_ai.capabilities as capabilities
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, RunContext
 
 from runtime.agents.approvals import record_requests, workflow_context
 from runtime.durable.awaited import in_run_thread
+
+# The capability whose handler `(ctx, requests, token)` gets a resume token. pydantic-ai 2.78
+# folded `RequestInput` into `HandleDeferredToolCalls` (a handler with a third required
+# parameter gets the token) and deprecated it; before, `HandleDeferredToolCalls` gave no token.
+TokenDeferredCalls: Callable[..., capabilities.AbstractCapability[Any]] = (
+    capabilities.HandleDeferredToolCalls
+    if issubclass(capabilities.RequestInput, capabilities.HandleDeferredToolCalls)
+    else capabilities.RequestInput
+)
 
 
 async def ask_people(
@@ -36,7 +47,7 @@ async def ask_people(
 
 def FanfoldApprovals(
     timeout: timedelta | None = None, name: str = "approvals"
-) -> RequestInput[Any]:
+) -> capabilities.AbstractCapability[Any]:
     """The capability that sends an agent's `requires_approval` tool calls to people: add it
     next to `FanfoldDurability()`. At `timeout` every pending call is denied."""
-    return RequestInput(ask=ask_people, timeout=timeout, name=name)
+    return TokenDeferredCalls(ask_people, timeout=timeout, name=name)

@@ -11,7 +11,6 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 from pydantic_ai import Agent, models
-from pydantic_ai.capabilities import RequestInput
 from pydantic_ai.exceptions import CallDeferred
 from pydantic_ai.messages import (
     ModelMessage,
@@ -26,6 +25,7 @@ from rest_framework.test import APIClient
 from runtime import workflow
 from runtime.agents import FanfoldApprovals, FanfoldDurability
 from runtime.agents.approvals import resolve
+from runtime.agents.deferred import TokenDeferredCalls
 from runtime.core.clock import FakeClock
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Event, Run, Step
@@ -186,7 +186,7 @@ def _deferred_model(messages: list[ModelMessage], info: AgentInfo) -> ModelRespo
 shipper = Agent(
     FunctionModel(_deferred_model),
     name="shipper",
-    capabilities=[FanfoldDurability(), RequestInput(ask=_hand_out)],
+    capabilities=[FanfoldDurability(), TokenDeferredCalls(_hand_out)],
 )
 
 
