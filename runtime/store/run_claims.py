@@ -17,21 +17,18 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-import psycopg
-from django.db import connection
-
 from runtime import conf
 from runtime.core.history import RecordedStep
 from runtime.models import Run, Step
 from runtime.store.columns import JSON_COLUMNS
-from runtime.store.connection import raw_connection
-from runtime.store.dialect import IDLE, postgres
 from runtime.store.runs import (
     HISTORY_FIELDS,
     RunClaim,
     claim_of,
     claim_run_with_history,
+    claim_with_history_round_trip,
     claimable_condition,
+    claims_in_one_round_trip,
     history_of,
 )
 
@@ -46,7 +43,7 @@ def claim_runs_with_history(
     distinct."""
     if not claims:
         return {}
-    if not postgres() or connection.in_atomic_block or not connection.get_autocommit():
+    if not claims_in_one_round_trip():
         found = (
             (run_id, claim_run_with_history(run_id, token, now, owner)) for run_id, token in claims
         )
@@ -54,26 +51,10 @@ def claim_runs_with_history(
     # Rows are locked in id order, so two workers claiming overlapping batches cannot deadlock.
     ordered = sorted(claims, key=lambda claim: claim[0])
     ids, tokens = [run_id for run_id, _ in ordered], [token for _, token in ordered]
-    raw = raw_connection()
-    with (
-        connection.wrap_database_errors,
-        psycopg.Cursor(raw) as frame,
-        psycopg.Cursor(raw) as claim,
-        psycopg.Cursor(raw) as history,
-    ):
-        try:
-            with raw.pipeline():
-                frame.execute("BEGIN")
-                frame.execute("SET LOCAL synchronous_commit = off")
-                claim.execute(*_batch_claim_statement(ids, tokens, now, owner), prepare=True)
-                history.execute(_HISTORIES_PG, [ids], binary=True, prepare=True)
-                frame.execute("COMMIT")
-        except psycopg.Error:
-            if not raw.closed and raw.info.transaction_status != IDLE:
-                raw.execute("ROLLBACK")
-            raise
-        claimed = {row[0]: claim_of(row[1:]) for row in claim.fetchall()}
-        rows = history.fetchall()
+    claimed_rows, rows = claim_with_history_round_trip(
+        _batch_claim_statement(ids, tokens, now, owner), (_HISTORIES_PG, [ids])
+    )
+    claimed = {row[0]: claim_of(row[1:]) for row in claimed_rows}
     steps: dict[uuid.UUID, list[Any]] = {run_id: [] for run_id in claimed}
     for row in rows:
         if row[0] in steps:  # the history of a run not claimed here is not this batch's

@@ -22,7 +22,7 @@ from runtime.payloads.codec import STORED_FORM_MARK
 from runtime.payloads.packing import unpack
 from runtime.store.columns import JSON_COLUMNS
 from runtime.store.connection import raw_connection
-from runtime.store.dialect import IDLE, adapter, in_list, postgres, uuid_param
+from runtime.store.dialect import IDLE, Statement, adapter, in_list, postgres, uuid_param
 
 
 def run_update_statement(
@@ -102,31 +102,46 @@ def claim_run_with_history(
     claimable again (every later write is fenced by the lease, and the first durable commit
     flushes the claim with it), while what the run records stays as durable as before.
     """
-    if not postgres() or connection.in_atomic_block or not connection.get_autocommit():
+    if not claims_in_one_round_trip():
         claimed = claim_run(run_id, token, now, owner)
         return None if claimed is None else (claimed, load_history(run_id))
+    # Prepared: the same two texts every time, parsed and planned once.
+    claimed_rows, rows = claim_with_history_round_trip(
+        claim_statement(run_id, token, now, owner), (_HISTORY_PG, [run_id])
+    )
+    return (claim_of(claimed_rows[0]), history_of(rows)) if claimed_rows else None
+
+
+def claims_in_one_round_trip() -> bool:
+    """Whether a claim and its history read may go as one pipelined transaction: on
+    PostgreSQL, in autocommit, outside an atomic block (whose transaction it would commit)."""
+    return postgres() and not connection.in_atomic_block and connection.get_autocommit()
+
+
+def claim_with_history_round_trip(
+    claim: Statement, history: Statement
+) -> tuple[list[Any], list[Any]]:
+    """Run `claim` and `history` in one pipelined transaction, committed without waiting for
+    the WAL flush, both prepared (where the connection prepares); their rows."""
     raw = raw_connection()
     with (
         connection.wrap_database_errors,
         psycopg.Cursor(raw) as frame,
-        psycopg.Cursor(raw) as claim,
-        psycopg.Cursor(raw) as history,
+        psycopg.Cursor(raw) as claiming,
+        psycopg.Cursor(raw) as reading,
     ):
         try:
             with raw.pipeline():
                 frame.execute("BEGIN")
                 frame.execute("SET LOCAL synchronous_commit = off")
-                # Prepared: the same two texts every time, parsed and planned once.
-                claim.execute(*claim_statement(run_id, token, now, owner), prepare=True)
-                history.execute(_HISTORY_PG, [run_id], binary=True, prepare=True)
+                claiming.execute(*claim, prepare=True)
+                reading.execute(*history, binary=True, prepare=True)
                 frame.execute("COMMIT")
         except psycopg.Error:
             if not raw.closed and raw.info.transaction_status != IDLE:
                 raw.execute("ROLLBACK")
             raise
-        row = claim.fetchone()
-        rows = history.fetchall()
-    return None if row is None else (claim_of(row), history_of(rows))
+        return claiming.fetchall(), reading.fetchall()
 
 
 def claim_statement(
