@@ -1,16 +1,21 @@
 """`bench history`: sequential runs on an empty and a full database, and beside a purge.
 
 The full database holds EVENTS events (5,000,000 by default) in finished runs of
-EVENTS_PER_RUN events each, loaded with COPY (bench.history_load), finished ten days ago: history
-within the default retention (30 days), which the workers' own retention leaves alone. The
-loader runs VACUUM ANALYZE on what it filled (as autovacuum would have, in a history that
-grew over days) and the bench a CHECKPOINT, so the rounds do not pay the load's WAL.
+EVENTS_PER_RUN events each, loaded with COPY (bench.history_load). DUE_EVENTS of them (all, up
+to 5,000,000, by default) finished ten days ago, in that week: history within the default
+retention (30 days), which the workers' own retention leaves alone, and which the bench's purge
+retires. The rest, where EVENTS is larger, is kept history in older weeks that the purge must leave
+(long-lived runs that finished lately), loaded once and reused by the next runs
+(bench.history_kept): 50,000,000 events are 45,000,000 kept in nine weeks and a due week of
+5,000,000, as an installation a year old retires a week beside the many it keeps. The loader
+runs VACUUM ANALYZE on what it filled (as autovacuum would have, in a history that grew over
+days) and the bench a CHECKPOINT, so the rounds do not pay the load's WAL.
 
 One prefork worker (-c 2, the default pool) serves every phase; a round is one sequential run
 of STEPS no-op steps, after a short uncounted one. The empty and the full database alternate,
 ROUNDS rounds each (bench.history_conditions switches the loaded history out and in), and each
 reports the median of its rounds (steps_per_second_empty, _full). Then `fanfold purge
---older-than 5d` deletes those runs in a process of its own, and the rounds go in pairs: one
+--older-than 5d` deletes the due runs in a process of its own, and the rounds go in pairs: one
 beside the purge and one with the purge stopped (SIGSTOP, then SIGCONT), their order
 alternating; during_purge_to_full is the ratio of the two conditions' medians (each pair's
 ratio is listed too). A pair counts only if its round beside the purge ended before the purge
@@ -18,7 +23,7 @@ did; the purge's rate leaves its paused time out. Then purge_runs_per_second, an
 of the worker and of the purge.
 
 `partitions` lists the history's partitions the load filled (estimated rows, MiB). Once the
-workers are stopped, the WAL figures: a tenth of the runs (5,000 at most) is loaded into a
+workers are stopped, the WAL figures: a tenth of the due runs (5,000 at most) is loaded into a
 week of its own and purged right after a CHECKPOINT, with nothing else running
 (purge_wal_bytes_per_run: whole weeks where the history is partitioned), and the same again
 deleted by rows alone (row_delete_wal_bytes_per_run, what every purge wrote before).
@@ -37,7 +42,8 @@ from django.utils import timezone
 
 from bench import environment
 from bench.environment import Pool
-from bench.history_conditions import HistorySwitch
+from bench.history_conditions import HistorySwitch, bound
+from bench.history_kept import KeptHistory, kept_history
 from bench.history_load import WORKFLOW, load, settle, sizes, wal_per_run
 from bench.history_purge import PurgeProcess
 from bench.sequential import run_seconds, warm_up
@@ -45,6 +51,7 @@ from bench.stats import median
 from runtime.handles import start
 from runtime.lifecycle.retention import DEFAULT_PACE, older_than, purge
 from runtime.models import Run
+from runtime.store.partitions import is_partitioned, period_of
 from runtime.store.purge import compress_wal
 
 Rates = dict[str, list[float]]
@@ -171,17 +178,25 @@ def run_history(
     rounds: int,
     timeout: float,
     pace: float = DEFAULT_PACE,
+    due_events: int | None = None,
 ) -> dict[str, Any]:
     """The figures of `bench history` (see the module's docstring): `events_total` events
-    in runs of `events` events."""
+    in runs of `events` events, `due_events` of them (default: all) due for the purge."""
     runs = max(events_total // events, 1)
     Run.objects.filter(workflow=WORKFLOW).delete()
     rss, purge_process = _PeakRss(), PurgeProcess(pace)
-    moment = timezone.now() - timedelta(days=10)
-    switch = HistorySwitch(moment)
-    if switch.switchable:  # before the workers: their retention pass drops an empty past week
-        switch.prepare()
-        load_seconds = load(runs, events, moment)
+    now = timezone.now()
+    moment = now - timedelta(days=10)
+    week = period_of(moment)
+    partitioned = is_partitioned(connection.alias)
+    due = min(max((due_events or events_total) // events, 1), runs) if partitioned else runs
+    weeks = -(-(runs - due) // due)  # each kept week holds no more than the due one
+    kept = KeptHistory([], "none")
+    if partitioned:  # before the workers: their retention pass drops an empty past week
+        kept = kept_history(runs - due, events, weeks, now)
+        bound(week)
+        load_seconds = load(due, events, moment)
+    switch = HistorySwitch([*kept.periods, week])
     with environment.workers(Pool()):
         warm_up(timeout)
         rss.start()
@@ -205,7 +220,7 @@ def run_history(
         rss.stop.set()
         rss.join()
     left = Run.objects.filter(workflow=WORKFLOW).count()
-    wal = _wal_figures(max(min(runs // 10, 5000), 1), events)
+    wal = _wal_figures(max(min(due // 10, 5000), 1), events)
     purge = purge_process
     during, paused = [p[0] for p in pairs], [p[1] for p in pairs]
     phases = {"empty": empty, "full": full, "during": during, "paused": paused}
@@ -217,6 +232,12 @@ def run_history(
         "runs": runs,
         "events": runs * events,
         "events_per_run": events,
+        "due_runs": due,
+        "due_events": due * events,
+        "kept_events": (runs - due) * events,
+        "kept_weeks": len(kept.periods),
+        "kept_history": kept.state,
+        "kept_load_seconds": round(kept.load_seconds, 1),
         "partitions": partitions,
         "load_seconds": round(load_seconds, 1),
         "checkpointed": settled,
@@ -235,7 +256,7 @@ def run_history(
         "during_purge_to_full_phase": _ratio(medians["during"], medians["full"]),
         "purge_pace": pace,
         "purge_wal_compression": _wal_compression(),
-        "purge_runs_per_second": round((runs - left) / purge.seconds, 1) if purge.seconds else None,
+        "purge_runs_per_second": round((due - left) / purge.seconds, 1) if purge.seconds else None,
         "purge_exit_status": purge.exit_status,
         "purge_peak_rss_mib": round(purge.peak_rss_kib / 1024, 1),
         "worker_peak_rss_mib": round(rss.peak_kib / 1024, 1),

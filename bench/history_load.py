@@ -54,11 +54,13 @@ def settle(vacuum: bool = False) -> bool:
     return True
 
 
-def _lines(runs: list[uuid.UUID], events: int, at: str) -> Iterator[tuple[str, str, str]]:
+def _lines(
+    runs: list[uuid.UUID], events: int, workflow: str, at: str, finished: str
+) -> Iterator[tuple[str, str, str]]:
     """The COPY text of each run: its row, its steps, its events."""
     for run_id in runs:
-        run = f'{run_id}\t{WORKFLOW}\t{{"args": [1]}}\tcompleted\t1\t{at}\t{at}\t{at}\t{at}\t'
-        run += f"{events}\t0\t0\tt\n"
+        run = f'{run_id}\t{workflow}\t{{"args": [1]}}\tcompleted\t1\t{at}\t{at}\t{finished}\t'
+        run += f"{finished}\t{events}\t0\t0\tt\n"
         steps = "".join(
             f"{os.urandom(16).hex()}\t{run_id}\t{p}\tbench.noop\tstep\tcompleted\t1\t\\N\t{p}\t"
             f"{at}\t{at}\t{at}\n"
@@ -71,20 +73,28 @@ def _lines(runs: list[uuid.UUID], events: int, at: str) -> Iterator[tuple[str, s
         yield run, steps, log
 
 
-def load(runs: int, events: int, moment: datetime) -> float:
-    """COPY `runs` finished runs of `events` events each, created and finished at `moment`;
-    then VACUUM ANALYZE (the visibility map and the statistics). Returns the seconds taken."""
+def load(
+    runs: int,
+    events: int,
+    moment: datetime,
+    workflow: str = WORKFLOW,
+    finished: datetime | None = None,
+) -> float:
+    """COPY `runs` finished runs of `workflow` with `events` events each, created at `moment`
+    and finished then (or at `finished`); then VACUUM ANALYZE (the visibility map and the
+    statistics). Returns the seconds taken."""
     began = time.monotonic()
     if is_partitioned(connection.alias):
         ensure_partitions(connection.alias, [period_of(moment)])
     base = int(moment.timestamp() * 1000)
     ids = [id_at(base + n // 100) for n in range(runs)]
     at = moment.isoformat()
+    ended = (finished or moment).isoformat()
     with connection.cursor() as cursor:
         raw = cursor.cursor
         for first in range(0, runs, _CHUNK):
             buffers = [io.StringIO(), io.StringIO(), io.StringIO()]
-            for parts in _lines(ids[first : first + _CHUNK], events, at):
+            for parts in _lines(ids[first : first + _CHUNK], events, workflow, at, ended):
                 for buffer, text in zip(buffers, parts, strict=True):
                     buffer.write(text)
             for table, columns, buffer in zip(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from django.db import connection
 
-from bench.workers import ROOT, database_url
+from bench.workers import ROOT, child_env
 
 PURGE_APPLICATION = "fanfold-bench-purge"  # its connections' application_name
 _TRIES = 500  # a purge batch lasts a fraction of a second: it is out of one well before
@@ -49,7 +49,7 @@ class PurgeProcess(threading.Thread):
     def run(self) -> None:
         command = [sys.executable, "manage.py", "fanfold", "purge", "--older-than", "5d",
                    "--pace", repr(self.pace)]  # fmt: skip
-        env = {**os.environ, "DATABASE_URL": database_url(), "PGAPPNAME": PURGE_APPLICATION}
+        env = child_env(PGAPPNAME=PURGE_APPLICATION)
         began = time.monotonic()
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
         self.pid = process.pid

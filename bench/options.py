@@ -12,7 +12,8 @@ from bench.environment import DEFAULT_CONCURRENCY, Pool, other_workers
 # Options that count something: each must be at least 1.
 COUNTS = (
     "steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients", "workers",
-    "concurrency", "waiting", "rounds", "tasks", "processes", "hosts",
+    "concurrency", "waiting", "rounds", "tasks", "processes", "hosts", "events", "events_per_run",
+    "due_events",
 )  # fmt: skip
 # Scenarios that start worker processes of their own on the configured broker.
 WITH_WORKERS = frozenset(

@@ -13,7 +13,6 @@ TASKS alias "db" of the demo settings uses it when it is installed).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ from django.db.models import Max, Min
 
 from bench import counting, environment
 from bench.environment import Pool
-from bench.workers import ROOT, database_url
+from bench.workers import ROOT, child_env
 from runtime import dispatch
 from runtime.dispatch import EXECUTE_RUN, EXECUTE_RUNS
 from runtime.models import Run, RunStatus
@@ -108,7 +107,7 @@ def _db_worker(n: int, interval: float) -> subprocess.Popen[bytes]:
         [sys.executable, "manage.py", "db_worker", "--backend", "db", "--interval",
          str(interval), "--no-startup-delay", "--worker-id", f"bench-{n}"],
         cwd=ROOT,
-        env={**os.environ, "DATABASE_URL": database_url()},
+        env=child_env(),
         stdout=log,
         stderr=subprocess.STDOUT,
     )  # fmt: skip

@@ -33,7 +33,7 @@ from runtime.store.purge import delete_unlocked, finished_runs
 log = logging.getLogger("fanfold.retention")
 
 BATCH = 500  # runs per transaction
-DEFAULT_PACE = 0.25  # rest a quarter of each batch's time (see `purge`)
+DEFAULT_PACE = 9.0  # rest nine times as long as each batch took: work a tenth (see `purge`)
 MAX_REST = 5.0  # seconds: a slow batch (a lock, a full disk) never stalls the purge for long
 
 
@@ -104,10 +104,12 @@ def purge(
     whole (runtime.lifecycle.partition_retirement); then the runs `row_rule` (default: `rule`)
     selects go by row deletes.
 
-    `pace`: after each batch, rest `pace` times as long as the batch took (0.25: the purge
-    works four fifths of the time), leaving the database idle moments for everything else.
-    Beside one sequential run (`bench history`, which is bound by the purge's WAL, not by
-    CPU) it made no measurable difference; it costs the purge a fifth of its rate.
+    `pace`: after each batch, rest `pace` times as long as the batch took (9.0: the purge
+    works a tenth of the time, and retires about 2,800 runs a second on a small host),
+    leaving the database and the host's cores to everything else. Once a week's history
+    goes by partition, what is left of a purge is CPU (the run rows' deletes), and on a
+    two-core host a sequential workflow beside any process busy a fifth of the time or more
+    lost 15-20 % of its steps, a tenth of the time 7 % (`bench history`, docs/design/history.md).
     """
     report = PurgeReport()
     offloads = has_payload_storage()
@@ -125,10 +127,11 @@ def purge(
         if max_batches is not None and report.batches >= max_batches:
             break
         ended = time.monotonic()
-        if deadline is not None and ended >= deadline:
-            break
-        if pace > 0:
-            time.sleep(min((ended - began) * pace, MAX_REST))
+        rest = min((ended - began) * pace, MAX_REST)
+        if deadline is not None and ended + rest >= deadline:
+            break  # the next batch would start past the deadline
+        if rest > 0:
+            time.sleep(rest)
         began = time.monotonic()
     return report
 

@@ -17,6 +17,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from bench.history_kept import KEPT_WORKFLOW, clear
 from bench.workers import ROOT, database_url
 from runtime.models import Run
 from tests.support.workers import running_worker
@@ -161,13 +162,22 @@ def detached_history_tables() -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def test_bench_history_loads_measures_and_purges_the_whole_history(counters_redis: Any) -> None:
-    report = bench(
-        "history", "--events", "12000", "--events-per-run", "20", "--steps", "20", "--rounds", "2"
-    )
+def test_bench_history_measures_and_purges_the_due_week_beside_the_kept_ones(
+    counters_redis: Any,
+) -> None:
+    args = ("--events", "12000", "--due-events", "4000", "--events-per-run", "20")
+    try:
+        report = bench("history", *args, "--steps", "20", "--rounds", "2")
+        kept = Run.objects.filter(workflow=KEPT_WORKFLOW).count()
+    finally:
+        clear()
 
     assert (report["scenario"], report["runs"], report["events_per_run"]) == ("history", 600, 20)
-    assert report["events"] == 12000 and report["wal_runs"] == 60
+    assert (report["due_runs"], report["due_events"]) == (200, 4000)
+    assert (report["kept_events"], report["kept_weeks"], report["kept_history"]) == (
+        8000, 2, "loaded"
+    )  # fmt: skip
+    assert report["events"] == 12000 and report["wal_runs"] == 20
     assert report["partitions"] and all(p["rows"] >= 0 for p in report["partitions"])
     assert report["purge_wal_bytes_per_run"] > 0 and report["row_delete_wal_bytes_per_run"] > 0
     assert len(report["rounds"]["empty"]) == len(report["rounds"]["full"]) == 2
@@ -185,6 +195,7 @@ def test_bench_history_loads_measures_and_purges_the_whole_history(counters_redi
             report["steps_per_second_during_purge"] / paused, 3
         )
     assert (report["purge_exit_status"], report["runs_left"]) == (0, 0)
+    assert kept == 400  # the purge retired the due week and left the kept ones
     assert report["purge_runs_per_second"] > 0
     assert report["purge_peak_rss_mib"] > 0 and report["worker_peak_rss_mib"] > 0
     assert not Run.objects.filter(workflow="bench.history").exists()

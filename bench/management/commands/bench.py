@@ -147,6 +147,13 @@ class Command(BaseCommand):
         history.add_argument(
             "--events", type=int, default=5_000_000, help="events of history, loaded with COPY"
         )
+        history.add_argument(
+            "--due-events",
+            type=int,
+            default=5_000_000,
+            help="of those, events the purge retires, loaded each run (at most --events); the "
+            "rest is kept in older weeks, loaded once and reused",
+        )
         history.add_argument("--events-per-run", type=int, default=100)
         history.add_argument("--steps", type=int, default=1000, help="steps per round")
         history.add_argument(
@@ -211,6 +218,7 @@ class Command(BaseCommand):
                 options["rounds"],
                 options["timeout"],
                 options["purge_pace"],
+                options["due_events"],
             )
         if scenario == "flow":
             return run_flow(

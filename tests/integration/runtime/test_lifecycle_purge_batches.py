@@ -124,21 +124,37 @@ def test_lifecycle_purge_archives_and_deletes_runs_in_batches(
     assert Run.objects.count() == 3
 
 
-def test_lifecycle_purge_rests_after_each_batch_by_its_pace(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def rests(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """25 finished runs purged 10 a batch, on a clock whose every reading is one second
+    later (the retention module's only); returns the rests asked for."""
     _load_finished_runs(25, 40)
     monkeypatch.setattr(retention, "BATCH", 10)
-    clock = iter(float(t) for t in range(1000))  # every reading one second later
-    rests: list[float] = []
-    fake_time = SimpleNamespace(monotonic=lambda: next(clock), sleep=rests.append)
-    monkeypatch.setattr(retention, "time", fake_time)  # the retention module's clock only
+    clock = iter(float(t) for t in range(1000))
+    asked: list[float] = []
+    monkeypatch.setattr(
+        retention, "time", SimpleNamespace(monotonic=lambda: next(clock), sleep=asked.append)
+    )
+    return asked
 
+
+def test_lifecycle_purge_rests_after_each_batch_by_its_pace(rests: list[float]) -> None:
     report = retention.purge(retention.older_than(timedelta(days=30)), pace=0.5)
 
     assert (report.runs, report.batches) == (25, 3)
     assert rests == [0.5, 0.5, 0.5]  # half of each batch's (one second's) time
     assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize(("deadline", "batches", "slept"), [(4.0, 1, []), (7.0, 2, [5.0])])
+def test_lifecycle_purge_never_rests_into_its_deadline(
+    rests: list[float], deadline: float, batches: int, slept: list[float]
+) -> None:
+    # Each batch "takes" a second: a rest of nine, capped at MAX_REST (5 s).
+    report = retention.purge(retention.older_than(timedelta(days=30)), pace=9.0, deadline=deadline)
+
+    assert (report.batches, report.runs, rests) == (batches, 10 * batches, slept)
+    assert Run.objects.count() == 25 - 10 * batches
 
 
 def test_lifecycle_purge_without_pace_never_rests(monkeypatch: pytest.MonkeyPatch) -> None:
