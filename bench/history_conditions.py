@@ -19,6 +19,7 @@ before the load and the full ones after it, and the report says so (`conditions`
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from django.db import connection, transaction
@@ -65,15 +66,13 @@ class HistorySwitch:
         if not self.switchable or self.attached == attach:
             return
         with transaction.atomic(), connection.cursor() as cursor:
-            for period in self.periods:
-                low, high = period.low, period.high
-                for model in _LOADED:
-                    parent, table = model._meta.db_table, period.table(model)
-                    if attach:
-                        cursor.execute(
-                            f"ALTER TABLE {parent} ATTACH PARTITION {table} "
-                            f"FOR VALUES FROM ('{low}') TO ('{high}')"
-                        )
-                    else:
-                        cursor.execute(f"ALTER TABLE {parent} DETACH PARTITION {table}")
+            for period, model in itertools.product(self.periods, _LOADED):
+                parent, table = model._meta.db_table, period.table(model)
+                if attach:
+                    cursor.execute(
+                        f"ALTER TABLE {parent} ATTACH PARTITION {table} "
+                        f"FOR VALUES FROM ('{period.low}') TO ('{period.high}')"
+                    )
+                else:
+                    cursor.execute(f"ALTER TABLE {parent} DETACH PARTITION {table}")
         self.attached = attach

@@ -126,10 +126,7 @@ def _drop_detached() -> None:
             "WHERE c.relkind = 'r' AND NOT c.relispartition AND k.conname = c.relname || %s",
             [BOUNDS_SUFFIX],
         )
-        detached = [row[0] for row in cursor.fetchall()]
-        for name in detached:
-            cursor.execute(f"DROP TABLE {connection.ops.quote_name(name)}")
-    for start in {name[-8:] for name in detached}:
-        drop_partitions(
-            connection.alias, Period(datetime.strptime(start, "%Y%m%d").replace(tzinfo=UTC))
-        )
+        starts = {row[0][-8:] for row in cursor.fetchall()}  # <table>_hYYYYMMDD
+    for start in starts:  # every table of the week by name, detached or not
+        week = Period(datetime.strptime(start, "%Y%m%d").replace(tzinfo=UTC))
+        drop_partitions(connection.alias, week)
