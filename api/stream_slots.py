@@ -1,8 +1,8 @@
 """The cap on a user's open streams (FANFOLD_MAX_STREAMS_PER_USER), across web processes.
 
 Each open stream holds one of the user's slots until its response closes. On PostgreSQL a slot
-is an advisory lock (runtime.store.stream_slots): every gunicorn process sees it, and a process
-that dies frees its slots with its sessions. On other databases (SQLite: one machine, for
+is an advisory lock (runtime.store.messaging.stream_slots): every gunicorn process sees it, and a
+process that dies frees its slots with its sessions. On other databases (SQLite: one machine, for
 development) the slots are counted in this process only.
 """
 
@@ -16,7 +16,7 @@ from django.db import connection
 
 from api.request_errors import TooManyStreams
 from runtime import conf
-from runtime.store import stream_slots
+from runtime.store.messaging import stream_slots
 
 Release = Callable[[], None]
 

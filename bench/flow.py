@@ -22,7 +22,7 @@ from bench.environment import Pool
 from bench.sequential import run_seconds
 from bench.stats import median
 from runtime.handles import RunHandle, start
-from runtime.store.ratelimit import reserve_turn
+from runtime.store.flow.ratelimit import reserve_turn
 
 SCENARIOS = {"plain": "bench.flow.plain", "admitted": "bench.flow.admitted",
              "paced": "bench.flow.paced", "fanned": "bench.flow.fanned",

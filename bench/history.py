@@ -51,8 +51,8 @@ from bench.stats import median
 from runtime.handles import start
 from runtime.lifecycle.retention import DEFAULT_PACE, older_than, purge
 from runtime.models import Run
-from runtime.store.partitions import is_partitioned, period_of
-from runtime.store.purge import compress_wal
+from runtime.store.lifecycle.partitions import is_partitioned, period_of
+from runtime.store.lifecycle.purge import compress_wal
 
 Rates = dict[str, list[float]]
 WARM_UP_STEPS = 20

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from django.db import connection, transaction
 
 from runtime.models import Event, Step
-from runtime.store.partitions import Period, ensure_partitions, is_partitioned
+from runtime.store.lifecycle.partitions import Period, ensure_partitions, is_partitioned
 
 # The tables the loader fills beside the run table, which is not partitioned.
 _LOADED = (Step, Event)

@@ -31,7 +31,7 @@ from bench.history_load import load
 from runtime.core.run_ids import PERIOD, created_at
 from runtime.lifecycle.retention import purge
 from runtime.models import Event, Run, Step
-from runtime.store.partitions import Period, drop_partitions, period_of
+from runtime.store.lifecycle.partitions import Period, drop_partitions, period_of
 
 KEPT_WORKFLOW = "bench.history.kept"
 NEWEST_WEEK_AGE = timedelta(days=31)

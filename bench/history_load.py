@@ -20,7 +20,12 @@ from django.db import DatabaseError, connection, transaction
 from bench.wal_share import flushed_lsn, own_wal_bytes
 from runtime.core.run_ids import id_at
 from runtime.models import Event, Run, Step
-from runtime.store.partitions import ensure_partitions, is_partitioned, partition_sizes, period_of
+from runtime.store.lifecycle.partitions import (
+    ensure_partitions,
+    is_partitioned,
+    partition_sizes,
+    period_of,
+)
 
 WORKFLOW = "bench.history"
 _RUN_COLUMNS = (

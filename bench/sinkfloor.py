@@ -19,7 +19,7 @@ from runtime.checkpoint.batching import Checkpoint
 from runtime.core.identity import step_id
 from runtime.core.writes import EventDraft, HistoryWrite, LeaseGuard, StepRow, step_created
 from runtime.models import Run, RunStatus
-from runtime.store.sink import DatabaseSink
+from runtime.store.history.sink import DatabaseSink
 
 LEASE_TOKEN = "bench-sink-floor"
 

@@ -43,8 +43,8 @@ from runtime.observe.attempts import RunPass
 from runtime.process.identity import worker_id
 from runtime.registry import registry
 from runtime.store import writer
-from runtime.store.leases import give_back_run_lease, run_wakeups
-from runtime.store.runs import RunClaim, claim_run_with_history, load_history
+from runtime.store.lifecycle.leases import give_back_run_lease, run_wakeups
+from runtime.store.runs.run_statements import RunClaim, claim_run_with_history, load_history
 from runtime.streaming.wakeups import signal_local
 from runtime.streaming.writer import WorkflowScope, workflow_scope
 from runtime.workflow_call import call_workflow, workflow_context

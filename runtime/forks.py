@@ -27,7 +27,7 @@ from runtime.dispatch import enqueue_run
 from runtime.models import Run, StepStatus
 from runtime.registry import registry
 from runtime.services import Actor, get_run_row, with_actor
-from runtime.store.forks import (
+from runtime.store.runs.forks import (
     ForkPlan,
     first_unsuccessful_position,
     groups_before,

@@ -31,7 +31,7 @@ from runtime.durable.session import ExecutionSession
 from runtime.models import Run, RunStatus
 from runtime.registry import registry
 from runtime.services import get_run_row
-from runtime.store.runs import load_histories, load_history
+from runtime.store.runs.run_statements import load_histories, load_history
 from runtime.workflow_call import call_workflow, workflow_context
 
 # Why a replay did not match, as `Mismatch.reason` says it.

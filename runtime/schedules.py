@@ -22,7 +22,7 @@ from runtime.core.schedule import describe, due_ticks, tick_key
 from runtime.models import Schedule
 from runtime.registry import WorkflowFunction, registry
 from runtime.services import start_run
-from runtime.store.schedules import (
+from runtime.store.flow.schedules import (
     due_schedule_ids,
     get_or_create_schedule,
     record_ticks,

@@ -32,7 +32,7 @@ from runtime.fanout.report import BranchAttempt
 from runtime.process.local import ProcessLocal
 from runtime.replay_check import Mismatch, ReplayReport, replay
 from runtime.selectors import callback_step
-from runtime.store.sink import DatabaseSink
+from runtime.store.history.sink import DatabaseSink
 
 __all__ = [
     "InMemoryDispatcher",

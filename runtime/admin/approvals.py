@@ -14,7 +14,7 @@ from runtime.admin.display import pretty_json
 from runtime.agents.approvals import decide as decide_approval
 from runtime.core.errors import FanfoldError
 from runtime.models import Run
-from runtime.store.approvals import pending_approvals
+from runtime.store.messaging.approvals import pending_approvals
 
 
 def approvals_context(run: Run) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """Approvals of tool calls by people, inside a workflow, holding no worker while they wait.
 
 `wait_for_approvals` asks (records one `approval_requested` per call, in a step) and waits
-on the run's mailbox (`ctx.recv`) for the answer that runtime.store.approvals sends once every
-call is decided over REST or in the admin. Both integrations (pydantic-ai's deferred tools and
+on the run's mailbox (`ctx.recv`) for the answer that runtime.store.messaging.approvals sends once
+every call is decided over REST or in the admin. Both integrations (pydantic-ai's deferred tools and
 the OpenAI Agents SDK's interruptions) go through it; nothing here imports either library.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from runtime.core.current import active_workflow
 from runtime.core.identity import as_run_id
 from runtime.messaging.mailbox import send_message
-from runtime.store import approvals as store
+from runtime.store.messaging import approvals as store
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,8 @@ def record_requests(run_id: str, request: str, calls: list[dict[str, Any]]) -> N
 
 
 def decisions_from(answer: Any, calls: list[ApprovalCall]) -> dict[str, Decision]:
-    """The decisions in an answer sent by runtime.store.approvals.decide (None: timed out)."""
+    """The decisions in an answer sent by runtime.store.messaging.approvals.decide (None: timed
+    out)."""
     got = answer.get("approvals", {}) if isinstance(answer, dict) else {}
     out = {}
     for call in calls:

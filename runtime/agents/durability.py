@@ -41,7 +41,7 @@ from pydantic_ai.tools import AgentDepsT, RunContext
 from runtime.agents.approvals import workflow_context
 from runtime.agents.live import publish, publish_model_response
 from runtime.core.current import active_workflow
-from runtime.store.approvals import answer_topic
+from runtime.store.messaging.approvals import answer_topic
 
 
 class FanfoldOperationBackend(JournalCallableOperationBackend[None]):

@@ -10,8 +10,8 @@
 - `sink`: the port batches are written through (`Sink`) and the writer's counters;
   `memory`: an in-memory sink for tests; `errors`: what the writer's callers may get.
 
-Nothing here imports Django: the database sink is runtime.store.sink, and runtime.store builds
-this process's writer over it.
+Nothing here imports Django: the database sink is runtime.store.history.sink, and runtime.store
+builds this process's writer over it.
 """
 
 from __future__ import annotations

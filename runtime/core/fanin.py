@@ -1,8 +1,8 @@
 """Fan-in rules of `ctx.all`: when a fan-out is decided, what it releases, what it returns.
 
 Pure functions over counts and recorded branch states. The database side
-(runtime.store.branch_reports) calls `after_batch` inside the completions' transaction with the
-counters the group row returned; the workflow side (runtime.fanout.group) calls `settle` on
+(runtime.store.fanout.branch_reports) calls `after_batch` inside the completions' transaction with
+the counters the group row returned; the workflow side (runtime.fanout.group) calls `settle` on
 replay with the recorded steps.
 Both reach the same verdict because a verdict depends only on (succeeded, failed).
 """

@@ -1,5 +1,5 @@
 """What the store did with a branch claim or a branch report: built once the store knows,
-handed to the writer after its transaction committed (runtime.store.branch_writes)."""
+handed to the writer after its transaction committed (runtime.store.fanout.branch_writes)."""
 
 from __future__ import annotations
 

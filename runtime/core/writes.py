@@ -219,7 +219,7 @@ class BranchClaim:
 
 
 class WriteSorter(Protocol):
-    """What a batch's writes are sorted into by kind (runtime.store.batch): each write adds
+    """What a batch's writes are sorted into by kind (runtime.store.history.batch): each write adds
     itself with `sort_into`, so the store never asks a write for its type."""
 
     def history(self, write: HistoryWrite, session: str, size: int) -> None: ...

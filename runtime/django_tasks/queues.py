@@ -18,7 +18,7 @@ from django.conf import settings
 
 from runtime.django_tasks import configured_aliases
 from runtime.django_tasks.results import TASK_META_KEY, TASK_WORKFLOW
-from runtime.store.django_tasks import task_queue_name
+from runtime.store.runs.django_tasks import task_queue_name
 
 DEFAULT_QUEUE = "default"
 _REMEMBERED = 10_000

@@ -1,4 +1,4 @@
-"""A task's `TaskResult`, made from its run's records (runtime.store.django_tasks).
+"""A task's `TaskResult`, made from its run's records (runtime.store.runs.django_tasks).
 
 Status: READY while the body has not started (the run is pending, or waits for `run_after`),
 RUNNING while it runs or waits between attempts, SUCCESSFUL when the run completed, FAILED
@@ -17,7 +17,7 @@ from django.utils.module_loading import import_string
 
 from runtime.django_tasks.compat import InvalidTask, Task, TaskError, TaskResult, TaskResultStatus
 from runtime.models import RunStatus
-from runtime.store.django_tasks import TaskRunRecord, load_task_run
+from runtime.store.runs.django_tasks import TaskRunRecord, load_task_run
 
 TASK_WORKFLOW = "fanfold.django_task"
 # Where each attempt of a task's body wrote {"attempt", "worker"} as it started, before

@@ -34,7 +34,7 @@ from runtime.django_tasks.compat import (
 from runtime.django_tasks.results import TASK_WORKFLOW, load_task, task_error
 from runtime.process.identity import worker_id
 from runtime.registry import workflow
-from runtime.store.django_tasks import attempt_workers
+from runtime.store.runs.django_tasks import attempt_workers
 
 
 def task_policy(task: Task) -> RetryPolicy:

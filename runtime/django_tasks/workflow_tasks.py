@@ -21,7 +21,7 @@ from runtime.messaging.debounce import DebounceTerms, start_debounced
 from runtime.models import RunStatus
 from runtime.registry import WorkflowFunction
 from runtime.services.starting import start_run
-from runtime.store.django_tasks import (
+from runtime.store.runs.django_tasks import (
     WorkflowTaskRecord,
     load_workflow_task_run,
     one_transaction,

@@ -31,7 +31,7 @@ from runtime.core.states import EventType, StepKind, StepStatus
 from runtime.core.writes import HistoryWrite, OpenStepGuard
 from runtime.durable.calls import DurableCall
 from runtime.durable.cursor import ReplayCursor
-from runtime.store.callback_steps import recorded_step, step_inputs
+from runtime.store.runs.callback_steps import recorded_step, step_inputs
 
 log = logging.getLogger("fanfold.callbacks")
 UNRECOVERABLE = (

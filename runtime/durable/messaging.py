@@ -23,8 +23,8 @@ from runtime.durable.cursor import ReplayCursor
 from runtime.messaging.mailbox import check_topic, send_message
 from runtime.messaging.signals import check_signal_name, emit
 from runtime.messaging.values import check_key, store_value
-from runtime.store.messages import take_message
-from runtime.store.signals import close_wait_timed_out, emitter_of, open_wait, wait_at
+from runtime.store.messaging.messages import take_message
+from runtime.store.messaging.signals import close_wait_timed_out, emitter_of, open_wait, wait_at
 
 MESSAGE, SIGNAL, VALUE, SEND = StepKind.MESSAGE, StepKind.SIGNAL, StepKind.VALUE, StepKind.SEND
 

@@ -46,7 +46,7 @@ from runtime.fanout.report import (
 from runtime.leases.keepers import branch_leases
 from runtime.process.background import BackgroundLoop
 from runtime.process.local import ProcessLocal
-from runtime.store.run_rows import finished_among
+from runtime.store.runs.run_rows import finished_among
 
 log = logging.getLogger("fanfold.branches")
 

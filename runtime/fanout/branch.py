@@ -1,11 +1,11 @@
 """The branch task's work: what `fanfold.run_branch` does with one attempt of one branch.
 
-claim (a `BranchClaim` through runtime.store.branch_writes: a conditional update, pending -> running
-for exactly this attempt, only while the run is active, set-based with the other claims of its
-batch) -> body -> a report (runtime.fanout.report), counted on the group row in the same
+claim (a `BranchClaim` through runtime.store.fanout.branch_writes: a conditional update, pending ->
+running for exactly this attempt, only while the run is active, set-based with the other claims of
+its batch) -> body -> a report (runtime.fanout.report), counted on the group row in the same
 transaction -> after commit, the receipt's actions.
 
-A fresh claim may be visible before it is durable (runtime.store.branch_claims); an
+A fresh claim may be visible before it is durable (runtime.store.fanout.branch_claims); an
 at-most-once step's claim is confirmed by a second claim that waits for the flush before its
 body starts.
 
@@ -34,7 +34,7 @@ from runtime.flow.ratelimit import branch_turn_later
 from runtime.leases.keepers import branch_leases
 from runtime.leases.liveness import process_key
 from runtime.registry import registry, step_policy
-from runtime.store.branch_writes import claim_branches
+from runtime.store.fanout.branch_writes import claim_branches
 
 
 def branch_claim(branch: BranchAttempt, continuing: bool = False) -> BranchClaim:

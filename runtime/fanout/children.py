@@ -15,7 +15,12 @@ from runtime.dispatch import publish_later
 from runtime.fanout.report import BranchAttempt, ClaimedBranch, finish
 from runtime.models import RunStatus, StepStatus
 from runtime.services import cancel_run, start_run
-from runtime.store.children import active_runs_with_key, run_has_finished, run_owner, step_status
+from runtime.store.runs.children import (
+    active_runs_with_key,
+    run_has_finished,
+    run_owner,
+    step_status,
+)
 
 CHILD_POLL_MAX = 1.0  # seconds between looks at a child run that has not finished
 

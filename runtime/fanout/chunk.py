@@ -41,8 +41,8 @@ from runtime.fanout.branch import (
 )
 from runtime.fanout.report import BranchAttempt, ClaimedBranch
 from runtime.registry import registry
-from runtime.store.branch_writes import claim_branches
-from runtime.store.fanout_groups import record_dispatch
+from runtime.store.fanout.branch_writes import claim_branches
+from runtime.store.fanout.fanout_groups import record_dispatch
 
 log = logging.getLogger("fanfold.branches")
 

@@ -41,7 +41,7 @@ from runtime.durable.cursor import ReplayCursor
 from runtime.fanout.interrupted import interrupt_at_most_once
 from runtime.fanout.sweep import republish_rule
 from runtime.registry import Signature, SignatureMap, registry
-from runtime.store.fanout_groups import group_row, record_dispatch
+from runtime.store.fanout.fanout_groups import group_row, record_dispatch
 
 log = logging.getLogger("fanfold.fanout")
 

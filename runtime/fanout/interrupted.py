@@ -18,7 +18,7 @@ from runtime.core.errors import StepInterrupted
 from runtime.dispatch import publish_branches
 from runtime.fanout.report import BranchAttempt, ClaimedBranch, report_failure
 from runtime.registry import registry, step_policy
-from runtime.store.fanout_sweeps import open_group_spans, running_branches
+from runtime.store.fanout.fanout_sweeps import open_group_spans, running_branches
 
 
 def interrupt_at_most_once(

@@ -1,4 +1,4 @@
-"""A branch attempt's outcome: recorded (runtime.store.branch_writes), then acted on.
+"""A branch attempt's outcome: recorded (runtime.store.fanout.branch_writes), then acted on.
 
 A `BranchReport` is counted on its group in the same transaction (runtime.store.
 branch_reports); the receipt `record_reports` returns says whether it was recorded (a stale
@@ -29,8 +29,8 @@ from runtime.core.writes import BranchClaim, BranchReport
 from runtime.dispatch import enqueue_run, publish_branches, publish_later
 from runtime.durable.body import BodyOutcome
 from runtime.leases.keepers import branch_leases
-from runtime.store.branch_writes import record_reports
-from runtime.store.fanout_groups import record_dispatch
+from runtime.store.fanout.branch_writes import record_reports
+from runtime.store.fanout.fanout_groups import record_dispatch
 
 log = logging.getLogger("fanfold.branches")
 

@@ -26,8 +26,8 @@ from runtime.dispatch import publish_branches, queue_depth
 from runtime.fanout.interrupted import interrupt_at_most_once
 from runtime.models import ACTIVE_RUN_STATES, StepStatus
 from runtime.process.background import BackgroundLoop
-from runtime.store.fanout_groups import record_dispatch
-from runtime.store.fanout_sweeps import (
+from runtime.store.fanout.fanout_groups import record_dispatch
+from runtime.store.fanout.fanout_sweeps import (
     last_claim,
     overdue_branches,
     stop_checking_group,

@@ -2,7 +2,7 @@
 
 A run of a workflow that declares `concurrency` is created unadmitted (its claim fails, so no
 worker executes it). `admit(workflow, key)` fills the key's free slots in the database
-(runtime.store.admission) and enqueues the admitted runs after commit. It runs when such a run
+(runtime.store.flow.admission) and enqueues the admitted runs after commit. It runs when such a run
 is started, when one finishes, fails or is cancelled, and on every worker's flow loop as the
 backstop for an admission whose process died between the two. Runs of other workflows never
 come here: a plain run pays no admission query at all.
@@ -16,7 +16,7 @@ import uuid
 from runtime.core.errors import InvalidArguments
 from runtime.dispatch import enqueue_run
 from runtime.registry import registry
-from runtime.store.admission import admit_next, keys_waiting, release_all, waits_for_slot
+from runtime.store.flow.admission import admit_next, keys_waiting, release_all, waits_for_slot
 
 log = logging.getLogger("fanfold.admission")
 

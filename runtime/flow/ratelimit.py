@@ -2,7 +2,7 @@
 
 A step whose turn is in the future holds no worker: the inline path suspends the run until
 then (like a retry delay), a fan-out branch hands its claim back and is published again for
-then. Turns are kept per (step, attempt) by runtime.store.ratelimit, so the attempt that comes
+then. Turns are kept per (step, attempt) by runtime.store.flow.ratelimit, so the attempt that comes
 back keeps its turn.
 
 Resuming a run takes tens of milliseconds (the delayed message, the claim, the replay), and
@@ -25,7 +25,7 @@ from django.utils import timezone
 from runtime.core.identity import step_id
 from runtime.dispatch import publish_later
 from runtime.registry import StepFunction, registry
-from runtime.store.ratelimit import (
+from runtime.store.flow.ratelimit import (
     forget_reservations,
     hand_back_claim,
     reserve_turn,

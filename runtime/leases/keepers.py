@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from runtime import conf
 from runtime.process.background import BackgroundLoop
-from runtime.store.leases import renew_branch_leases, renew_run_leases
+from runtime.store.lifecycle.leases import renew_branch_leases, renew_run_leases
 
 K = TypeVar("K", bound=Hashable)
 

@@ -28,7 +28,7 @@ from runtime.process.background import BackgroundLoop
 from runtime.process.local import ProcessLocal
 from runtime.store.dialect import postgres
 from runtime.store.direct import usable
-from runtime.store.leases import locked_connection
+from runtime.store.lifecycle.leases import locked_connection
 
 log = logging.getLogger("fanfold.liveness")
 

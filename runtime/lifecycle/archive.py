@@ -29,7 +29,7 @@ from runtime.models.messaging import Message, RunValue, SignalWait
 from runtime.models.payloads import PayloadField
 from runtime.payloads.codec import json_text
 from runtime.payloads.packing import current_codec, pack
-from runtime.store.archive_rows import insert_restored, runs_by_id, section_rows
+from runtime.store.lifecycle.archive_rows import insert_restored, runs_by_id, section_rows
 
 STORAGE_ALIAS = "fanfold_archive"
 FORMAT = "fanfold.run/1"

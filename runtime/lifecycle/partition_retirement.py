@@ -20,7 +20,7 @@ from django.db import router
 from django.db.models import Q
 
 from runtime.models import Run
-from runtime.store.partitions import (
+from runtime.store.lifecycle.partitions import (
     Period,
     drop_partitions,
     ensure_partitions,
@@ -30,7 +30,7 @@ from runtime.store.partitions import (
     runs_of,
     upcoming,
 )
-from runtime.store.purge import delete_unlocked, finished_runs
+from runtime.store.lifecycle.purge import delete_unlocked, finished_runs
 
 Batch = tuple[list[Any], dict[str, int], int]
 

@@ -1,12 +1,12 @@
 """`fanfold rekey`: every stored payload re-encrypted with the first payload key, in batches.
 
 Workers may run meanwhile: rows are read in key order, BATCH at a time, and each changed
-value is written back only if its row still holds what was read (runtime.store.payload_rows),
-each batch in its own short transaction. A payload already on the first key is left alone,
-so a second `rekey` writes nothing. Offloaded payloads are written again under their new
-name. A file one is replaced from is deleted once the batch has committed and no row of its
-run names it any more: a step's result and its event name the same file, so the file goes
-with the last of them to be rewritten. Names are computed from the first key, so no process
+value is written back only if its row still holds what was read
+(runtime.store.lifecycle.payload_rows), each batch in its own short transaction. A payload already
+on the first key is left alone, so a second `rekey` writes nothing. Offloaded payloads are written
+again under their new name. A file one is replaced from is deleted once the batch has committed and
+no row of its run names it any more: a step's result and its event name the same file, so the file
+goes with the last of them to be rewritten. Names are computed from the first key, so no process
 that has the current keys writes a replaced file's name again.
 """
 
@@ -21,13 +21,13 @@ from typing import Any
 
 from runtime.payloads.offload import delete_offloaded
 from runtime.payloads.packing import rekey
-from runtime.store.payload_rows import (
+from runtime.store.lifecycle.payload_rows import (
     PAYLOAD_TABLES,
     PayloadTable,
     names_file,
     write_back,
 )
-from runtime.store.rekey_batches import rewrite_batch
+from runtime.store.lifecycle.rekey_batches import rewrite_batch
 
 BATCH = 500
 

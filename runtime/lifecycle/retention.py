@@ -1,7 +1,7 @@
 """Retention: finished runs older than their workflow's retention are deleted, in batches.
 
-Each batch is one short transaction (runtime.store.purge.delete_unlocked): it locks at most
-`BATCH` finished runs with SKIP LOCKED, archives them first when asked, and deletes them
+Each batch is one short transaction (runtime.store.lifecycle.purge.delete_unlocked): it locks at
+most `BATCH` finished runs with SKIP LOCKED, archives them first when asked, and deletes them
 with their steps, events, stream chunks, fan-out groups, messages, values and signal waits.
 Running workflows never wait for it: it touches only finished runs' rows, and skips any run
 row another transaction holds. A run's offloaded payloads are deleted once its rows are
@@ -28,7 +28,7 @@ from runtime.lifecycle.archive import write_archives
 from runtime.lifecycle.partition_retirement import create_ahead, partitioned, period_batches
 from runtime.payloads.offload import delete_run_payloads, has_payload_storage
 from runtime.registry import registry
-from runtime.store.purge import delete_unlocked, finished_runs
+from runtime.store.lifecycle.purge import delete_unlocked, finished_runs
 
 log = logging.getLogger("fanfold.retention")
 

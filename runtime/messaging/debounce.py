@@ -4,8 +4,8 @@ The run begins `debounce` after the last of them (at the latest `debounce_max_wa
 first) with the last start's arguments. The pending run holds the key
 `debounce_run_key(workflow, key)`, in a namespace no caller's idempotency key can reach; a
 start that finds it claimed already (it began) renames its key and opens the next batch. The
-run's claim (runtime.store.runs.claim_run) refuses it before it is due, and a start that moves
-it holds its row lock, so a worker never begins it with older arguments.
+run's claim (runtime.store.runs.run_statements.claim_run) refuses it before it is due, and a start
+that moves it holds its row lock, so a worker never begins it with older arguments.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from runtime.core.jsonvalues import checked
 from runtime.dispatch import enqueue_run
 from runtime.models import Run
 from runtime.registry import WorkflowFunction, registry
-from runtime.store.debounce import DebounceWindow, coalesce_start
+from runtime.store.flow.debounce import DebounceWindow, coalesce_start
 
 
 @dataclass(frozen=True)

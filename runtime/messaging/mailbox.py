@@ -15,7 +15,7 @@ from runtime.core.errors import InvalidArguments
 from runtime.core.identity import as_run_id, check_idempotency_key, check_name
 from runtime.core.jsonvalues import checked
 from runtime.messaging.wake import enqueue_woken
-from runtime.store.messages import SentMessage, insert_message
+from runtime.store.messaging.messages import SentMessage, insert_message
 
 
 def check_topic(topic: object) -> str:

@@ -21,7 +21,7 @@ from runtime.core.identity import check_idempotency_key, check_name
 from runtime.core.jsonvalues import checked
 from runtime.messaging.wake import enqueue_woken
 from runtime.models import Signal
-from runtime.store.signals import deliver, insert_signal, purge_signals_before
+from runtime.store.messaging.signals import deliver, insert_signal, purge_signals_before
 
 PURGE_BATCH = 1000  # signals deleted per statement by the retention purge
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from runtime.core.errors import InvalidArguments, RunNotFound, ValueNotFound
 from runtime.core.identity import as_run_id, check_name
-from runtime.store.values import latest_value, run_exists, upsert_value
+from runtime.store.messaging.values import latest_value, run_exists, upsert_value
 from runtime.streaming.wakeups import announce, fallback_seconds, signals
 
 _MISSING: Any = object()

@@ -1,4 +1,4 @@
-"""How a woken run is enqueued: the callback runtime.store.wakes calls after commit."""
+"""How a woken run is enqueued: the callback runtime.store.messaging.wakes calls after commit."""
 
 from __future__ import annotations
 

@@ -104,7 +104,7 @@ def _copy_in(cursor: Any, table: str) -> None:
 def partition_history(apps: Any, schema_editor: Any) -> None:
     if schema_editor.connection.vendor != "postgresql":
         return
-    from runtime.store.partitions import create_partitions, upcoming
+    from runtime.store.lifecycle.partitions import create_partitions, upcoming
 
     connection = schema_editor.connection
     with connection.cursor() as cursor:

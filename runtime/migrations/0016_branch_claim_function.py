@@ -1,4 +1,4 @@
-"""Branch claims as a PL/pgSQL function on PostgreSQL (runtime.store.branch_claims).
+"""Branch claims as a PL/pgSQL function on PostgreSQL (runtime.store.fanout.branch_claims).
 
 Behind a pooler in transaction mode no statement can stay prepared, so the claim's UPDATE was
 parsed and planned on every call, over every partition of the step table. PL/pgSQL keeps the

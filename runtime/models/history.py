@@ -71,8 +71,8 @@ class Step(models.Model):
     class Meta:
         ordering = ["run", "position"]
         indexes = [
-            # The liveness sweep's running branches (runtime.store.liveness): a few rows, however
-            # many finished steps the history holds.
+            # The liveness sweep's running branches (runtime.store.lifecycle.liveness): a few rows,
+            # however many finished steps the history holds.
             models.Index(
                 fields=["lease_owner"],
                 name="step_running_owner_idx",

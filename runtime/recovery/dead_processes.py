@@ -21,13 +21,13 @@ from runtime import conf
 from runtime.dispatch import enqueue_run
 from runtime.fanout.interrupted import publish_next_attempts
 from runtime.process.background import BackgroundLoop
-from runtime.store.liveness import (
+from runtime.store.lifecycle.liveness import (
     expire_branch_leases,
     expire_run_leases,
     orphaned_branches,
     orphaned_runs,
 )
-from runtime.store.runs import run_priorities
+from runtime.store.runs.run_statements import run_priorities
 
 log = logging.getLogger("fanfold.takeover")
 

@@ -4,7 +4,7 @@ It finds runs that should be executing but have no live owner: a lease that expi
 worker died), or no lease and a wake-up time in the past (a lost timer or start message).
 Every worker process runs it on a timer; duplicates are harmless because executions claim
 a lease first, but each costs a worker a message, so the sweep sends as few as it can: a run
-it sends again is due anew from then (runtime.store.run_queue), and while the run queue has
+it sends again is due anew from then (runtime.store.runs.run_queue), and while the run queue has
 messages waiting a run's message may be one of them, so it counts as lost only much later.
 """
 
@@ -19,7 +19,7 @@ from django.utils import timezone
 from runtime import conf
 from runtime.dispatch import enqueue_run, queue_depth
 from runtime.process.background import BackgroundLoop
-from runtime.store.run_queue import take_due_runs
+from runtime.store.runs.run_queue import take_due_runs
 
 log = logging.getLogger("fanfold.sweep")
 

@@ -26,7 +26,7 @@ from runtime.dispatch import enqueue_run
 from runtime.models import FINISHED_RUN_STATES, Step, StepStatus
 from runtime.services.cancelling import Actor, with_actor
 from runtime.store import write_now
-from runtime.store.run_rows import callback_step
+from runtime.store.runs.run_rows import callback_step
 
 MAX_TOKEN_LENGTH = 96
 # What token_urlsafe produces; anything else (a NUL byte, say) cannot be a token.

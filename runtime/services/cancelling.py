@@ -16,7 +16,7 @@ from runtime.flow.admission import run_finished
 from runtime.models import EventType, Run, RunStatus
 from runtime.observe import metrics
 from runtime.store import write_now
-from runtime.store.run_rows import active_runs_keyed_under, run_by_id
+from runtime.store.runs.run_rows import active_runs_keyed_under, run_by_id
 from runtime.streaming.wakeups import announce
 
 Actor = dict[str, Any]  # who acted, as recorded in events: runtime.access.actors.actor_of

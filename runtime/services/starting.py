@@ -20,7 +20,7 @@ from runtime.flow.admission import admission_terms, admit
 from runtime.models import Run
 from runtime.registry import WorkflowFunction, registry
 from runtime.services.cancelling import cancel_run
-from runtime.store.run_rows import (
+from runtime.store.runs.run_rows import (
     active_runs_of_key,
     insert_run,
     is_admitted,
@@ -186,7 +186,8 @@ def _create_run(
     run's columns.
 
     The input and the event's payload are written in their stored forms (encrypted, or in the
-    payload storage when large: runtime.store.payload_forms); `size` is the input's JSON bytes.
+    payload storage when large: runtime.store.history.payload_forms); `size` is the input's JSON
+    bytes.
     """
     now = timezone.now()
     gated = concurrency_key is not None  # waits for a slot: not due until admitted

@@ -2,7 +2,7 @@
 
 `writer()` is this process's checkpoint writer over a `DatabaseSink`; `write_now` commits one
 checkpoint on its own (a cancel, a callback post). Fan-out branch claims and reports have
-their own call, runtime.store.branch_writes.
+their own call, runtime.store.fanout.branch_writes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from runtime.checkpoint.batching import BatchLimits, Checkpoint
 from runtime.checkpoint.sink import Sink
 from runtime.checkpoint.writer import CheckpointWriter
 from runtime.process.local import ProcessLocal
-from runtime.store.sink import DatabaseSink
+from runtime.store.history.sink import DatabaseSink
 
 
 def new_writer(sink: Callable[[], Sink] = DatabaseSink) -> CheckpointWriter:

@@ -1,12 +1,12 @@
 """Sessions of Fanfold's own on the database itself, past any connection pooler.
 
 Three things need a PostgreSQL session that lasts: the LISTEN of run notifications
-(runtime.store.listener), the liveness lock each worker process holds for its whole life
-(runtime.leases.liveness) and the stream slots of the SSE cap (runtime.store.stream_slots).
-A pooler in transaction mode (PgBouncer, RDS Proxy, pgcat) hands each transaction whichever
-server connection is free, so a LISTEN or a session lock taken through it lands on a
-connection that someone else uses next. These sessions go to FANFOLD_DIRECT_DATABASE_URL
-instead; without it, to Django's default database.
+(runtime.store.messaging.listener), the liveness lock each worker process holds for its whole life
+(runtime.leases.liveness) and the stream slots of the SSE cap
+(runtime.store.messaging.stream_slots). A pooler in transaction mode (PgBouncer, RDS Proxy, pgcat)
+hands each transaction whichever server connection is free, so a LISTEN or a session lock taken
+through it lands on a connection that someone else uses next. These sessions go to
+FANFOLD_DIRECT_DATABASE_URL instead; without it, to Django's default database.
 
 Everything else goes through Django's connections, which may be pooled: behind a pooler
 (FANFOLD_DATABASE_POOLED) no statement is prepared on them (runtime.store.connection).

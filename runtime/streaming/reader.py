@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.core.identity import check_name
-from runtime.store.stream_reads import chunks_after as _chunk_rows
-from runtime.store.stream_reads import run_finished
+from runtime.store.messaging.stream_reads import chunks_after as _chunk_rows
+from runtime.store.messaging.stream_reads import run_finished
 from runtime.streaming.shared import SharedLooks
 from runtime.streaming.wakeups import fallback_seconds, signals
 

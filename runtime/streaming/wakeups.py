@@ -3,8 +3,8 @@
 Each process keeps a generation counter per run. A waiter reads the counter, looks at the
 database, and waits for the counter to move: a signal that lands between the look and the
 wait is never lost. Signals come from PostgreSQL notifications (one listening connection per
-process, runtime.store.listener) and from writes made in this process (the embedded worker on
-SQLite). Waits are always bounded: if a notification is lost (the listener reconnecting) the
+process, runtime.store.messaging.listener) and from writes made in this process (the embedded worker
+on SQLite). Waits are always bounded: if a notification is lost (the listener reconnecting) the
 waiter looks again after its poll interval, so polling is the fallback, never the path.
 """
 
@@ -22,8 +22,8 @@ from django.db import DatabaseError
 
 from runtime.process.background import BackgroundLoop
 from runtime.process.local import ProcessLocal
-from runtime.store.listener import can_listen, drain, open_listener
-from runtime.store.streams import notify_run
+from runtime.store.messaging.listener import can_listen, drain, open_listener
+from runtime.store.messaging.streams import notify_run
 
 log = logging.getLogger("fanfold.streams")
 

@@ -23,7 +23,7 @@ from runtime.core.errors import FanfoldError
 from runtime.core.identity import check_name
 from runtime.core.jsonvalues import checked
 from runtime.core.writes import ChunkDraft
-from runtime.store.streams import append_chunk
+from runtime.store.messaging.streams import append_chunk
 from runtime.streaming.wakeups import signal_local
 
 DEFAULT_STREAM = "default"

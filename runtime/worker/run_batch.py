@@ -4,7 +4,7 @@ The background publisher combines the start messages it holds at send time into 
 of many run ids (runtime.core.run_batches), so a stream of short runs (Django tasks) costs a
 worker one broker message, one hop to a pool process and one acknowledgement per batch
 instead of per run. The batch's runs are claimed together first, in one round trip
-(runtime.store.run_claims), each under its own lease token; a run that cannot be claimed
+(runtime.store.runs.run_claims), each under its own lease token; a run that cannot be claimed
 then is skipped, as its own message would skip it (the leases of those not started yet are
 not renewed: see _ClaimedAhead). Each run claimed is then executed as its
 own message would execute it (`executor.execute_claimed`): its own lease, its own
@@ -38,8 +38,8 @@ from runtime import conf, dispatch, executor
 from runtime.durable import body_time
 from runtime.leases.keepers import run_leases
 from runtime.leases.liveness import process_key
-from runtime.store.leases import give_back_run_leases
-from runtime.store.run_claims import Claimed, claim_runs_with_history
+from runtime.store.lifecycle.leases import give_back_run_leases
+from runtime.store.runs.run_claims import Claimed, claim_runs_with_history
 
 # How long a batch waits for the runs it sends on to leave (then the run sweep has them).
 SEND_ON_SECONDS = 10.0

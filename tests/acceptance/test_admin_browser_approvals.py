@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from runtime.agents.approvals import record_requests
 from runtime.models import Event, Message
-from runtime.store.approvals import answer_topic
+from runtime.store.messaging.approvals import answer_topic
 from tests.acceptance.test_admin_browser import (
     browser_page,
     chromium,

@@ -20,7 +20,7 @@ def _release_test_database(django_db_setup: None, django_db_blocker: Any) -> Ite
     # Importing runtime needs the app registry pytest sets up.
     from runtime.leases.liveness import release_process_liveness
     from runtime.store import writer
-    from runtime.store.stream_slots import close_slot_session
+    from runtime.store.messaging.stream_slots import close_slot_session
     from runtime.streaming.wakeups import stop_listening
 
     writer().close()

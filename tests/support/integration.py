@@ -15,7 +15,7 @@ from django.db import connection
 
 from runtime import store
 from runtime.checkpoint.batching import Checkpoint
-from runtime.store.sink import DatabaseSink
+from runtime.store.history.sink import DatabaseSink
 from runtime.testing import use_dispatcher, use_writer
 from tests.support.dispatch import Enqueued, RecordingDispatcher
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from bench.history_conditions import HistorySwitch
 from bench.history_kept import KEPT_WORKFLOW, REUSABLE_FOR, clear, kept_history
 from runtime.models import Event, Run, Step
-from runtime.store.partitions import periods
+from runtime.store.lifecycle.partitions import periods
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

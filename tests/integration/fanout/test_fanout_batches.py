@@ -12,9 +12,9 @@ import pytest
 from django.db import DatabaseError, connections
 from django.utils import timezone
 
-import runtime.store.branch_reports
-import runtime.store.quiet_reports
-import runtime.store.sink
+import runtime.store.fanout.branch_reports
+import runtime.store.fanout.quiet_reports
+import runtime.store.history.sink
 from runtime.checkpoint.batching import Checkpoint
 from runtime.core.identity import group_id, step_id
 from runtime.core.writes import BranchClaim, BranchReport
@@ -24,7 +24,7 @@ from runtime.fanout.report import BranchAttempt
 from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import start_run
 from runtime.store import dialect
-from runtime.store.sink import DatabaseSink
+from runtime.store.history.sink import DatabaseSink
 
 
 def _started(n: int, **options: object) -> uuid.UUID:
@@ -98,7 +98,7 @@ def test_fanout_claims_alone_are_one_statement_without_a_transaction_block(
     def no_block(*args: object, **kwargs: object) -> None:
         raise AssertionError("a batch of claims alone should not open a transaction block")
 
-    monkeypatch.setattr(runtime.store.sink.transaction, "atomic", no_block)
+    monkeypatch.setattr(runtime.store.history.sink.transaction, "atomic", no_block)
     claims = [BranchClaim(run_id, step_id(run_id, p), 1) for p in (1, 2, 1)]
     _write(claims)
     monkeypatch.undo()
@@ -122,7 +122,7 @@ def test_fanout_claims_alone_failing_is_retried_only_when_surely_rolled_back(
     from runtime.checkpoint.errors import OutcomeUnknown
 
     run_id = _started(2)
-    real = runtime.store.sink.execute
+    real = runtime.store.history.sink.execute
     failures = [cause]
 
     def flaky(statements: Any) -> Any:
@@ -130,7 +130,7 @@ def test_fanout_claims_alone_failing_is_retried_only_when_surely_rolled_back(
             raise OperationalError("claims failed") from failures.pop()()
         return real(statements)
 
-    monkeypatch.setattr(runtime.store.sink, "execute", flaky)
+    monkeypatch.setattr(runtime.store.history.sink, "execute", flaky)
     claims = [BranchClaim(run_id, step_id(run_id, 1), 1)]
     if cause is _CutOff:
         with pytest.raises(OutcomeUnknown):
@@ -227,9 +227,9 @@ def _recording_pipelines(
     def no_block(*args: object, **kwargs: object) -> None:
         raise AssertionError("reports alone should not open an atomic block")
 
-    monkeypatch.setattr(runtime.store.sink.transaction, "atomic", no_block)
-    monkeypatch.setattr(runtime.store.branch_reports, "execute", recording)
-    monkeypatch.setattr(runtime.store.sink, "execute", recording)
+    monkeypatch.setattr(runtime.store.history.sink.transaction, "atomic", no_block)
+    monkeypatch.setattr(runtime.store.fanout.branch_reports, "execute", recording)
+    monkeypatch.setattr(runtime.store.history.sink, "execute", recording)
     return sent, run_writes
 
 
@@ -268,7 +268,7 @@ def test_fanout_deciding_report_writes_nothing_in_one_round_without_an_error_and
     _write([_report(run_id, 1)])
     sent, _ = _recording_pipelines(monkeypatch)
     errors: list[Exception] = []
-    recorded = runtime.store.sink.execute
+    recorded = runtime.store.history.sink.execute
 
     def noting_errors(statements: Any, **kwargs: Any) -> Any:
         try:
@@ -277,7 +277,7 @@ def test_fanout_deciding_report_writes_nothing_in_one_round_without_an_error_and
             errors.append(exc)
             raise
 
-    monkeypatch.setattr(runtime.store.sink, "execute", noting_errors)
+    monkeypatch.setattr(runtime.store.history.sink, "execute", noting_errors)
     last = _report(run_id, 2)
     _write([last])
     monkeypatch.undo()
@@ -324,7 +324,7 @@ def test_fanout_one_round_writes_exactly_what_two_rounds_write(
         if case == "cancelled run":
             Run.objects.filter(id=run_id).update(status="cancelled")
         if not one_round:
-            monkeypatch.setattr(runtime.store.quiet_reports, "quiet_batch", lambda *a: None)
+            monkeypatch.setattr(runtime.store.fanout.quiet_reports, "quiet_batch", lambda *a: None)
         _write(reports)
         outcomes.append(_written(run_id, reports))
     assert outcomes[0] == outcomes[1]
@@ -370,7 +370,7 @@ def test_fanout_reports_failing_in_the_round_that_commits_write_nothing(
 
     run_id = _started(1)  # its one report decides the group: the two rounds write it
     _write([BranchClaim(run_id, step_id(run_id, 1), 1)])
-    real = runtime.store.branch_reports.execute
+    real = runtime.store.fanout.branch_reports.execute
     failures = [cause]
 
     def failing_second_round(statements: Any, last: bool = False) -> Any:
@@ -383,7 +383,7 @@ def test_fanout_reports_failing_in_the_round_that_commits_write_nothing(
             return real(statements, last=last)
         return real([*statements, ("SELECT 1 / 0", [])], last=last)  # the server says no
 
-    monkeypatch.setattr(runtime.store.branch_reports, "execute", failing_second_round)
+    monkeypatch.setattr(runtime.store.fanout.branch_reports, "execute", failing_second_round)
     report = _report(run_id, 1)
     expected = OutcomeUnknown if cause == "cut off" else DatabaseError
     with pytest.raises(expected):  # cut off: the COMMIT may have reached the server
@@ -407,7 +407,7 @@ def test_fanout_quiet_report_failing_is_written_again_only_when_surely_rolled_ba
 
     run_id = _started(2)
     _write([BranchClaim(run_id, step_id(run_id, 1), 1)])
-    real = runtime.store.sink.execute
+    real = runtime.store.history.sink.execute
     failures = [cause]
 
     def failing_one_round(statements: Any, last: bool = False) -> Any:
@@ -420,7 +420,7 @@ def test_fanout_quiet_report_failing_is_written_again_only_when_surely_rolled_ba
             return real(statements, last=last)
         return real([*statements, ("SELECT 1 / 0", [])], last=last)
 
-    monkeypatch.setattr(runtime.store.sink, "execute", failing_one_round)
+    monkeypatch.setattr(runtime.store.history.sink, "execute", failing_one_round)
     report = _report(run_id, 1)
     if cause == "cut off":
         with pytest.raises(OutcomeUnknown):  # the COMMIT may have reached the server
@@ -453,7 +453,7 @@ def test_fanout_one_round_agrees_with_two_rounds_over_group_states(
 ) -> None:
     """For counters the group may hold when a success comes in, the one round and the two
     rounds record the same thing (the one round refuses whatever would decide or release)."""
-    real_quiet = runtime.store.quiet_reports.quiet_batch
+    real_quiet = runtime.store.fanout.quiet_reports.quiet_batch
     states = [
         (succeeded, failed, need, limit, released)
         for succeeded in (0, 2)
@@ -466,7 +466,7 @@ def test_fanout_one_round_agrees_with_two_rounds_over_group_states(
         outcomes = []
         for one_round in (True, False):
             quiet = real_quiet if one_round else (lambda *a: None)
-            monkeypatch.setattr(runtime.store.quiet_reports, "quiet_batch", quiet)
+            monkeypatch.setattr(runtime.store.fanout.quiet_reports, "quiet_batch", quiet)
             run_id = _started(4)
             FanoutGroup.objects.filter(run_id=run_id).update(
                 succeeded=succeeded, failed=failed, need=need, failure_limit=limit,

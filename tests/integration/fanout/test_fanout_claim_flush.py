@@ -19,8 +19,8 @@ from runtime.core.writes import BranchClaim
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Run
 from runtime.services import start_run
-from runtime.store.branch_claims import ClaimBatch
 from runtime.store.dialect import execute as execute_statements
+from runtime.store.fanout.branch_claims import ClaimBatch
 
 
 def _started(workflow: str, n: int) -> uuid.UUID:

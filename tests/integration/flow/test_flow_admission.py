@@ -12,7 +12,7 @@ from runtime import start
 from runtime.core.errors import InvalidArguments
 from runtime.flow.admission import admit, admit_waiting
 from runtime.models import Run
-from runtime.store.admission import slots_in_use
+from runtime.store.flow.admission import slots_in_use
 from runtime.testing import InMemoryDispatcher
 from tests.integration.flow import flow_workflows as flows
 

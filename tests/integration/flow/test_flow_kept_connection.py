@@ -9,8 +9,8 @@ from django.db import OperationalError, connection, connections
 from django.utils import timezone
 
 from runtime.store import connection as store_connection
-from runtime.store import ratelimit as store_ratelimit
 from runtime.store.connection import KeptConnections
+from runtime.store.flow import ratelimit as store_ratelimit
 
 
 def _backend_pid(kept: KeptConnections) -> int:

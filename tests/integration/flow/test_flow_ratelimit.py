@@ -20,7 +20,7 @@ from runtime.fanout.report import BranchAttempt
 from runtime.flow import ratelimit
 from runtime.flow.ratelimit import LATE, LEAD, MAX_RETAKES, turn_wait
 from runtime.models import RateReservation, Step
-from runtime.store.ratelimit import reserve_turn
+from runtime.store.flow.ratelimit import reserve_turn
 from runtime.testing import InMemoryDispatcher
 from tests.integration.flow import flow_workflows as flows
 

@@ -20,7 +20,7 @@ from runtime.handles import get_run
 from runtime.lifecycle.retention import older_than, purge
 from runtime.models import Event, Run
 from runtime.services import start_run
-from runtime.store.partitions import PARTITIONED, is_partitioned
+from runtime.store.lifecycle.partitions import PARTITIONED, is_partitioned
 
 pytestmark = [
     pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL is converted"),

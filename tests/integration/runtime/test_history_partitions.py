@@ -20,7 +20,13 @@ from runtime.lifecycle.archive import SECTIONS, restore
 from runtime.lifecycle.retention import expired, older_than, purge, retention_pass
 from runtime.models import Event, Run, Step
 from runtime.services import start_run
-from runtime.store.partitions import PARTITIONED, Period, ensure_partitions, period_of, periods
+from runtime.store.lifecycle.partitions import (
+    PARTITIONED,
+    Period,
+    ensure_partitions,
+    period_of,
+    periods,
+)
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="the history is partitioned on PostgreSQL"

@@ -19,17 +19,17 @@ from runtime.core.identity import group_id, step_id
 from runtime.core.run_ids import id_at
 from runtime.core.writes import BranchClaim, BranchReport
 from runtime.models import Step
-from runtime.store import quiet_reports
-from runtime.store import report_statements as sql
-from runtime.store.branch_claims import ClaimBatch
-from runtime.store.children import step_status
 from runtime.store.dialect import Statement
-from runtime.store.fanout_groups import group_row
-from runtime.store.fanout_sweeps import running_branches
-from runtime.store.leases import renew_branch_leases
-from runtime.store.liveness import expire_branch_leases, orphaned_branches
-from runtime.store.partitions import ensure_partitions, period_of
-from runtime.store.run_rows import callback_step
+from runtime.store.fanout import quiet_reports
+from runtime.store.fanout import report_statements as sql
+from runtime.store.fanout.branch_claims import ClaimBatch
+from runtime.store.fanout.fanout_groups import group_row
+from runtime.store.fanout.fanout_sweeps import running_branches
+from runtime.store.lifecycle.leases import renew_branch_leases
+from runtime.store.lifecycle.liveness import expire_branch_leases, orphaned_branches
+from runtime.store.lifecycle.partitions import ensure_partitions, period_of
+from runtime.store.runs.children import step_status
+from runtime.store.runs.run_rows import callback_step
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="the history is partitioned on PostgreSQL"

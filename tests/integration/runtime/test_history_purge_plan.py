@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from bench.history_load import load
 from runtime.lifecycle.retention import older_than
-from runtime.store.partitions import Period, drop_partitions, period_of
-from runtime.store.purge import finished_runs
+from runtime.store.lifecycle.partitions import Period, drop_partitions, period_of
+from runtime.store.lifecycle.purge import finished_runs
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="the plan is PostgreSQL's"

@@ -17,7 +17,7 @@ from runtime.executor import Execution, ExecutionOutcome
 from runtime.lifecycle.rekey import rekey_all
 from runtime.models import Event, Run, Step, StreamChunk
 from runtime.services import start_run
-from runtime.store.payload_rows import PAYLOAD_TABLES
+from runtime.store.lifecycle.payload_rows import PAYLOAD_TABLES
 
 
 def stored_texts() -> list[str]:

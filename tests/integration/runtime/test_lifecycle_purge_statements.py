@@ -1,4 +1,4 @@
-"""The purge's own statements (runtime.store.purge): every model that references runs is
+"""The purge's own statements (runtime.store.lifecycle.purge): every model that references runs is
 covered, forks lose their source, and nothing of another run is touched."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from runtime.executor import Execution
 from runtime.forks import fork_run
 from runtime.lifecycle.archive import SECTIONS
 from runtime.models import Run
-from runtime.store import purge
+from runtime.store.lifecycle import purge
 
 
 def test_purge_statements_cover_every_model_that_references_runs() -> None:

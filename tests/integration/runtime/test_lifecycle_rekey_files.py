@@ -17,7 +17,7 @@ from runtime.lifecycle.rekey import rekey_all
 from runtime.models import Event, EventType, Run
 from runtime.payloads.codec import OFFLOADED
 from runtime.services import start_run
-from runtime.store.payload_rows import PAYLOAD_TABLES, names_file, read_rows
+from runtime.store.lifecycle.payload_rows import PAYLOAD_TABLES, names_file, read_rows
 
 BLOB = "b" * 600_000
 

@@ -22,7 +22,7 @@ from runtime.messaging.values import store_value
 from runtime.models import Run
 from runtime.models.messaging import Message
 from runtime.services import start_run
-from runtime.store.payload_forms import StoredForms
+from runtime.store.history.payload_forms import StoredForms
 
 
 @pytest.fixture

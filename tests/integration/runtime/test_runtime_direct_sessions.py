@@ -13,10 +13,10 @@ from django.db import connection
 
 from bench.db_connections import ConnectionSampler
 from runtime.leases.liveness import process_key
-from runtime.store import stream_slots
 from runtime.store.connection import NEVER_AUTOMATICALLY, raw_connection
-from runtime.store.leases import locked_connection
-from runtime.store.listener import open_listener
+from runtime.store.lifecycle.leases import locked_connection
+from runtime.store.messaging import stream_slots
+from runtime.store.messaging.listener import open_listener
 
 NOWHERE = "postgres://postgres@127.0.0.1:9/"  # the discard port: nothing answers
 

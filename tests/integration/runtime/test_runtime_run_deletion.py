@@ -19,7 +19,7 @@ from run_records import noop_step_checkpoint
 from runtime.core.errors import LeaseLost
 from runtime.models import Event, Run, Step
 from runtime.services import start_run
-from runtime.store.sink import DatabaseSink
+from runtime.store.history.sink import DatabaseSink
 
 
 def write_step(run: Run, position: int) -> None:

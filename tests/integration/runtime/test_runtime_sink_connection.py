@@ -11,7 +11,7 @@ from run_records import events, noop_step_checkpoint
 
 from runtime.core.errors import LeaseLost
 from runtime.models import Run, Step
-from runtime.store.sink import DatabaseSink
+from runtime.store.history.sink import DatabaseSink
 
 
 @pytest.fixture

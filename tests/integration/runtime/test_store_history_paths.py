@@ -24,9 +24,9 @@ from runtime.core.writes import (
 )
 from runtime.models import FanoutGroup, Run, Step
 from runtime.services import start_run
-from runtime.store import pg_statements
-from runtime.store.parts import STEP_UPDATE_FIELDS
-from runtime.store.sink import DatabaseSink
+from runtime.store.history import pg_statements
+from runtime.store.history.parts import STEP_UPDATE_FIELDS
+from runtime.store.history.sink import DatabaseSink
 
 
 def _write(run: Run, at: datetime) -> HistoryWrite:

@@ -26,10 +26,11 @@ from runtime.core.writes import (
 )
 from runtime.models import Run, Step, StreamChunk
 from runtime.services import start_run
-from runtime.store import pg_json_rows, pg_statements, runs
-from runtime.store.parts import STEP_UPDATE_FIELDS, run_parts
-from runtime.store.sink import DatabaseSink
-from runtime.store.streams import append_chunk
+from runtime.store.history import pg_json_rows, pg_statements
+from runtime.store.history.parts import STEP_UPDATE_FIELDS, run_parts
+from runtime.store.history.sink import DatabaseSink
+from runtime.store.messaging.streams import append_chunk
+from runtime.store.runs import run_statements as runs
 
 
 def record_calls(

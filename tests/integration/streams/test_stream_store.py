@@ -18,7 +18,7 @@ from runtime.core.errors import FanfoldError, PayloadError
 from runtime.core.writes import ChunkDraft
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Run, StreamChunk
-from runtime.store.streams import append_chunk, append_chunks_txn
+from runtime.store.messaging.streams import append_chunk, append_chunks_txn
 
 pytestmark = pytest.mark.usefixtures("db_ready")
 

@@ -21,8 +21,8 @@ from runtime.core.identity import DEBOUNCE_KEY_PREFIX
 from runtime.leases.keepers import run_leases
 from runtime.models import Run, RunStatus
 from runtime.store.connection import raw_connection
-from runtime.store.run_claims import claim_runs_with_history
-from runtime.store.runs import claim_run, load_history
+from runtime.store.runs.run_claims import claim_runs_with_history
+from runtime.store.runs.run_statements import claim_run, load_history
 from runtime.worker import run_batch
 from runtime.worker.run_batch import execute_batch
 from tests.support import sample_tasks as tasks

@@ -20,7 +20,7 @@ from runtime.django_tasks.compat import TaskResultStatus
 from runtime.executor import execute
 from runtime.models import Run, Step
 from runtime.recovery import run_sweep
-from runtime.store.runs import claim_run_with_history
+from runtime.store.runs.run_statements import claim_run_with_history
 from runtime.testing import use_dispatcher
 from tests.support import sample_tasks as tasks
 

@@ -136,6 +136,35 @@ def test_architecture_the_store_holds_sql() -> None:
     assert sum(len(sql_literals(path)) for path in store) >= 10
 
 
+# The store's own seams, shared by every subject: its connections, past-the-pooler sessions
+# and portable SQL pieces. Everything else lives in a subpackage named after what it stores.
+STORE_ROOT_MODULES = {
+    "runtime.store",
+    "runtime.store.connection",
+    "runtime.store.direct",
+    "runtime.store.dialect",
+}
+STORE_SUBJECTS = {"runs", "history", "fanout", "messaging", "flow", "lifecycle"}
+
+
+def test_architecture_store_is_grouped_by_subject() -> None:
+    flat = sorted(
+        name
+        for name in modules()
+        if name.startswith("runtime.store.")
+        and name.count(".") == 2
+        and name not in STORE_ROOT_MODULES
+        and name.rsplit(".", 1)[1] not in STORE_SUBJECTS
+    )
+    assert flat == []
+    grouped = {
+        name.split(".")[2]
+        for name in modules()
+        if name.count(".") >= 3 and name.startswith("runtime.store.")
+    }
+    assert grouped == STORE_SUBJECTS
+
+
 def test_architecture_modules_and_functions_stay_small() -> None:
     too_big = []
     for name, path in modules().items():

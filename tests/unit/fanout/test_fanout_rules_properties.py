@@ -1,7 +1,8 @@
 """Property tests of fan-in: random rules, windows and completion orders.
 
 The simulation plays the database's part: each completion increments the counters and asks
-`after_batch`, exactly as runtime.store.branch_reports does inside the completion's transaction.
+`after_batch`, exactly as runtime.store.fanout.branch_reports does inside the completion's
+transaction.
 """
 
 from __future__ import annotations

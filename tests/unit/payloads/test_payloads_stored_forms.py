@@ -1,4 +1,5 @@
-"""The write seam of payloads (runtime.store.payload_forms) and the inline fallback of `pack`.
+"""The write seam of payloads (runtime.store.history.payload_forms) and the inline fallback of
+`pack`.
 
 With no keys, a checkpoint within FANFOLD_OFFLOAD_BYTES passes through as it is after one
 reserved-form check per value; with keys every payload column of the write is packed; without
@@ -31,9 +32,9 @@ from runtime.core.writes import (
 from runtime.payloads import packing
 from runtime.payloads.codec import ENCRYPTED, ESCAPED, OFFLOADED, reserved_form
 from runtime.payloads.packing import pack, unpack
-from runtime.store import payload_forms
-from runtime.store.batch import SortedBatch
-from runtime.store.payload_forms import StoredForms, report_value
+from runtime.store.history import payload_forms
+from runtime.store.history.batch import SortedBatch
+from runtime.store.history.payload_forms import StoredForms, report_value
 
 RUN = uuid.UUID("6f1c0000-0000-4000-8000-000000000001")
 AT = datetime(2026, 12, 3, tzinfo=UTC)

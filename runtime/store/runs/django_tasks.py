@@ -13,7 +13,7 @@ from typing import Any
 from django.db import transaction
 
 from runtime.models import Event, EventType, Run, Step, StepKind, StreamChunk
-from runtime.store.values import latest_value, upsert_value
+from runtime.store.messaging.values import latest_value, upsert_value
 
 
 @dataclass(frozen=True)

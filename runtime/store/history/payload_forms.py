@@ -1,6 +1,6 @@
 """The write seam of payloads: every value a checkpoint records, in the form its column stores.
 
-The sink packs a batch here (runtime.store.batch) before it is split between its paths,
+The sink packs a batch here (runtime.store.history.batch) before it is split between its paths,
 so both write the same stored forms (runtime.payloads.packing). With no payload keys, a
 checkpoint whose measured size is within FANFOLD_OFFLOAD_BYTES holds no value that could go
 to the payload storage: its values are only checked for a `$ff:` form to escape (one type

@@ -24,7 +24,7 @@ from django.utils import timezone
 from runtime.core.writes import ChunkDraft
 from runtime.models import StreamChunk
 from runtime.store.dialect import adapter, execute, json_param, postgres
-from runtime.store.payload_forms import StoredForms
+from runtime.store.history.payload_forms import StoredForms
 
 CHANNEL = "fanfold_runs"
 _ATTEMPTS = 20  # seq collisions are rare (SQLite, or a lock-free race); each retry is cheap
@@ -35,7 +35,7 @@ def append_chunk(
 ) -> int | None:
     """Append `value` to the run's stream; returns its seq (None: `writer_key` was written).
 
-    The value is written in its stored form (runtime.store.payload_forms)."""
+    The value is written in its stored form (runtime.store.history.payload_forms)."""
     value = StoredForms().form(value, run_id)
     for _ in range(_ATTEMPTS):
         try:

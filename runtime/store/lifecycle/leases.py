@@ -10,7 +10,7 @@ import psycopg
 
 from runtime.models import Run, Step, StepStatus
 from runtime.store.direct import open_direct
-from runtime.store.liveness import lock_statement
+from runtime.store.lifecycle.liveness import lock_statement
 
 
 def renew_run_leases(tokens: list[str], until: datetime) -> int:

@@ -3,7 +3,7 @@
 Concurrent branch threads of a worker group-commit their claims through the checkpoint writer
 (a `BranchClaim` payload). Inside the sink's batch transaction the claims become one
 `UPDATE ... FROM (VALUES ...) ... RETURNING` per kind of claim (fresh, or a child's next poll),
-run together with the batch's reports (runtime.store.branch_reports). A step attempt is won
+run together with the batch's reports (runtime.store.fanout.branch_reports). A step attempt is won
 by at most one claim: duplicates within a batch lose before the statement (the first one
 queued wins), duplicates across batches lose the conditional update.
 

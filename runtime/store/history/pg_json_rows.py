@@ -1,7 +1,8 @@
 """Many runs' plain checkpoints (or one with many rows) in ONE statement, rows sent as JSON.
 
-The same step upsert and event insert as every other history write (runtime.store.history_rows),
-selecting their rows from JSON documents instead of a VALUES list of parameters.
+The same step upsert and event insert as every other history write
+(runtime.store.history.history_rows), selecting their rows from JSON documents instead of a VALUES
+list of parameters.
 
 When a group commit holds steps of several runs (many workflows in one worker), writing each
 run's part as its own statement costs a round trip of work per run in the writer thread, and
@@ -11,7 +12,7 @@ events of all the plain parts go as three JSON documents (one C-speed `json` enc
 every batch size, so it is prepared once per connection.
 
 A plain part is one that only appends: a lease guard, no run patch, no wake-ups, no cancel.
-Every other part keeps its own statement (runtime.store.pg_statements).
+Every other part keeps its own statement (runtime.store.history.pg_statements).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from typing import Any
 
 from runtime.core.writes import LeaseGuard
 from runtime.models import Run
-from runtime.store.columns import step_columns
-from runtime.store.history_rows import events_insert, steps_insert
-from runtime.store.parts import RunPart
+from runtime.store.history.columns import step_columns
+from runtime.store.history.history_rows import events_insert, steps_insert
+from runtime.store.history.parts import RunPart
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 

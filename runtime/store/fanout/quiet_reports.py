@@ -13,7 +13,7 @@ or release (the usual end of a fan-out) writes nothing and says so, without an e
 server's log, and the caller writes its reports through the two rounds, which decide them
 exactly (the claims of the pipeline committed with it). A batch whose writes disagree with the
 check (a stale report, a run no longer active) fails by dividing by zero, as the checkpoint
-fast path does (runtime.store.pg_statements), and goes through the two rounds whole. So the
+fast path does (runtime.store.history.pg_statements), and goes through the two rounds whole. So the
 fast path commits only what the two rounds would have committed, with the same receipts
 (recorded; nothing to release, nothing to wake).
 
@@ -35,11 +35,11 @@ from typing import Any
 from runtime.core.receipts import BranchReceipt
 from runtime.core.writes import BranchReport
 from runtime.models import FanoutGroup
-from runtime.store import report_statements as sql
-from runtime.store.batch import BranchWrites
-from runtime.store.branch_claims import ClaimBatch
-from runtime.store.branch_reports import Receipts
 from runtime.store.dialect import MAX_PARAMS, Statement, cast, uuid_param, values_list
+from runtime.store.fanout import report_statements as sql
+from runtime.store.fanout.branch_claims import ClaimBatch
+from runtime.store.fanout.branch_reports import Receipts
+from runtime.store.history.batch import BranchWrites
 
 _QUIET_OUTCOMES = frozenset({"completed", "retrying"})
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from runtime.core.matching import candidate_keys, keyset_key, match_key, matches
 from runtime.models import Signal, SignalKeyset, SignalWait
-from runtime.store.wakes import wake_runs_txn
+from runtime.store.messaging.wakes import wake_runs_txn
 
 _LOOKBACK_BATCH = 200  # signals read at a time when a new wait looks back
 

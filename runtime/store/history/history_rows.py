@@ -1,12 +1,12 @@
 """The rows a checkpoint batch adds to a run's history, one statement form each, any database.
 
-A run's part of a batch (runtime.store.parts) writes, after its run's guarded UPDATE
-(runtime.store.runs): its step rows as upserts, its events with seqs counted back from the
-run's new `last_seq`, and its new fan-out groups. On PostgreSQL the one-round-trip path
-(runtime.store.pg_statements) puts these very statements in one statement as CTEs after the
-UPDATE; the transaction path (runtime.store.history_txn) runs them after it, on any database.
-Casts and parameter forms come from runtime.store.dialect; statement texts depend only on the
-number of rows, so each shape is built (and on PostgreSQL prepared) once.
+A run's part of a batch (runtime.store.history.parts) writes, after its run's guarded UPDATE
+(runtime.store.runs.run_statements): its step rows as upserts, its events with seqs counted back
+from the run's new `last_seq`, and its new fan-out groups. On PostgreSQL the one-round-trip path
+(runtime.store.history.pg_statements) puts these very statements in one statement as CTEs after the
+UPDATE; the transaction path (runtime.store.history.history_txn) runs them after it, on any
+database. Casts and parameter forms come from runtime.store.dialect; statement texts depend
+only on the number of rows, so each shape is built (and on PostgreSQL prepared) once.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 from runtime.core.writes import EventDraft, FanoutGroupRow, StepRow
 from runtime.models import Event, FanoutGroup, Step
-from runtime.store.columns import step_columns
 from runtime.store.dialect import Statement, adapter, cast, chunks, postgres
+from runtime.store.history.columns import step_columns
 
 EVENT_COLUMNS = ("back", "type", "step_id", "payload", "created_at")
 _EVENT_TYPES = ("integer", "text", "uuid", "jsonb", "timestamptz")

@@ -1,10 +1,11 @@
 """Fan-out branch claims and reports: a call that writes them and returns their receipts.
 
 They ride this process's checkpoint writer, so they are group-committed with the other
-threads' checkpoints, claims and reports (one transaction per batch, see runtime.store.sink),
-but each is a write of its own: not part of a run's session, a failure fails that call alone.
-A receipt is what the committed transaction decided (runtime.store.branch_claims,
-runtime.store.branch_reports); none is handed out before the commit.
+threads' checkpoints, claims and reports (one transaction per batch, see
+runtime.store.history.sink), but each is a write of its own: not part of a run's session, a failure
+fails that call alone. A receipt is what the committed transaction decided
+(runtime.store.fanout.branch_claims, runtime.store.fanout.branch_reports); none is handed out before
+the commit.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import psycopg
 
 from runtime.store.dialect import postgres
 from runtime.store.direct import open_direct
-from runtime.store.streams import CHANNEL
+from runtime.store.messaging.streams import CHANNEL
 
 
 def can_listen() -> bool:

@@ -27,7 +27,7 @@ from runtime.store.dialect import (
     uuid_param,
     values_cte,
 )
-from runtime.store.payload_forms import StoredForms, report_event, report_value
+from runtime.store.history.payload_forms import StoredForms, report_event, report_value
 
 OUTCOME_STATUS = {
     "completed": StepStatus.COMPLETED,
@@ -67,7 +67,7 @@ STEP_COLUMNS = [
 
 def step_rows(reports: list[BranchReport]) -> list[tuple[Any, ...]]:
     """The `v` rows (STEP_COLUMNS) of `step_update`, in one lock order for every writer;
-    results and errors in their stored forms (runtime.store.payload_forms)."""
+    results and errors in their stored forms (runtime.store.history.payload_forms)."""
     forms = StoredForms()
     return [
         (

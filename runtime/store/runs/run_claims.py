@@ -2,12 +2,12 @@
 round trip instead of one per run.
 
 On PostgreSQL one `UPDATE ... FROM unnest(ids, tokens)` takes the lease of every run of the
-batch that a single claim (runtime.store.runs.claim_run) would take, each under its own
-token, and a second statement in the same pipeline reads their histories; both are
+batch that a single claim (runtime.store.runs.run_statements.claim_run) would take, each under its
+own token, and a second statement in the same pipeline reads their histories; both are
 prepared, except behind a pooler in transaction mode (runtime.store.connection). The claim is
 committed without waiting for the WAL flush, as a single run's is
-(runtime.store.runs.claim_run_with_history). Elsewhere (SQLite, or inside an atomic block) the
-runs are claimed one by one.
+(runtime.store.runs.run_statements.claim_run_with_history). Elsewhere (SQLite, or inside an atomic
+block) the runs are claimed one by one.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 from runtime import conf
 from runtime.core.history import RecordedStep
 from runtime.models import Run, Step
-from runtime.store.columns import JSON_COLUMNS
-from runtime.store.runs import (
+from runtime.store.history.columns import JSON_COLUMNS
+from runtime.store.runs.run_statements import (
     HISTORY_FIELDS,
     RunClaim,
     claim_of,
@@ -80,7 +80,7 @@ def _batch_claim_statement(
 
 
 # The histories of all of a batch's runs; its JSON columns as text, as a single run's
-# (runtime.store.runs.load_history).
+# (runtime.store.runs.run_statements.load_history).
 _HISTORIES_PG = (
     "SELECT run_id, "
     f"{', '.join(f'{f}::text' if f in JSON_COLUMNS else f for f in HISTORY_FIELDS)} "

@@ -1,6 +1,6 @@
 """Fan-out group rows: reads, and the branches' dispatch times (the sweep's lost-message
 clock). A group is inserted with the batch that records its branches
-(runtime.store.history_rows)."""
+(runtime.store.history.history_rows)."""
 
 from __future__ import annotations
 

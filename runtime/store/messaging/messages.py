@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from runtime.core.errors import RunFinished, RunNotFound
 from runtime.models import FINISHED_RUN_STATES, Message, Run
-from runtime.store.payload_forms import StoredForms
-from runtime.store.wakes import wake_runs_txn
+from runtime.store.history.payload_forms import StoredForms
+from runtime.store.messaging.wakes import wake_runs_txn
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ It is the path for SQLite, for batches with fan-out reports or guards the one-st
 does not take, and for a batch the PostgreSQL path rolled back: here a failed guard is named
 exactly (lease lost, run finished, step changed, woken up). Each part's run is updated first
 (its guard checked, its seqs allocated), then the same statements as the one-statement path's
-(runtime.store.history_rows) write the rows; on PostgreSQL they go in one pipeline.
+(runtime.store.history.history_rows) write the rows; on PostgreSQL they go in one pipeline.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from django.db import connection
 from runtime.core.errors import LeaseLost, RunAlreadyFinished, StepChanged, WokenUp
 from runtime.core.writes import LeaseGuard, OpenStepGuard, SuspendGuard, UnfinishedGuard
 from runtime.models import Run, Step, StepStatus
-from runtime.store import history_rows
 from runtime.store.dialect import Statement, execute
-from runtime.store.parts import STEP_UPDATE_FIELDS, RunPart
-from runtime.store.runs import run_update_statement
-from runtime.store.streams import append_chunks_txn, notify_run
+from runtime.store.history import history_rows
+from runtime.store.history.parts import STEP_UPDATE_FIELDS, RunPart
+from runtime.store.messaging.streams import append_chunks_txn, notify_run
+from runtime.store.runs.run_statements import run_update_statement
 
 
 def write_parts_txn(parts: list[RunPart], now: datetime, check_at: datetime) -> None:

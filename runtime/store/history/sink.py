@@ -1,18 +1,18 @@
 """`DatabaseSink`: the database side of the checkpoint store, one transaction per batch.
 
 The pure writer (runtime.checkpoint) decides what goes into a batch; the sink sorts it by kind
-(runtime.store.batch) and writes it on a connection of its own. On PostgreSQL (the one place
+(runtime.store.history.batch) and writes it on a connection of its own. On PostgreSQL (the one place
 the sink asks which database it writes to) a batch of one kind may take a fast path:
 
 1. nothing but branch claims: one conditional UPDATE in autocommit;
 2. branch reports (and claims) alone: one round trip when they decide nothing
-   (runtime.store.quiet_reports), else two (runtime.store.branch_reports);
+   (runtime.store.fanout.quiet_reports), else two (runtime.store.fanout.branch_reports);
 3. history writes alone, under guards it can check: one round trip
-   (runtime.store.pg_statements).
+   (runtime.store.history.pg_statements).
 
 Everything else, any database, and a batch path 3 rolled back, goes as one transaction: the
-history writes (runtime.store.history_txn), then the branch reports and claims
-(runtime.store.branch_reports); a failed guard is named exactly there.
+history writes (runtime.store.history.history_txn), then the branch reports and claims
+(runtime.store.fanout.branch_reports); a failed guard is named exactly there.
 """
 
 from __future__ import annotations
@@ -29,14 +29,15 @@ from runtime import conf
 from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import OutcomeUnknown
 from runtime.core.writes import LeaseGuard, SuspendGuard, UnfinishedGuard
-from runtime.store import branch_reports, pg_statements, quiet_reports
-from runtime.store.batch import BranchWrites, SortedBatch
-from runtime.store.branch_claims import ClaimBatch
-from runtime.store.branch_reports import Receipts
 from runtime.store.connection import SinkConnection
 from runtime.store.dialect import PipelinedTransaction, execute, postgres
-from runtime.store.history_txn import write_parts_txn
-from runtime.store.parts import STEP_UPDATE_FIELDS, RunPart, run_parts
+from runtime.store.fanout import branch_reports, quiet_reports
+from runtime.store.fanout.branch_claims import ClaimBatch
+from runtime.store.fanout.branch_reports import Receipts
+from runtime.store.history import pg_statements
+from runtime.store.history.batch import BranchWrites, SortedBatch
+from runtime.store.history.history_txn import write_parts_txn
+from runtime.store.history.parts import STEP_UPDATE_FIELDS, RunPart, run_parts
 
 _IDLE_CHECK = 10.0  # seconds without a batch after which the connection is tested first
 
@@ -123,7 +124,7 @@ class DatabaseSink:
 
         The claims are one conditional UPDATE, atomic by itself, so it needs no BEGIN and
         COMMIT round trips of its own; fresh claims do not wait for the WAL flush
-        (runtime.store.branch_claims). Returns None when the batch is not such a batch.
+        (runtime.store.fanout.branch_claims). Returns None when the batch is not such a batch.
         """
         claims = writes.claims
         if not claims or writes.reports:
@@ -166,7 +167,7 @@ class DatabaseSink:
         return receipts
 
     def _quiet_reports(self, writes: BranchWrites, now: datetime) -> Receipts | None:
-        """Reports that decide nothing in one round trip (runtime.store.quiet_reports); None
+        """Reports that decide nothing in one round trip (runtime.store.fanout.quiet_reports); None
         when the batch is not such a batch, or the server found it was not and rolled it back."""
         batch = quiet_reports.quiet_batch(writes, now)
         if batch is None:

@@ -1,8 +1,8 @@
 """`SortedBatch`: a checkpoint batch's writes sorted by kind, history in stored form.
 
 Each write adds itself (`sort_into`, runtime.core.writes): history writes with their session,
-in the stored form of their payloads (runtime.store.payload_forms), and the fan-out branches'
-claims and reports, each kind in batch order. The sink writes each kind by its own path.
+in the stored form of their payloads (runtime.store.history.payload_forms), and the fan-out
+branches' claims and reports, each kind in batch order. The sink writes each kind by its own path.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import cast
 
 from runtime.checkpoint.batching import Checkpoint
 from runtime.core.writes import BranchClaim, BranchReport, HistoryWrite, Write
-from runtime.store.payload_forms import StoredForms
+from runtime.store.history.payload_forms import StoredForms
 
 
 @dataclass

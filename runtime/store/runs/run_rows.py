@@ -15,7 +15,7 @@ from django.db.models.sql import InsertQuery
 from runtime.models import ACTIVE_RUN_STATES, Event, EventType, Run, Step
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import postgres
-from runtime.store.payload_forms import StoredForms
+from runtime.store.history.payload_forms import StoredForms
 
 
 def insert_run(
@@ -28,7 +28,7 @@ def insert_run(
 ) -> None:
     """Insert the run of these `columns` (Run field names; the others get their defaults; its
     `id` given) and its run_created event (with `payload`) in one transaction, both in their
-    stored forms (runtime.store.payload_forms), `bound` their JSON size's bound; `then()`
+    stored forms (runtime.store.history.payload_forms), `bound` their JSON size's bound; `then()`
     runs once that commits.
 
     On PostgreSQL outside an atomic block both rows go in one statement, committed at once,

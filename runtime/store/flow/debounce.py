@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from runtime.models import Event, EventType, Run, RunStatus
-from runtime.store.payload_forms import StoredForms
+from runtime.store.history.payload_forms import StoredForms
 
 _ATTEMPTS = 3  # a first start racing another first start retries (the loser finds the run)
 

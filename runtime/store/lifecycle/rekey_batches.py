@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
-from runtime.store.payload_rows import PayloadTable, read_rows
+from runtime.store.lifecycle.payload_rows import PayloadTable, read_rows
 
 
 def rewrite_batch(

@@ -1,9 +1,9 @@
 """The PostgreSQL fast path of the checkpoint sink: one round trip per batch.
 
-The transaction path (runtime.store.history_txn) spends a round trip on BEGIN and on COMMIT
+The transaction path (runtime.store.history.history_txn) spends a round trip on BEGIN and on COMMIT
 and one per statement. Here each run's part of a batch is ONE statement: the guarded
 `UPDATE ... RETURNING last_seq` in a data-modifying CTE, then the same step upserts and event
-inserts (runtime.store.history_rows) as CTEs, the events' seqs counted from the new
+inserts (runtime.store.history.history_rows) as CTEs, the events' seqs counted from the new
 `last_seq`. A guard that matched no row divides by zero, which fails the statement (and the
 batch) so nothing is written; the caller then writes the batch again through the transaction
 path, which reports exactly which guard failed. Statements of the same shape have the same
@@ -19,12 +19,12 @@ from datetime import datetime
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from runtime.store import history_rows, pg_json_rows
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import Statement
-from runtime.store.parts import RunPart
-from runtime.store.runs import run_update_statement
-from runtime.store.streams import chunk_statements, notify_statement
+from runtime.store.history import history_rows, pg_json_rows
+from runtime.store.history.parts import RunPart
+from runtime.store.messaging.streams import chunk_statements, notify_statement
+from runtime.store.runs.run_statements import run_update_statement
 
 # Beyond this the statement would pass PostgreSQL's 65,535-parameter limit: the transaction path.
 MAX_PARAMETERS = 60_000
@@ -32,7 +32,7 @@ MAX_PARAMETERS = 60_000
 
 def group_statement(g: RunPart, now: datetime, update_fields: Sequence[str]) -> Statement:
     """The one statement writing one run's part of a batch: the run's UPDATE, then the rows
-    of runtime.store.history_rows as CTEs.
+    of runtime.store.history.history_rows as CTEs.
 
     Its text depends only on the part's shape, so the few shapes a workload has are built once
     (and prepared once per connection); per call only the parameters are gathered.
@@ -61,9 +61,10 @@ def write_parts(
     """Write a batch atomically in one round trip; False when a run's part is too big.
 
     The plain parts of several runs, or one plain part with many rows (a fan-out's start),
-    go as one statement with JSON rows (runtime.store.pg_json_rows); every other part has its own
-    statement, and stream chunks theirs (runtime.store.streams). One statement runs alone in
-    autocommit; several run between BEGIN and COMMIT in one pipeline. All of them are prepared.
+    go as one statement with JSON rows (runtime.store.history.pg_json_rows); every other part has
+    its own statement, and stream chunks theirs (runtime.store.messaging.streams). One statement
+    runs alone in autocommit; several run between BEGIN and COMMIT in one pipeline. All of them are
+    prepared.
     """
     plain = [g for g in groups if pg_json_rows.is_plain(g)]
     if not pg_json_rows.worth_combining(plain):

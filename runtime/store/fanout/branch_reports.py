@@ -12,8 +12,9 @@ a pipelined transaction the first carries the BEGIN and the second the COMMIT):
    unfinished branches and wakes the run once, or a release; then the events and the claims.
 
 A batch that decides nothing can be written in one round instead, on PostgreSQL
-(runtime.store.quiet_reports); the server refuses it when it would decide something, and it
-comes here. Nothing here reads the event log. The statements are in runtime.store.report_statements.
+(runtime.store.fanout.quiet_reports); the server refuses it when it would decide something, and it
+comes here. Nothing here reads the event log. The statements are in
+runtime.store.fanout.report_statements.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from typing import Any
 from runtime.core.fanin import FanInRule, GroupCounts, after_batch
 from runtime.core.receipts import BranchReceipt, ClaimReceipt
 from runtime.core.writes import BranchClaim, BranchReport, EventDraft
-from runtime.store import report_statements as sql
-from runtime.store.batch import BranchWrites
-from runtime.store.branch_claims import ClaimBatch
 from runtime.store.dialect import Statement, as_uuid, execute, time_param
+from runtime.store.fanout import report_statements as sql
+from runtime.store.fanout.branch_claims import ClaimBatch
+from runtime.store.history.batch import BranchWrites
 
 Rows = list[list[tuple[Any, ...]]]
 

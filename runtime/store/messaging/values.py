@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from runtime.models import Run, RunValue
-from runtime.store.payload_forms import StoredForms
+from runtime.store.history.payload_forms import StoredForms
 
 
 def upsert_value(run_id: uuid.UUID, key: str, value: Any, position: int) -> None:

@@ -20,9 +20,9 @@ from runtime.core.writes import Guard, LeaseGuard, RunPatch, SuspendGuard, Unfin
 from runtime.models import ACTIVE_RUN_STATES, Run, RunStatus, Step
 from runtime.payloads.codec import STORED_FORM_MARK
 from runtime.payloads.packing import unpack
-from runtime.store.columns import JSON_COLUMNS
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import IDLE, Statement, adapter, in_list, postgres, uuid_param
+from runtime.store.history.columns import JSON_COLUMNS
 
 
 def run_update_statement(

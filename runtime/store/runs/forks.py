@@ -17,7 +17,7 @@ from runtime import conf
 from runtime.core.callbacks import derive_token, token_digest
 from runtime.core.identity import step_id
 from runtime.models import Event, EventType, FanoutGroup, Run, Step, StepStatus
-from runtime.store.payload_forms import StoredForms
+from runtime.store.history.payload_forms import StoredForms
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Flow control in the database: concurrency admission, rate limits, debounce, schedules."""

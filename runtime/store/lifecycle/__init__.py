@@ -1,0 +1,1 @@
+"""A run's life past its steps: leases, liveness, partitions, the purge, archives, rekey."""

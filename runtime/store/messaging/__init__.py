@@ -1,0 +1,1 @@
+"""What reaches a run from outside: messages, signals, values, approvals, streams and wake-ups."""
