@@ -8,8 +8,8 @@ from typing import Any
 
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
 
 # A payload is at most FANFOLD_MAX_PAYLOAD_BYTES; past this many characters the page shows a
 # prefix rather than a megabyte of JSON.
@@ -68,3 +68,8 @@ def run_link(run_id: Any) -> SafeString:
     """A link to the run's admin page, its text the run's id."""
     url = reverse("admin:runtime_run_change", args=[run_id])
     return format_html("<a href='{}'>{}</a>", url, run_id)
+
+
+def breakable_name(name: str) -> SafeString:
+    """A dotted name that a narrow column wraps after a dot, never inside a word."""
+    return mark_safe(".<wbr>".join(escape(part) for part in name.split(".")))

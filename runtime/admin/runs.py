@@ -23,14 +23,20 @@ from django.http import (
 )
 from django.shortcuts import render
 from django.urls import URLPattern, path
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from runtime.access import can_change, can_see, sees_every_run, visible_runs
 from runtime.admin.actions import cancel_runs, rerun_runs, retry_runs
 from runtime.admin.approvals import approvals_context, decide_from_form
 from runtime.admin.base import ReadOnlyAdmin, count_subquery
-from runtime.admin.display import error_summary, pretty_json, seconds_between, timestamp
+from runtime.admin.display import (
+    breakable_name,
+    error_summary,
+    pretty_json,
+    seconds_between,
+    timestamp,
+)
 from runtime.admin.forks import fork_from_form, source_and_fork_links
 from runtime.admin.run_pages import run_page_context
 from runtime.admin.workflows import workflow_stats
@@ -52,7 +58,7 @@ def _step_count(status: str | None = None) -> Coalesce:
 class RunAdmin(ReadOnlyAdmin[Run]):
     change_form_template = "admin/runtime/run/change_form.html"
     list_display = [
-        "short_id", "workflow", "status", "owner", "created", "duration", "step_counts",
+        "short_id", "workflow_name", "status", "owner", "created", "duration", "step_counts",
     ]  # fmt: skip
     list_select_related = ["owner"]
     list_filter = ["status", "workflow"]
@@ -209,6 +215,10 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         # every run of a minute.
         return format_html("<code title='{}'>…{}</code>", run.id, str(run.id)[-8:])
 
+    @admin.display(description="Workflow", ordering="workflow")
+    def workflow_name(self, run: Run) -> SafeString:
+        return breakable_name(run.workflow)
+
     @admin.display(description="Created", ordering="created_at")
     def created(self, run: Run) -> str:
         return timestamp(run.created_at)
@@ -227,7 +237,9 @@ class RunAdmin(ReadOnlyAdmin[Run]):
             parts.append(f"{run.steps_completed} completed")  # type: ignore[attr-defined]
         if run.steps_failed:  # type: ignore[attr-defined]
             parts.append(f"{run.steps_failed} failed")  # type: ignore[attr-defined]
-        return " · ".join(parts)
+        # A narrow list wraps the cell between the counts, never inside one.
+        count = "<span class='fanfold-count'>{}</span>"
+        return format_html_join(" · ", count, ([part] for part in parts))
 
     # --- the run's page ----------------------------------------------------------------------
 
