@@ -40,7 +40,7 @@ _LAZY = {
     "fork": "runtime.handles",
     "RunHandle": "runtime.handles",
     "DurableContext": "runtime.context",
-    "AsyncDurableContext": "runtime.context",
+    "AsyncDurableContext": "runtime.async_context",
     "stream": "runtime.streaming.writer",
     "send": "runtime.messaging.sending",
     "emit_signal": "runtime.messaging.sending",

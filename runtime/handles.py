@@ -140,7 +140,7 @@ def _outcome(run: Run) -> Any:
 
 
 def start(
-    workflow: str | WorkflowFunction[Any],
+    workflow: str | WorkflowFunction[..., Any],
     *args: Any,
     idempotency_key: str | None = None,
     concurrency_key: str | None = None,
@@ -201,7 +201,7 @@ def get_run(run_id: uuid.UUID | str) -> RunHandle:
 
 
 async def astart(
-    workflow: str | WorkflowFunction[Any],
+    workflow: str | WorkflowFunction[..., Any],
     *args: Any,
     idempotency_key: str | None = None,
     concurrency_key: str | None = None,

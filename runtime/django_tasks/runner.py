@@ -59,8 +59,8 @@ def run_django_task(
         # A replay finds the recorded timer whatever the seconds: only the first pass counts.
         ctx.sleep(max((due - timezone.now()).total_seconds(), 0.0))
     body = functools.partial(attempt, task, ctx.run_id, meta)
-    # The step's result is the run's: both commit together (DurableContext._step_ending_run).
-    return ctx._step_ending_run(body, *args, name=path, retry=task_policy(task), **kwargs)
+    # The step's result is the run's: both commit together (DurableContext.step_ending_run).
+    return ctx.step_ending_run(body, *args, name=path, retry=task_policy(task), **kwargs)
 
 
 def attempt(

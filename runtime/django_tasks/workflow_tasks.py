@@ -38,14 +38,14 @@ _STATUS = {
 }
 
 
-def workflow_of(task: Task) -> WorkflowFunction[Any] | None:
+def workflow_of(task: Task) -> WorkflowFunction[..., Any] | None:
     """The Fanfold workflow the task's function is, or None for a plain function."""
     func = task.func
     return func if isinstance(func, WorkflowFunction) else None
 
 
 def start_workflow_task(
-    workflow: WorkflowFunction[Any],
+    workflow: WorkflowFunction[..., Any],
     args: list[Any],
     kwargs: dict[str, Any],
     meta: dict[str, Any],
