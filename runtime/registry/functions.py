@@ -23,6 +23,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
+R_co = TypeVar("R_co", covariant=True)  # what a step or workflow returns
 
 
 def default_name(fn: Callable[..., Any]) -> str:
@@ -57,14 +58,14 @@ class SignatureMap:
         return (Signature(self.name, self.kind, (item,)) for item in self.items)
 
 
-class StepFunction(Generic[P, R]):
+class StepFunction(Generic[P, R_co]):
     """A function registered as a step. Calling it runs the body directly, not durably."""
 
     signature_kind: ClassVar[str] = "step"
 
     def __init__(
         self,
-        fn: Callable[P, R],
+        fn: Callable[P, R_co],
         name: str,
         retry: RetryPolicy | None,
         at_most_once: bool,
@@ -79,7 +80,7 @@ class StepFunction(Generic[P, R]):
         self.timeout = timeout  # seconds an async body may run (runtime.eventloop.bounded)
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co:
         return self.fn(*args, **kwargs)
 
     @overload
@@ -139,9 +140,9 @@ class FlowOptions:
         return cls(sched, check_catchup(catchup), concurrency, on_limit)  # type: ignore[arg-type]
 
 
-class WorkflowFunction(Generic[P, R]):
+class WorkflowFunction(Generic[P, R_co]):
     """A function registered as a workflow; its first parameter is the durable context, `P`
-    the parameters after it (what `start` and `.s(...)` take), `R` what it returns."""
+    the parameters after it (what `start` and `.s(...)` take), `R_co` what it returns."""
 
     signature_kind: ClassVar[str] = "child"  # fanned out, it runs as a child workflow
     # How long its finished runs are kept (runtime.lifecycle); None: FANFOLD_RETENTION.
@@ -149,7 +150,7 @@ class WorkflowFunction(Generic[P, R]):
 
     def __init__(
         self,
-        fn: Callable[Concatenate[Any, P], R],
+        fn: Callable[Concatenate[Any, P], R_co],
         name: str,
         flow: FlowOptions | None = None,
         start_permission: str | None = None,
@@ -162,7 +163,7 @@ class WorkflowFunction(Generic[P, R]):
         self.start_permission = start_permission
         functools.update_wrapper(self, fn)
 
-    def __call__(self, ctx: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+    def __call__(self, ctx: Any, /, *args: P.args, **kwargs: P.kwargs) -> R_co:
         return self.fn(ctx, *args, **kwargs)
 
     @overload

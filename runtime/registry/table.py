@@ -25,6 +25,10 @@ class StepTable(dict[str, AnyStep]):
         super().__init__()
         self.sources: list[StepSource] = []
 
+    def registered(self, name: str) -> AnyStep | None:
+        """The step registered as `name` in this process, asking no source."""
+        return dict.get(self, name)
+
     def __missing__(self, name: str) -> AnyStep:
         for source in self.sources:
             found = source(name)
@@ -55,7 +59,7 @@ class Registry:
     def _check_clash(
         self, table: dict[str, Any], name: str, fn: Callable[..., Any], what: str
     ) -> bool:
-        existing = table.get(name)
+        existing = dict.get(table, name)  # the table's own entry: no step source is asked
         if existing is None:
             return False
         same = default_name(existing.fn) == default_name(fn)
