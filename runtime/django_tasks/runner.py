@@ -28,6 +28,7 @@ from runtime.django_tasks.compat import (
     TaskResult,
     TaskResultStatus,
     normalize_json,
+    set_return_value,
     task_finished,
     task_started,
 )
@@ -117,5 +118,5 @@ def _settled(
     object.__setattr__(result, "status", status)
     object.__setattr__(result, "finished_at", timezone.now())
     object.__setattr__(result, "errors", errors or [])
-    object.__setattr__(result, "_return_value", value)
+    set_return_value(result, value)
     task_finished.send(type(result.task.get_backend()), task_result=result)
