@@ -151,8 +151,22 @@ class AsyncDurableContext(WorkflowContextBase):
         tolerated_failures: int | None = None,
     ) -> Pending[list[R | StepFailed]]: ...
 
-    def all(self, signatures: Iterable[Signature[Any]], **options: Any) -> Pending[list[Any]]:
+    def all(
+        self,
+        signatures: Iterable[Signature[Any]],
+        *,
+        max_concurrency: int | None = None,
+        return_exceptions: bool = False,
+        min_successful: int | None = None,
+        tolerated_failures: int | None = None,
+    ) -> Pending[list[Any]]:
         """`DurableContext.all`, awaited."""
+        options = dict(
+            max_concurrency=max_concurrency,
+            return_exceptions=return_exceptions,
+            min_successful=min_successful,
+            tolerated_failures=tolerated_failures,
+        )
         return self._fan_out(list(signatures), options)
 
     @overload
@@ -190,9 +204,22 @@ class AsyncDurableContext(WorkflowContextBase):
     ) -> Pending[list[Any]]: ...
 
     def map(
-        self, fn: Mappable[Any, Any], items: Iterable[Any], **options: Any
+        self,
+        fn: Mappable[Any, Any],
+        items: Iterable[Any],
+        *,
+        max_concurrency: int | None = None,
+        return_exceptions: bool = False,
+        min_successful: int | None = None,
+        tolerated_failures: int | None = None,
     ) -> Pending[list[Any]]:
         """`DurableContext.map`, awaited."""
+        options = dict(
+            max_concurrency=max_concurrency,
+            return_exceptions=return_exceptions,
+            min_successful=min_successful,
+            tolerated_failures=tolerated_failures,
+        )
         return self._fan_out(fan_out_of(fn, items), options)
 
     def _fan_out(
