@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core import checks
 from django.utils.module_loading import import_string
 
-from runtime import dispatch
+from runtime.dispatch import RunRouting
 from runtime.django_tasks.options import BadTaskOptions, TaskOptions
 
 BACKEND_PATH = "runtime.django_tasks.backend.FanfoldBackend"
@@ -57,10 +57,17 @@ def check_options(**kwargs: Any) -> list[checks.CheckMessage]:
 
 
 def install() -> None:
-    """Register the tasks' workflow when a TASKS backend is Fanfold's, and route its runs to
-    their tasks' queues."""
+    """Register the tasks' workflow when a TASKS backend is Fanfold's."""
     checks.register(check_options)
     if configured_aliases():
         importlib.import_module("runtime.django_tasks.runner")
-        queues = importlib.import_module("runtime.django_tasks.queues")
-        dispatch.route_runs(queues.queue_of)
+
+
+def run_routing() -> RunRouting | None:
+    """Where the dispatcher sends a task's run (its task's queue) when a TASKS backend is
+    Fanfold's; None otherwise (every run goes to the run queue)."""
+    if not configured_aliases():
+        return None
+    queues = importlib.import_module("runtime.django_tasks.queues")
+    route: RunRouting = queues.queue_of
+    return route
