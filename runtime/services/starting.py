@@ -122,6 +122,10 @@ def _start(
             found, at_limit = start()
     if not isinstance(found, NewRun):
         return found, False
+    if at_limit and wf.flow.on_limit == "cancel_running":
+        # After the commit: a cancel writes through the checkpoint writer's own connection,
+        # and its admissions must not wait on this start's transaction.
+        _cancel_key(wf, key or "", owner_id, keep=found.id)
     if at_limit and wf.flow.on_limit == "skip":
         return _skip_unless_admitted(found.as_model()), True
     return found, True
@@ -144,15 +148,13 @@ def _start_txn(
     send_soon: bool,
 ) -> tuple[Run | NewRun, bool]:
     """Inside the start's transaction: the run its key names, else the inserted one; and
-    whether the concurrency key's slots were full before (a `cancel_running` start then
-    cancels the key's runs of its owner first)."""
+    whether the concurrency key's slots were full before its insert (a `skip` or
+    `cancel_running` start then acts once it committed)."""
     if idem:
         existing = _keyed_run(owner_id, wf.name, idem, run_input)
         if existing is not None:
             return existing, False
     at_limit = key is not None and wf.flow.on_limit != "queue" and _at_limit(wf, key)
-    if at_limit and wf.flow.on_limit == "cancel_running":
-        _cancel_key(wf, key or "", owner_id)
     new = _create_run(wf.name, run_input, idem, key, priority, owner_id, size, send_soon)
     return new, at_limit
 
@@ -185,10 +187,13 @@ def _at_limit(wf: WorkflowFunction[Any], key: str) -> bool:
     return slots_taken(wf.name, key) >= (wf.flow.concurrency or 0)
 
 
-def _cancel_key(wf: WorkflowFunction[Any], key: str, owner_id: int | None) -> None:
+def _cancel_key(wf: WorkflowFunction[Any], key: str, owner_id: int | None, keep: uuid.UUID) -> None:
     """`on_limit="cancel_running"`: cancel the key's runs (running, and queued behind them)
-    that this start's owner owns; another user's runs keep their slots (the start queues)."""
+    that this start's owner owns but the new run `keep`; another user's runs keep their slots
+    (the start queues)."""
     for run_id in active_runs_of_key(wf.name, key, owner_id):
+        if run_id == keep:
+            continue
         with suppress(RunAlreadyFinished):  # finished meanwhile: its slot is free anyway
             cancel_run(run_id, reason="replaced: a newer start took its place")
 
