@@ -1,10 +1,12 @@
 """Starting runs: checked input, idempotency keys, concurrency limits and start policies.
 
-The start owns its transaction: a keyed start looks its key up and inserts in one (a savepoint
-inside the caller's, so a start that loses its key to a concurrent one leaves the caller's
-usable, and tries once more: the key is then found); an unkeyed one on PostgreSQL is a single
-statement, its own transaction (or part of the caller's), with no BEGIN and COMMIT to pay for.
-The run's message goes once that commits (`transaction.on_commit`).
+The start owns its transaction and says when it needs one: on PostgreSQL the run and its
+run_created event are one statement, a transaction of its own in autocommit (no BEGIN and
+COMMIT round trips to pay for), or part of the caller's; a keyed start inside the caller's
+transaction takes a savepoint, so that losing its key to a concurrent start leaves the caller's
+transaction usable; elsewhere the two inserts share one. A start that loses its key tries once
+more, and then finds the other start's run. The run's message goes once the insert commits
+(`transaction.on_commit`).
 """
 
 from __future__ import annotations
@@ -132,8 +134,9 @@ def _start(
 
 
 def _transaction(idempotency_key: str | None) -> AbstractContextManager[Any]:
-    if idempotency_key is None and inserts_in_one_statement():
-        return nullcontext()
+    nested = transaction.get_connection().in_atomic_block
+    if inserts_in_one_statement() and (idempotency_key is None or not nested):
+        return nullcontext()  # each statement commits alone, or with the caller's transaction
     return transaction.atomic()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 import pytest
@@ -36,8 +37,9 @@ def test_starting_a_repeated_key_looks_it_up_once(monkeypatch: pytest.MonkeyPatc
     assert (again.id, created, lookups) == (first.id, False, ["k-once"])
 
 
+@pytest.mark.parametrize("in_callers_transaction", [True, False])
 def test_starting_a_key_lost_to_a_concurrent_start_returns_that_run(
-    monkeypatch: pytest.MonkeyPatch, enqueued: Enqueued
+    monkeypatch: pytest.MonkeyPatch, enqueued: Enqueued, in_callers_transaction: bool
 ) -> None:
     # The other start commits between this one's lookup and its insert: the insert hits the
     # key's unique constraint, and the start's second transaction finds the other run.
@@ -50,8 +52,9 @@ def test_starting_a_key_lost_to_a_concurrent_start_returns_that_run(
 
     monkeypatch.setattr(starting, "keyed_run", late)
     sent = len(enqueued.calls)
-    with transaction.atomic():  # the caller's transaction stays usable
+    with transaction.atomic() if in_callers_transaction else nullcontext():
         found, created = start_run("examples.noop_loop", [1], idempotency_key="k-race")
+        # The caller's transaction stays usable.
         assert Run.objects.filter(idempotency_key="k-race").count() == 1
     assert (found.id, created) == (other.id, False)
     assert len(enqueued.calls) == sent
