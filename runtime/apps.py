@@ -19,8 +19,12 @@ class RuntimeConfig(AppConfig):
         # Imported here, not at module level: these modules need the app registry ready.
         from runtime import checks, conf, dispatch, django_tasks, embedded  # noqa: F401
 
-        # With the `memory://` broker every send first makes sure the in-process worker runs.
-        dispatch.install(dispatch.CeleryDispatcher(before_send=embedded.ensure_worker))
+        # With the `memory://` broker every send first makes sure the in-process worker runs;
+        # a Django task's run goes to its task's queue.
+        routing = django_tasks.run_routing()
+        dispatch.install(
+            dispatch.CeleryDispatcher(before_send=embedded.ensure_worker, route=routing)
+        )
         autodiscover_modules("workflows")
         django_tasks.install()  # the Django Tasks workflow, where TASKS uses Fanfold's backend
         try:

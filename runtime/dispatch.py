@@ -3,8 +3,10 @@
 The send path is a leaf: messages go by task name through the Celery app that is current, and
 nothing here imports the tasks module; the one thread is the publisher's of `enqueue_run_soon`.
 `Dispatcher` is the port; the process uses `CeleryDispatcher` unless something else is
-installed with `install()` (tests use `runtime.testing.use_dispatcher`). `runtime.apps` wires
-the embedded worker in as the dispatcher's hook before each send.
+installed with `install()` (tests use `runtime.testing.use_dispatcher`). `runtime.apps` builds
+it with the embedded worker as its hook before each send and with the run routing (`RunRouting`:
+which Celery queue a run's execution messages go to) of the apps that have one; nothing here
+reads the database (tests/unit/architecture checks what this module imports).
 
 A branch message is `fanfold.run_branch(run_id, position, attempt, group_position, poll)` with
 the derived key `dispatch_key(run, position, attempt)` as its task id, so a republish of the
@@ -111,19 +113,27 @@ def broker_priority(broker_url: str, priority: int) -> int | None:
     return None
 
 
+# A run's Celery queue, if not the run queue's: a Django task's (runtime.django_tasks.queues).
+RunRouting = Callable[[uuid.UUID], str | None]
+
+
 class CeleryDispatcher:
     """Sends through the current Celery app; `before_send` runs first (the embedded worker).
 
     Branch messages go through `transport` when one is given (a `publisher` transport such as
-    `publisher.fake.FakeTransport`), else through a `CeleryTransport` of the current app.
+    `publisher.fake.FakeTransport`), else through a `CeleryTransport` of the current app. A
+    run's execution messages go to `route(run_id)` when that names a queue, else to the run
+    queue (FANFOLD_RUN_QUEUE, else Celery's default queue).
     """
 
     def __init__(
         self,
         before_send: Callable[[], None] | None = None,
         transport: Transport | None = None,
+        route: RunRouting | None = None,
     ) -> None:
         self._before_send = before_send
+        self._route = route
         self._given_transport = transport
         self._transport: CeleryTransport | None = None
         self._background = BackgroundPublisher(
@@ -148,7 +158,7 @@ class CeleryDispatcher:
             countdown=countdown or None,
             ignore_result=True,
             priority=self._level(app, priority),
-            queue=run_queue(run_id),
+            queue=self.run_queue(run_id),
         )
 
     def enqueue_run_soon(self, run_id: uuid.UUID, priority: int = 0) -> None:
@@ -159,7 +169,7 @@ class CeleryDispatcher:
         if str(app.conf.broker_url or "").startswith("memory://"):
             self.enqueue_run(run_id, priority=priority)
             return
-        routing = Routing(queue=run_queue(run_id), priority=self._level(app, priority))
+        routing = Routing(queue=self.run_queue(run_id), priority=self._level(app, priority))
         key = f"{run_id}:start"  # derived: a copy the sweep sends has an id of its own
         kwargs: dict[str, object] = {"priority": priority} if priority else {}
         self._background.submit(Message(EXECUTE_RUN, key, [str(run_id)], kwargs, routing=routing))
@@ -202,6 +212,11 @@ class CeleryDispatcher:
             priority=message.routing.priority,
         )
 
+    def run_queue(self, run_id: uuid.UUID) -> str | None:
+        """The Celery queue of `run_id`'s execution messages; None is Celery's default queue."""
+        routed = self._route(run_id) if self._route is not None else None
+        return routed or conf.get().RUN_QUEUE or None
+
     def _level(self, app: Celery, priority: int) -> int | None:
         return broker_priority(str(app.conf.broker_url or ""), priority)
 
@@ -226,21 +241,6 @@ class CeleryDispatcher:
 
 
 _dispatcher: Dispatcher = CeleryDispatcher()
-# Which Celery queue a run's execution messages go to, when not FANFOLD_RUN_QUEUE: a Django
-# task's run goes to its task's queue (runtime.django_tasks.queues installs this).
-_run_queue_of: Callable[[uuid.UUID], str | None] | None = None
-
-
-def route_runs(queue_of: Callable[[uuid.UUID], str | None] | None) -> None:
-    """Send each run's execution messages to `queue_of(run_id)` (None: the run queue)."""
-    global _run_queue_of
-    _run_queue_of = queue_of
-
-
-def run_queue(run_id: uuid.UUID) -> str | None:
-    """The Celery queue of `run_id`'s execution messages; None is Celery's default queue."""
-    routed = _run_queue_of(run_id) if _run_queue_of is not None else None
-    return routed or conf.get().RUN_QUEUE or None
 
 
 def install(dispatcher: Dispatcher) -> Dispatcher:

@@ -17,10 +17,10 @@ from celery.signals import (
 
 from publisher.tracing import TRACEPARENT
 from runtime import conf, dispatch, executor
+from runtime.core.branches import BranchAttempt
 from runtime.dispatch import EXECUTE_RUN, EXECUTE_RUNS, RUN_BRANCH
 from runtime.eventloop import worker_loop
 from runtime.fanout import async_branches, chunk, sweep
-from runtime.fanout.report import BranchAttempt
 from runtime.leases.liveness import release_process_liveness
 from runtime.observe.exporter import child_exited, start_worker_exporter
 from runtime.recovery import dead_processes, run_sweep

@@ -26,9 +26,9 @@ from runtime import conf, dispatch, executor, store
 from runtime.checkpoint.sink import Sink
 from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.branch_dispatch import BranchDispatch
+from runtime.core.branches import BranchAttempt
 from runtime.core.callbacks import recover_token
 from runtime.fanout import async_branches, chunk
-from runtime.fanout.report import BranchAttempt
 from runtime.process.local import ProcessLocal
 from runtime.replay_check import Mismatch, ReplayReport, replay
 from runtime.selectors import callback_step

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from runtime.core.branches import BranchClaim, BranchReport
 from runtime.core.states import EventType
 
 UNSET: Any = object()  # a RunPatch field that is not to change
@@ -162,60 +163,6 @@ class FanoutGroupRow:
     need: int | None
     failure_limit: int
     created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class BranchReport:
-    """The outcome of one attempt of a fan-out branch, written by the worker that ran it.
-
-    The store records it only if the step is still running this attempt (otherwise the report
-    is stale: a duplicate delivery, a cancelled run, an attempt taken over) and counts it on
-    the group row; its receipt (runtime.core.receipts) says what the committed batch decided.
-    `outcome` is "completed", "failed" (for good) or "retrying" (`wake_at`: the next attempt).
-    """
-
-    run_id: uuid.UUID
-    step_id: uuid.UUID
-    position: int
-    group_id: uuid.UUID
-    attempt: int
-    outcome: str
-    started_at: datetime
-    finished_at: datetime
-    result: Any = None
-    error: dict[str, Any] | None = None
-    reason: str = ""
-    wake_at: datetime | None = None
-    # Set by the sweep when it declares an attempt interrupted: record the report only if the
-    # step's lease had still expired by then (its worker may have renewed it meanwhile).
-    lease_expired_by: datetime | None = None
-    # The JSON bytes of `result` as measured (None: not measured), which bounds what the store
-    # must measure again before it decides whether the value goes to the payload storage.
-    result_bytes: int | None = None
-
-    def sort_into(self, batch: WriteSorter, session: str, size: int) -> None:
-        batch.report(self)
-
-
-@dataclass(frozen=True, slots=True)
-class BranchClaim:
-    """A worker's claim on one attempt of a fan-out branch, group-committed with other claims.
-
-    A fresh claim takes the step if it is pending at `attempt - 1`, or running it with an expired
-    lease (its worker died); a `continuing` claim (a child branch's next poll) renews the lease
-    of the step running `attempt`. Either way the run must be active. At most one claim of a
-    step attempt wins; its receipt is handed out after commit, so the win is durable before the
-    branch body runs.
-    """
-
-    run_id: uuid.UUID
-    step_id: uuid.UUID
-    attempt: int
-    continuing: bool = False
-    owner: int | None = None  # the claiming process's liveness key
-
-    def sort_into(self, batch: WriteSorter, session: str, size: int) -> None:
-        batch.claim(self)
 
 
 class WriteSorter(Protocol):

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core import checks
 from django.utils.module_loading import import_string
 
-from runtime import dispatch
+from runtime.dispatch import RunRouting
 from runtime.django_tasks.options import BadTaskOptions, TaskOptions
 from runtime.registry import registry
 
@@ -59,14 +59,22 @@ def check_options(**kwargs: Any) -> list[checks.CheckMessage]:
 
 
 def install() -> None:
-    """Register the tasks' workflow when a TASKS backend is Fanfold's, and route its runs to
-    their tasks' queues; wherever Django's Tasks framework is, let a workflow `ctx.step` or
-    `ctx.map` a task (whatever its backend)."""
+    """Register the tasks' workflow when a TASKS backend is Fanfold's; wherever Django's Tasks
+    framework is, let a workflow `ctx.step` or `ctx.map` a task (whatever its backend). The
+    runs' routing to their tasks' queues is `run_routing()`, given to the dispatcher."""
     checks.register(check_options)
     if find_spec("django.tasks") is not None or find_spec("django_tasks") is not None:
         steps = importlib.import_module("runtime.django_tasks.steps")
         registry.add_step_source(steps.step_source)
     if configured_aliases():
         importlib.import_module("runtime.django_tasks.runner")
-        queues = importlib.import_module("runtime.django_tasks.queues")
-        dispatch.route_runs(queues.queue_of)
+
+
+def run_routing() -> RunRouting | None:
+    """Where the dispatcher sends a task's run (its task's queue) when a TASKS backend is
+    Fanfold's; None otherwise (every run goes to the run queue)."""
+    if not configured_aliases():
+        return None
+    queues = importlib.import_module("runtime.django_tasks.queues")
+    route: RunRouting = queues.queue_of
+    return route

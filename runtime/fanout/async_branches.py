@@ -34,15 +34,11 @@ from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.db import connections
 
 from runtime import conf
+from runtime.core.branches import BranchAttempt, ClaimedBranch
 from runtime.core.retry import RetryPolicy
 from runtime.durable.body import BodyCall, BodyOutcome, StepBody
 from runtime.eventloop import worker_loop
-from runtime.fanout.report import (
-    BranchAttempt,
-    ClaimedBranch,
-    record_completions,
-    record_outcome,
-)
+from runtime.fanout.report import record_completions, record_outcome
 from runtime.leases.keepers import branch_leases
 from runtime.process.background import BackgroundLoop
 from runtime.process.local import ProcessLocal

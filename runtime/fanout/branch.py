@@ -22,14 +22,13 @@ from typing import Any
 from django.utils import timezone
 
 from runtime import conf
+from runtime.core.branches import BranchAttempt, BranchClaim, ClaimedBranch, ClaimReceipt, Recorded
 from runtime.core.current import StepInfo, current_step
 from runtime.core.errors import FatalError
-from runtime.core.receipts import ClaimReceipt
-from runtime.core.writes import BranchClaim
 from runtime.durable.body import BodyCall, StepBody, is_async_callable
 from runtime.fanout import async_branches
 from runtime.fanout.children import drive_child, stop_abandoned_child
-from runtime.fanout.report import BranchAttempt, ClaimedBranch, Recorded, record_outcome
+from runtime.fanout.report import record_outcome
 from runtime.flow.ratelimit import branch_turn_later
 from runtime.leases.keepers import branch_leases
 from runtime.leases.liveness import process_key

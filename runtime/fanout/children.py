@@ -9,10 +9,11 @@ from __future__ import annotations
 from contextlib import suppress
 from typing import Any
 
+from runtime.core.branches import BranchAttempt, ClaimedBranch
 from runtime.core.errors import ChildFailed, FanfoldError, RunAlreadyFinished, describe_exception
 from runtime.core.identity import child_run_key
 from runtime.dispatch import publish_later
-from runtime.fanout.report import BranchAttempt, ClaimedBranch, finish
+from runtime.fanout.report import finish
 from runtime.models import RunStatus, StepStatus
 from runtime.services import cancel_run, start_run
 from runtime.store.runs.children import (

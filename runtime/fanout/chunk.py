@@ -29,6 +29,7 @@ from django.utils import timezone
 from publisher import PublishError
 from runtime import conf
 from runtime.core.branch_dispatch import BranchDispatch, outcome_summary
+from runtime.core.branches import BranchAttempt, ClaimedBranch
 from runtime.dispatch import publish_branches
 from runtime.durable.body import is_async_callable
 from runtime.fanout.branch import (
@@ -39,7 +40,6 @@ from runtime.fanout.branch import (
     run_branch,
     run_claimed,
 )
-from runtime.fanout.report import BranchAttempt, ClaimedBranch
 from runtime.registry import registry
 from runtime.store.fanout.branch_writes import claim_branches
 from runtime.store.fanout.fanout_groups import record_dispatch

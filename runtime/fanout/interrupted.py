@@ -14,9 +14,10 @@ import uuid
 from django.utils import timezone
 
 from runtime.core.branch_dispatch import BranchDispatch
+from runtime.core.branches import BranchAttempt, ClaimedBranch
 from runtime.core.errors import StepInterrupted
 from runtime.dispatch import publish_branches
-from runtime.fanout.report import BranchAttempt, ClaimedBranch, report_failure
+from runtime.fanout.report import report_failure
 from runtime.registry import registry, step_policy
 from runtime.store.fanout.fanout_sweeps import open_group_spans, running_branches
 

@@ -1,31 +1,35 @@
 """A branch attempt's outcome: recorded (runtime.store.fanout.branch_writes), then acted on.
 
-A `BranchReport` is counted on its group in the same transaction (runtime.store.
-branch_reports); the receipt `record_reports` returns says whether it was recorded (a stale
-report is not), which branches its completion released and whether it settled the fan-out.
+The attempt, its report and the receipts are the fan-out write path's types
+(runtime.core.branches). A `BranchReport` is counted on its group in the same transaction
+(runtime.store.fanout.branch_reports); the receipt `record_reports` returns says whether it
+was recorded (a stale report is not), which branches its completion released and whether it
+settled the fan-out.
 After the commit the receipt's actions run: publish the released branches, enqueue the
 workflow once."""
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cached_property
 from typing import Any
 
 from django.utils import timezone
 
 from publisher import PublishError
 from runtime.core.branch_dispatch import BranchDispatch
+from runtime.core.branches import (
+    BranchAttempt,
+    BranchClaim,
+    BranchReceipt,
+    BranchReport,
+    ClaimedBranch,
+    Recorded,
+)
 from runtime.core.errors import describe_exception
-from runtime.core.identity import group_id, step_id
 from runtime.core.jsonvalues import encoded_size
-from runtime.core.receipts import BranchReceipt, ClaimReceipt
 from runtime.core.retry import GiveUp, RetryPolicy, decide
-from runtime.core.writes import BranchClaim, BranchReport
 from runtime.dispatch import enqueue_run, publish_branches, publish_later
 from runtime.durable.body import BodyOutcome
 from runtime.leases.keepers import branch_leases
@@ -33,50 +37,6 @@ from runtime.store.fanout.branch_writes import record_reports
 from runtime.store.fanout.fanout_groups import record_dispatch
 
 log = logging.getLogger("fanfold.branches")
-
-
-@dataclass(frozen=True)
-class BranchAttempt:
-    """One attempt of one fan-out branch: what every branch message names."""
-
-    run_id: uuid.UUID
-    position: int
-    attempt: int
-    group_position: int  # the fan-out's first position
-    priority: int = 0  # the run's: what this attempt publishes or enqueues goes out with it
-
-    # Derived once per attempt: a branch asks for them several times (uuid5 hashes each time).
-    @cached_property
-    def step_id(self) -> uuid.UUID:
-        return step_id(self.run_id, self.position)
-
-    @property
-    def lease_key(self) -> tuple[uuid.UUID, uuid.UUID]:
-        """What the branch's lease is held by (runtime.leases.keepers.branch_leases)."""
-        return self.run_id, self.step_id
-
-    @cached_property
-    def group_id(self) -> uuid.UUID:
-        return group_id(self.run_id, self.group_position)
-
-
-@dataclass(frozen=True)
-class ClaimedBranch:
-    """What a won claim hands the branch: the step's name, kind, input and start time."""
-
-    name: str
-    kind: str
-    input: dict[str, Any]
-    started_at: datetime
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """How a branch's attempt went ("completed", "stale", "retrying", "failed", ...) and, if
-    the next branch's claim was committed with its report, that claim's receipt."""
-
-    label: str
-    following: ClaimReceipt | None = None
 
 
 def report(

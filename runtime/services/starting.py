@@ -1,15 +1,23 @@
-"""Starting runs: checked input, idempotency keys, concurrency limits and start policies."""
+"""Starting runs: checked input, idempotency keys, concurrency limits and start policies.
+
+The start owns its transaction and says when it needs one: on PostgreSQL the run and its
+run_created event are one statement, a transaction of its own in autocommit (no BEGIN and
+COMMIT round trips to pay for), or part of the caller's; a keyed start inside the caller's
+transaction takes a savepoint, so that losing its key to a concurrent start leaves the caller's
+transaction usable; elsewhere the two inserts share one. A start that loses its key tries once
+more, and then finds the other start's run. The run's message goes once the insert commits
+(`transaction.on_commit`).
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import AbstractContextManager, nullcontext, suppress
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
-from django.db import IntegrityError
-from django.utils import timezone
+from django.db import IntegrityError, transaction
 
 from runtime import conf
 from runtime.core.errors import IdempotencyConflict, ReservedIdempotencyKey, RunAlreadyFinished
@@ -21,15 +29,14 @@ from runtime.models import Run
 from runtime.registry import WorkflowFunction, registry
 from runtime.services.cancelling import cancel_run
 from runtime.store.runs.run_rows import (
+    NewRun,
     active_runs_of_key,
-    insert_run,
+    insert_run_txn,
+    inserts_in_one_statement,
     is_admitted,
     keyed_run,
-    saved_run,
     slots_taken,
 )
-
-_RUN_ID = Run._meta.get_field("id")
 
 
 def start_run(
@@ -67,7 +74,7 @@ def start_run(
         runtime_key=runtime_key,
         send_soon=send_soon,
     )
-    return (found if isinstance(found, Run) else saved_run(found)), created
+    return (found.as_model() if isinstance(found, NewRun) else found), created
 
 
 def start_run_soon(
@@ -80,7 +87,7 @@ def start_run_soon(
     """`start_run(..., send_soon=True)` of a run without a key or an owner, for a caller that
     needs only its id (a Django task's enqueue): no model instance is built."""
     found, _ = _start(workflow, args, kwargs, priority=priority, send_soon=True)
-    return found.id if isinstance(found, Run) else cast(uuid.UUID, found["id"])
+    return found.id
 
 
 def _start(
@@ -94,37 +101,65 @@ def _start(
     owner: Any = None,
     runtime_key: str | None = None,
     send_soon: bool = False,
-) -> tuple[Run | dict[str, Any], bool]:
-    """`start_run`; a new run as its columns unless it had to be read back (on_limit skip)."""
+) -> tuple[Run | NewRun, bool]:
+    """`start_run`: the run its key names (created False), else the new one as inserted."""
     wf = registry.workflow(workflow)
     key, priority = admission_terms(wf.name, concurrency_key, priority)
-    kwargs = kwargs or {}
     idem = _caller_key(idempotency_key) if runtime_key is None else runtime_key
     run_input, size = checked(
-        {"args": list(args), "kwargs": kwargs},
+        {"args": list(args), "kwargs": kwargs or {}},
         f"workflow {wf.name!r} input",
         conf.get().MAX_PAYLOAD_BYTES,
     )
     wf.check_arguments(run_input["args"], run_input["kwargs"])
     owner_id = owner if owner is None or isinstance(owner, int) else owner.pk
+    start = partial(_start_txn, wf, run_input, size, idem, key, priority, owner_id, send_soon)
+    try:
+        with _transaction(idem):
+            found, at_limit = start()
+    except IntegrityError:
+        if idem is None:
+            raise
+        with _transaction(idem):  # a concurrent start took the key: its run is there now
+            found, at_limit = start()
+    if not isinstance(found, NewRun):
+        return found, False
+    if at_limit and wf.flow.on_limit == "cancel_running":
+        # After the commit: a cancel writes through the checkpoint writer's own connection,
+        # and its admissions must not wait on this start's transaction.
+        _cancel_key(wf, key or "", owner_id, keep=found.id)
+    if at_limit and wf.flow.on_limit == "skip":
+        return _skip_unless_admitted(found.as_model()), True
+    return found, True
+
+
+def _transaction(idempotency_key: str | None) -> AbstractContextManager[Any]:
+    nested = transaction.get_connection().in_atomic_block
+    if inserts_in_one_statement() and (idempotency_key is None or not nested):
+        return nullcontext()  # each statement commits alone, or with the caller's transaction
+    return transaction.atomic()
+
+
+def _start_txn(
+    wf: WorkflowFunction[..., Any],
+    run_input: Any,
+    size: int,
+    idem: str | None,
+    key: str | None,
+    priority: int,
+    owner_id: int | None,
+    send_soon: bool,
+) -> tuple[Run | NewRun, bool]:
+    """Inside the start's transaction: the run its key names, else the inserted one; and
+    whether the concurrency key's slots were full before its insert (a `skip` or
+    `cancel_running` start then acts once it committed)."""
     if idem:
         existing = _keyed_run(owner_id, wf.name, idem, run_input)
         if existing is not None:
             return existing, False
     at_limit = key is not None and wf.flow.on_limit != "queue" and _at_limit(wf, key)
-    if at_limit and wf.flow.on_limit == "cancel_running":
-        _cancel_key(wf, key or "", owner_id)
-    try:
-        run = _create_run(wf.name, run_input, idem, key, priority, owner_id, size, send_soon)
-    except IntegrityError:
-        if idem:
-            existing = _keyed_run(owner_id, wf.name, idem, run_input)
-            if existing is not None:
-                return existing, False
-        raise
-    if at_limit and wf.flow.on_limit == "skip":
-        return _skip_unless_admitted(saved_run(run)), True
-    return run, True
+    new = _create_run(wf.name, run_input, idem, key, priority, owner_id, size, send_soon)
+    return new, at_limit
 
 
 def _caller_key(key: str | None) -> str | None:
@@ -155,10 +190,15 @@ def _at_limit(wf: WorkflowFunction[..., Any], key: str) -> bool:
     return slots_taken(wf.name, key) >= (wf.flow.concurrency or 0)
 
 
-def _cancel_key(wf: WorkflowFunction[..., Any], key: str, owner_id: int | None) -> None:
+def _cancel_key(
+    wf: WorkflowFunction[..., Any], key: str, owner_id: int | None, keep: uuid.UUID
+) -> None:
     """`on_limit="cancel_running"`: cancel the key's runs (running, and queued behind them)
-    that this start's owner owns; another user's runs keep their slots (the start queues)."""
+    that this start's owner owns but the new run `keep`; another user's runs keep their slots
+    (the start queues)."""
     for run_id in active_runs_of_key(wf.name, key, owner_id):
+        if run_id == keep:
+            continue
         with suppress(RunAlreadyFinished):  # finished meanwhile: its slot is free anyway
             cancel_run(run_id, reason="replaced: a newer start took its place")
 
@@ -176,45 +216,37 @@ def _create_run(
     workflow: str,
     run_input: Any,
     idempotency_key: str | None,
-    concurrency_key: str | None = None,
-    priority: int = 0,
-    owner_id: int | None = None,
-    size: int | None = None,
-    send_soon: bool = False,
-) -> dict[str, Any]:
-    """Insert the run and its run_created event; enqueue it (or admit it) after commit; the
-    run's columns.
-
-    The input and the event's payload are written in their stored forms (encrypted, or in the
-    payload storage when large: runtime.store.history.payload_forms); `size` is the input's JSON
-    bytes.
-    """
-    now = timezone.now()
-    gated = concurrency_key is not None  # waits for a slot: not due until admitted
-    run = {
-        "id": _RUN_ID.get_default(),  # the model's default, as a Run() would take it
+    concurrency_key: str | None,
+    priority: int,
+    owner_id: int | None,
+    size: int | None,
+    send_soon: bool,
+) -> NewRun:
+    """Insert the run and its run_created event; enqueue it (or admit it) once that commits.
+    `size` is the input's JSON bytes."""
+    payload: dict[str, Any] = {
         "workflow": workflow,
         "input": run_input,
         "idempotency_key": idempotency_key,
-        "created_at": now,
-        "updated_at": now,
-        "wake_at": None if gated else now,
-        "last_seq": 1,
-        "priority": priority,
-        "concurrency_key": concurrency_key,
-        "admitted": not gated,
-        "owner_id": owner_id,
     }
-    payload = {"workflow": workflow, "input": run_input, "idempotency_key": idempotency_key}
-    if gated or priority:
+    if concurrency_key is not None or priority:
         payload.update(concurrency_key=concurrency_key, priority=priority)
     if owner_id is not None:  # the log names the owner too: it is the source of truth
         payload["owner"] = owner_id
-    bound = None if size is None else size + 1024
-    if gated:
-        then: Callable[[], object] = partial(admit, workflow, concurrency_key or "")
+    run = insert_run_txn(
+        workflow,
+        run_input,
+        payload,
+        idempotency_key=idempotency_key,
+        concurrency_key=concurrency_key,
+        priority=priority,
+        owner_id=owner_id,
+        bound=None if size is None else size + 1024,
+    )
+    then: Callable[[], object]
+    if concurrency_key is not None:  # waits for a slot: not due until admitted
+        then = partial(admit, workflow, concurrency_key)
     else:
-        send = enqueue_run_soon if send_soon else enqueue_run
-        then = partial(send, run["id"], priority=priority)
-    insert_run(run, payload, now, bound=bound, then=then)
+        then = partial(enqueue_run_soon if send_soon else enqueue_run, run.id, priority=priority)
+    transaction.on_commit(then)  # at once outside an atomic block: the insert committed
     return run

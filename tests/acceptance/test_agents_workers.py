@@ -23,8 +23,8 @@ from rest_framework.test import APIClient
 from runtime import start
 from runtime.models import Event, Run
 from tests.acceptance import agent_flows, agents_openai_flows
-from tests.support.services import wait_until
 from tests.support.users import operator
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -58,7 +58,7 @@ def test_agents_sigkill_after_a_model_step_asks_the_model_each_turn_once(
         wait_until(
             lambda: counters_redis.get(f"{flows.TOOLS}:blocked") is not None,
             60,
-            "the agent to reach the blocking tool call",
+            message="the agent to reach the blocking tool call",
         )
         doomed.kill()  # model step 3 is recorded, its tool call is in flight
     assert [int(t) for t in counters_redis.lrange(flows.MODEL, 0, -1)] == [0, 1, 2]
@@ -81,7 +81,9 @@ def test_agents_approval_over_rest_resumes_the_run_on_a_worker(
     api.force_authenticate(operator("approver", password="pw-approver-1"))
     with integration.worker("c"):
         handle = start(flows.refund_flow)
-        wait_until(lambda: handle.status == "waiting", 60, "the run to wait for its approval")
+        wait_until(
+            lambda: handle.status == "waiting", 60, message="the run to wait for its approval"
+        )
         [pending] = api.get(f"/api/runs/{handle.id}/approvals/").json()
         assert (pending["tool_name"], pending["arguments"]) == ("refund", {"order": 7})
         assert counters_redis.llen(flows.TOOLS) == 0

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from runtime import start
 from runtime.models import Event, Run, Step
 from tests.acceptance import async_flows as flows
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -84,7 +84,9 @@ def test_async_workers_sigkill_mid_async_fan_out_completes_every_branch_once(
     n = 200
     with running_worker("async-doomed", "threads", 4, **WORKER_ENV) as doomed:
         handle = start(flows.fan_out, n, 1.0)
-        wait_until(lambda: int(counters_redis.get(flows.IN_FLIGHT) or 0) >= 50, 60, "bodies")
+        wait_until(
+            lambda: int(counters_redis.get(flows.IN_FLIGHT) or 0) >= 50, 60, message="bodies"
+        )
         doomed.kill()
     assert counters_redis.llen(flows.BODIES) < n
     with running_worker("async-survivor", "threads", 4, **WORKER_ENV):
@@ -99,9 +101,11 @@ def test_async_workers_sigkill_mid_async_fan_out_completes_every_branch_once(
 def test_async_workers_cancelling_a_run_cancels_its_bodies_in_flight(counters_redis: Any) -> None:
     with running_worker("async-cancel", "prefork", 2, **WORKER_ENV):
         handle = start(flows.hangs, 6)
-        wait_until(lambda: counters_redis.llen(flows.BODIES) >= 6, 60, "bodies to start")
+        wait_until(lambda: counters_redis.llen(flows.BODIES) >= 6, 60, message="bodies to start")
         handle.cancel()
-        wait_until(lambda: counters_redis.llen(flows.CANCELLED) >= 6, 30, "bodies cancelled")
+        wait_until(
+            lambda: counters_redis.llen(flows.CANCELLED) >= 6, 30, message="bodies cancelled"
+        )
     cancelled = sorted(int(i) for i in counters_redis.lrange(flows.CANCELLED, 0, -1))
     assert cancelled == list(range(6))
     assert Run.objects.get(id=handle.id).status == "cancelled"
@@ -122,4 +126,4 @@ def test_async_workers_a_body_blocking_the_loop_is_named_in_the_log(counters_red
         handle = start(flows.blocking)
         assert handle.wait(timeout=60) == ["blocked"]
         wait_until(lambda: b"tests.async_acc.blocks_loop" in worker.log_path.read_bytes(), 10,
-                   "the loop-lag warning")  # fmt: skip
+                   message="the loop-lag warning")  # fmt: skip

@@ -5,8 +5,6 @@ resumes the run to completion."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,19 +14,10 @@ from rest_framework.test import APIClient
 import tests.acceptance.callback_http_flows  # noqa: F401  (registers the workflow here too)
 from runtime.testing import callback_token
 from tests.support.users import operator
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 MODULE = "tests.acceptance.callback_http_flows"
-
-
-def eventually(probe: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise TimeoutError(f"nothing after {timeout} s")
 
 
 @pytest.fixture
@@ -46,7 +35,7 @@ def test_callback_http_round_trip_with_real_worker(client: APIClient, counters_r
         assert started.status_code == 201
         run_url = f"/api/runs/{started.json()['id']}/"
 
-        eventually(lambda: client.get(run_url).json()["status"] == "waiting")
+        wait_until(lambda: client.get(run_url).json()["status"] == "waiting", 30, interval=0.1)
         token = callback_token(started.json()["id"])
 
         posted = APIClient().post(
@@ -56,7 +45,11 @@ def test_callback_http_round_trip_with_real_worker(client: APIClient, counters_r
         )
         assert posted.status_code == 200
 
-        run = eventually(lambda: (r := client.get(run_url).json())["status"] == "completed" and r)
+        run = wait_until(
+            lambda: (r := client.get(run_url).json())["status"] == "completed" and r,
+            30,
+            interval=0.1,
+        )
         assert run["result"] == {"order": "o-42", "decision": "approved"}
         again = APIClient().post(
             f"/api/callbacks/{token}/",

@@ -16,7 +16,7 @@ import pytest
 from runtime import start
 from runtime.models import Event, Run, Step
 from tests.acceptance import fanout_flows as flows
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,7 +28,7 @@ N = 500
 def test_fanout_sigkill_mid_fanout_completes_every_step_once(counters_redis: Any) -> None:
     with running_worker("fanout-doomed", "threads", 4, **WORKER_ENV) as doomed:
         handle = start(flows.marks, N, 0.01)
-        wait_until(lambda: counters_redis.llen(flows.BODIES) >= 100, 60, "branches to run")
+        wait_until(lambda: counters_redis.llen(flows.BODIES) >= 100, 60, message="branches to run")
         doomed.kill()
     ran_before_kill = counters_redis.llen(flows.BODIES)
     assert ran_before_kill < N

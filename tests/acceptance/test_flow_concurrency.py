@@ -12,7 +12,7 @@ import pytest
 from runtime import start
 from runtime.models import Run
 from tests.acceptance import flow_limits_workflows as flows
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -74,7 +74,9 @@ def test_flow_concurrency_limits_each_key_apart(counters_redis: Any) -> None:
 def test_flow_concurrency_a_sigkilled_workers_slot_is_freed(counters_redis: Any) -> None:
     with running_worker("solo-a", "threads", 2, **ENV) as doomed:
         first = start(flows.solo, "doomed")
-        wait_until(lambda: counters_redis.llen(flows.ORDER) >= 1, 60, "the first body to start")
+        wait_until(
+            lambda: counters_redis.llen(flows.ORDER) >= 1, 60, message="the first body to start"
+        )
         second = start(flows.solo, "next")
         assert Run.objects.get(id=second.id).admitted is False  # the one slot is taken
         doomed.kill()
@@ -90,7 +92,9 @@ def test_flow_concurrency_a_sigkilled_workers_slot_is_freed(counters_redis: Any)
 def test_flow_concurrency_pending_runs_start_by_priority_then_fifo(counters_redis: Any) -> None:
     with running_worker("queue", "threads", 4, **ENV):
         blocker = start(flows.queue, "blocker")
-        wait_until(lambda: counters_redis.llen(flows.ORDER) >= 1, 60, "the blocker to start")
+        wait_until(
+            lambda: counters_redis.llen(flows.ORDER) >= 1, 60, message="the blocker to start"
+        )
         plan = [("p0", 0), ("p5-a", 5), ("p9-a", 9), ("p1", 1), ("p5-b", 5), ("p9-b", 9)]
         handles = [start(flows.queue, label, priority=p) for label, p in plan]
         counters_redis.rpush(flows.RELEASE, "go")

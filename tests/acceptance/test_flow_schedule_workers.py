@@ -16,7 +16,7 @@ from runtime.models import Run
 from runtime.schedules import pause_schedule
 from tests.acceptance import flow_catchup_workflows as catchup
 from tests.acceptance import flow_schedule_workflows as flows
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,12 +34,12 @@ def test_flow_schedules_three_racing_workers_start_one_run_per_tick(counters_red
     with ExitStack() as stack:
         for i in range(3):
             stack.enter_context(running_worker(f"ticker-{i}", "threads", 2, **env))
-        wait_until(lambda: Run.objects.filter(workflow=name).count() >= 31, 90, "31 ticks")
+        wait_until(lambda: Run.objects.filter(workflow=name).count() >= 31, 90, message="31 ticks")
         pause_schedule(name)  # waits for a tick being taken right now; none after it
         wait_until(
             lambda: not Run.objects.filter(workflow=name).exclude(status="completed").exists(),
             30,
-            "the started runs to finish",
+            message="the started runs to finish",
         )
     ticks = ticks_of(name)
     assert len(ticks) >= 31
@@ -58,7 +58,7 @@ def test_flow_schedules_a_stopped_worker_catches_up_per_policy(counters_redis: A
         "FANFOLD_SCHEDULE_GRACE": "1.0",  # a tick older than this when taken was missed
     }
     with running_worker("catchup-a", "threads", 2, **env):
-        wait_until(lambda: len(ticks_of(catchup.all_ticks.name)) >= 3, 60, "three ticks")
+        wait_until(lambda: len(ticks_of(catchup.all_ticks.name)) >= 3, 60, message="three ticks")
     stopped = datetime.now(UTC)
     # The point of the test, not a wait for a condition: at least five ticks fall while no
     # worker runs (the workers' clock is the system's).
@@ -70,7 +70,7 @@ def test_flow_schedules_a_stopped_worker_catches_up_per_policy(counters_redis: A
         wait_until(
             lambda: all(any(t > restarted for t in ticks_of(name)) for name in policies),
             30,
-            "a tick after the restart for every policy",
+            message="a tick after the restart for every policy",
         )
 
     def fell_while_down(ticks: list[datetime], before: datetime) -> list[datetime]:

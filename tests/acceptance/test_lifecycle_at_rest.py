@@ -24,7 +24,7 @@ from runtime.core.payload_keys import generate_key
 from runtime.models import Step, StreamChunk
 from runtime.services import post_callback
 from runtime.testing import callback_token
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 # It reads the Redis broker (MONITOR and its keys): the RabbitMQ pass leaves it out.
@@ -125,7 +125,9 @@ def test_lifecycle_at_rest_secret_in_no_table_and_not_in_the_broker(
         with running_worker("at-rest", "prefork", 2, **env):
             run = start(flows.secretive, secret)
             wait_until(
-                lambda: Step.objects.filter(run_id=run.id, kind="callback").exists(), 60, "cb"
+                lambda: Step.objects.filter(run_id=run.id, kind="callback").exists(),
+                60,
+                message="cb",
             )
             token = callback_token(run.id)  # rows keep the token's digest only
             assert token

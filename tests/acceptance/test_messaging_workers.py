@@ -15,7 +15,7 @@ from runtime import emit_signal, send, start
 from runtime.handles import RunHandle
 from runtime.models import Event, Message, Run, Signal, SignalWait
 from tests.acceptance import messaging_flows as flows
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 from tests.support.workers import WorkerProcess, running_worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -31,7 +31,7 @@ def worker(request: pytest.FixtureRequest, counters_redis: Any) -> Iterator[Work
 
 
 def _waiting(handle: RunHandle) -> None:
-    wait_until(lambda: Run.objects.get(id=handle.id).status == "waiting", 60, "waiting")
+    wait_until(lambda: Run.objects.get(id=handle.id).status == "waiting", 60, message="waiting")
 
 
 def _types(run_id: Any) -> list[str]:

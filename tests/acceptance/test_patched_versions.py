@@ -16,7 +16,7 @@ from runtime.models import Event, Step
 from runtime.services import post_callback
 from runtime.testing import callback_token, replay
 from tests.acceptance import versioned_workflows as flows
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,7 +31,7 @@ def _waiting(run_id: Any) -> str:
     wait_until(
         lambda: Step.objects.filter(run_id=run_id, kind="callback").exists(),
         60,
-        f"run {run_id} to wait for its callback",
+        message=f"run {run_id} to wait for its callback",
     )
     token = callback_token(run_id)
     assert token is not None

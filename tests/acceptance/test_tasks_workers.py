@@ -20,7 +20,7 @@ from runtime.django_tasks.compat import TaskResultStatus
 from runtime.models import Event, EventType, Run
 from runtime.testing import use_dispatcher
 from tests.acceptance import task_flows as flows
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,9 +45,9 @@ def test_tasks_workers_a_task_completes_on_a_prefork_worker(counters_redis: Any)
 def test_tasks_workers_sigkill_mid_task_retries_and_finishes_once(counters_redis: Any) -> None:
     with running_worker("tasks-doomed", "prefork", 1, **WORKER_ENV) as doomed:
         result = flows.hold_then_finish.enqueue("order-9")
-        wait_until(lambda: counters_redis.llen(flows.RUNS) >= 1, 60, "the task to start")
+        wait_until(lambda: counters_redis.llen(flows.RUNS) >= 1, 60, message="the task to start")
         # The attempt's start is queued to commit without holding up the body: shortly after.
-        wait_until(lambda: _status(result.id) == TaskResultStatus.RUNNING, 10, "RUNNING")
+        wait_until(lambda: _status(result.id) == TaskResultStatus.RUNNING, 10, message="RUNNING")
         doomed.kill()
 
     with running_worker("tasks-rescue", "prefork", 1, **WORKER_ENV):
@@ -117,7 +117,9 @@ def test_tasks_workers_sigkill_of_a_child_mid_batch_finishes_every_task_once(
     run_ids = [r.id for r in results]
     with running_worker("tasks-batch", "prefork", 1, **WORKER_ENV) as worker:
         current_app.send_task(EXECUTE_RUNS, args=[run_ids], ignore_result=True)
-        wait_until(lambda: counters_redis.llen(flows.BATCH) >= 4, 60, "the batch to reach t3")
+        wait_until(
+            lambda: counters_redis.llen(flows.BATCH) >= 4, 60, message="the batch to reach t3"
+        )
         (child,) = worker.task_pids()
         os.kill(child, signal.SIGKILL)  # t0-t2 finished, t3 in its body, t4-t7 not started
         # The message comes back (it was not acknowledged), the dead process's t3 is taken

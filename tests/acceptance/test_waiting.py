@@ -14,7 +14,7 @@ from runtime.core.identity import child_run_key, child_run_key_prefix
 from runtime.models import Event, Run, Step
 from runtime.services import post_callback
 from runtime.testing import callback_token
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,7 +60,9 @@ def test_waiting_callback_timeout_during_sleep_is_recorded_in_time(counters_redi
 def test_waiting_callback_answered_during_sleep_is_recorded_in_time(counters_redis: Any) -> None:
     with running_worker("cb-answer", "threads", 2, **WORKER_ENV):
         run = start(flows.cb_in_sleep, 60.0, 2.0)
-        wait_until(lambda: Step.objects.filter(run_id=run.id, kind="sleep").exists(), 30, "sleep")
+        wait_until(
+            lambda: Step.objects.filter(run_id=run.id, kind="sleep").exists(), 30, message="sleep"
+        )
         token = callback_token(run.id)
         assert token
         post_callback(token, result="approved")
@@ -90,4 +92,4 @@ def test_waiting_map_over_child_workflow_completion_rules(counters_redis: Any) -
         assert quorum.wait(timeout=90) == [10, 20, {"failed": "BranchCancelled"}]
         slow = Run.objects.get(idempotency_key=child_run_key(quorum.id, 3))
         # Its branch was let go when two children had succeeded: the child stops too.
-        wait_until(lambda: Run.objects.get(id=slow.id).status == "cancelled", 30, "cancel")
+        wait_until(lambda: Run.objects.get(id=slow.id).status == "cancelled", 30, message="cancel")

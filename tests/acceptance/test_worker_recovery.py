@@ -14,7 +14,7 @@ import pytest
 from runtime import start
 from runtime.models import Event, Step
 from tests.acceptance import recovery_workflows as flows
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,7 +32,9 @@ def test_worker_recovery_sigkill_mid_run_finishes_on_another_worker(counters_red
     count = 300
     with running_worker("recovery-a", "prefork", 1, **WORKER_ENV) as doomed:
         handle = start(flows.slow_loop, count)
-        wait_until(lambda: counters_redis.llen(flows.BODIES) >= 60, 60, "the run to get going")
+        wait_until(
+            lambda: counters_redis.llen(flows.BODIES) >= 60, 60, message="the run to get going"
+        )
         doomed.kill()
     ran_before_kill = counters_redis.llen(flows.BODIES)
     assert ran_before_kill < count
@@ -62,7 +64,9 @@ def test_worker_recovery_sigkill_mid_run_finishes_on_another_worker(counters_red
 def test_worker_recovery_at_most_once_step_is_not_rerun_after_sigkill(counters_redis: Any) -> None:
     with running_worker("once-a", "threads", 2, **WORKER_ENV) as doomed:
         handle = start(flows.charge_once, "order-7")
-        wait_until(lambda: counters_redis.llen(flows.CHARGES) >= 1, 60, "the charge to start")
+        wait_until(
+            lambda: counters_redis.llen(flows.CHARGES) >= 1, 60, message="the charge to start"
+        )
         doomed.kill()
 
     interrupted = Step.objects.get(run_id=handle.id, position=1)

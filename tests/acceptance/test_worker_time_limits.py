@@ -15,7 +15,7 @@ import pytest
 
 from runtime import start
 from runtime.models import FINISHED_RUN_STATES, Event, Run, RunStatus, Step
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,7 +29,7 @@ def test_a_run_longer_than_the_soft_time_limit_completes_over_several_passes() -
         wait_until(
             lambda: Run.objects.get(id=handle.id).status in FINISHED_RUN_STATES,
             180,
-            "the run to finish",
+            message="the run to finish",
         )
         log = w.log_path.read_text(errors="replace")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -25,6 +24,7 @@ from kombu.exceptions import ChannelError
 
 from tests.support.database import _release_test_database
 from tests.support.services import RABBITMQ, reachable, require
+from tests.support.waiting import wait_until
 
 __all__ = ["_release_test_database"]
 
@@ -47,11 +47,8 @@ def _configured() -> None:
 
 
 def _wait_port(port: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not reachable(("127.0.0.1", port), timeout=0.2):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"port {port} did not come back in {timeout} s")
-        time.sleep(0.1)
+    back = f"port {port} to come back"
+    wait_until(lambda: reachable(("127.0.0.1", port), timeout=0.2), timeout, message=back)
 
 
 def _postgres_port() -> int:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.models import Event, Run, Step
+from tests.support.waiting import wait_until
 
 COMPLETIONS = ("step_completed", "wait_completed")  # a step's, a durable sleep's
 
@@ -34,10 +35,7 @@ def assert_each_step_completed_once(run_id: Any) -> None:
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> float:
-    """Poll until `predicate` holds; returns the seconds it took."""
+    """`wait_until` that returns the seconds it took (a recovery's time)."""
     began = time.monotonic()
-    while not predicate():
-        if time.monotonic() - began > timeout:
-            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
-        time.sleep(0.05)
+    wait_until(predicate, timeout, interval=0.05, message=what)
     return time.monotonic() - began

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ import psycopg
 import pytest
 
 from tests.support.site import build_site, clean_env, run, site_env
+from tests.support.waiting import wait_until
 from tests.support.webserver import free_port
 
 pytestmark = pytest.mark.wheel
@@ -82,16 +82,13 @@ def _call(base: str, path: str, api_token: str | None, body: Any = None) -> Any:
 
 
 def _until(what: str, probe: Any, timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def listening() -> Any:
         try:
-            found = probe()
+            return probe()
         except OSError:  # gunicorn not listening yet
-            found = None
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"no {what} within {timeout} s")
+            return None
+
+    return wait_until(listening, timeout, interval=0.3, message=what)
 
 
 def test_wheel_serves_the_docs_site_with_a_worker_and_gunicorn(

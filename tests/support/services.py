@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -78,12 +76,3 @@ def queued_lists() -> list[str]:
     steps = options.get("priority_steps", [0, 3, 6, 9])
     sep = options.get("sep", "\x06\x16")
     return [queue if step == 0 else f"{queue}{sep}{step}" for step in steps]
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll `predicate` until it holds; TimeoutError naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
-        time.sleep(0.05)

@@ -10,12 +10,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from bench.workers import ROOT, database_url
+from tests.support.waiting import wait_until
 
 
 def free_port() -> int:
@@ -92,13 +92,13 @@ def _serving(command: list[str], env: dict[str, str], port: int, log_path: Path)
 
 
 def _wait_for_port(proc: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"gunicorn exited early; see {log_path}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
+                return True
         except OSError:
-            time.sleep(0.1)
-    raise TimeoutError(f"gunicorn did not listen on {port} within 60 s; see {log_path}")
+            return False
+
+    wait_until(listening, 60, interval=0.1, message=f"gunicorn on {port} (see {log_path})")

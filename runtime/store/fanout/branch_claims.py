@@ -28,8 +28,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from runtime import conf
-from runtime.core.receipts import ClaimReceipt
-from runtime.core.writes import BranchClaim
+from runtime.core.branches import BranchClaim, ClaimReceipt
 from runtime.models import ACTIVE_RUN_STATES, Run, Step, StepStatus
 from runtime.payloads.packing import unpack
 from runtime.store.dialect import (

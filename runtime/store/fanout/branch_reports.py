@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from runtime.core.branches import BranchClaim, BranchReceipt, BranchReport, ClaimReceipt
 from runtime.core.fanin import FanInRule, GroupCounts, after_batch
-from runtime.core.receipts import BranchReceipt, ClaimReceipt
-from runtime.core.writes import BranchClaim, BranchReport, EventDraft
+from runtime.core.writes import EventDraft
 from runtime.store.dialect import Statement, as_uuid, execute, time_param
 from runtime.store.fanout import report_statements as sql
 from runtime.store.fanout.branch_claims import ClaimBatch
@@ -37,12 +37,13 @@ Rows = list[list[tuple[Any, ...]]]
 
 
 class Receipts(dict[int, ClaimReceipt | BranchReceipt]):
-    """The receipts a batch's branch writes earned, by id() of each claim or report; the sink
-    returns them to their writers once the transaction committed."""
+    """The receipts a batch's branch writes earned, by each claim's or report's `key`
+    (runtime.core.branches.receipt_key); the sink returns them to their writers once the
+    transaction committed."""
 
     def add_claims(self, claims: Sequence[BranchClaim], receipts: list[ClaimReceipt]) -> None:
         for claim, receipt in zip(claims, receipts, strict=True):
-            self[id(claim)] = receipt
+            self[claim.key] = receipt
 
 
 def record_branch_writes_txn(writes: BranchWrites, now: datetime) -> Receipts:
@@ -82,7 +83,7 @@ class _ReportBatch:
             g = self.groups.setdefault(r.group_id, _Group(r.run_id))
             g.succeeded += r.outcome == "completed"
             g.failed += r.outcome == "failed"
-        self.values: dict[int, BranchReceipt] = {}  # by id() of the report
+        self.values: dict[int, BranchReceipt] = {}  # by each report's key
         self.second: list[Statement] = []
         self.woken: set[uuid.UUID] = set()
 
@@ -91,7 +92,7 @@ class _ReportBatch:
         active, counts = self._first_round()
         for gid, g in self.groups.items():
             for r in g.reports:
-                self.values[id(r)] = BranchReceipt(recorded=True)
+                self.values[r.key] = BranchReceipt(recorded=True)
             if self._decide(gid, g, counts.get(gid)):
                 self.woken.add(g.run_id)
         self._events(active, receipts)
@@ -132,7 +133,7 @@ class _ReportBatch:
             return False
         if not row:  # already settled: whatever was written came too late
             for r in g.reports:
-                self.values[id(r)] = BranchReceipt()
+                self.values[r.key] = BranchReceipt()
             if g.reports:
                 stale = [r.step_id for r in g.reports]
                 self.second.append(sql.cancel_statement(g.run_id, None, stale, self.now))
@@ -144,7 +145,7 @@ class _ReportBatch:
         )
         accepted, late = g.reports[: step.accepted], g.reports[step.accepted :]
         for r in late:
-            self.values[id(r)] = BranchReceipt()
+            self.values[r.key] = BranchReceipt()
         sets: list[str] = []
         params: list[Any] = []
         if (step.counts.succeeded, step.counts.failed) != (succeeded, failed):
@@ -160,7 +161,7 @@ class _ReportBatch:
             span = (first, first + total)
             late_ids = [r.step_id for r in late]
             self.second.append(sql.cancel_statement(g.run_id, span, late_ids, self.now))
-            deciding = id(accepted[-1])
+            deciding = accepted[-1].key
             self.values[deciding] = replace(self.values[deciding], wake=True)
         elif step.release:
             sets.append("released = %s")
@@ -168,7 +169,7 @@ class _ReportBatch:
             start, stop = first + step.release.start, first + step.release.stop
             self.second.append(sql.release_statement(g.run_id, start, stop, self.now))
             finals = [r for r in g.reports if r.outcome != "retrying"]
-            last = id(finals[-1])
+            last = finals[-1].key
             positions = tuple(first + index for index in step.release)
             self.values[last] = replace(self.values[last], release=positions)
         if sets:
@@ -179,8 +180,8 @@ class _ReportBatch:
         """Hand out the receipts; the recorded reports' events and their seqs go to round 2."""
         drafts: dict[uuid.UUID, list[EventDraft]] = {run_id: [] for run_id in active}
         for r in self.reports:
-            value = self.values.get(id(r), BranchReceipt())
-            receipts[id(r)] = value
+            value = self.values.get(r.key, BranchReceipt())
+            receipts[r.key] = value
             if value.recorded:
                 drafts[r.run_id] += sql.report_events(r)
         events: list[tuple[Any, ...]] = []

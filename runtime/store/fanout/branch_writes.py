@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from runtime.checkpoint.batching import NO_SESSION, Checkpoint
-from runtime.core.receipts import BranchReceipt, ClaimReceipt
-from runtime.core.writes import BranchClaim, BranchReport
+from runtime.core.branches import BranchClaim, BranchReceipt, BranchReport, ClaimReceipt
 from runtime.store import writer
 
 _Receipt = TypeVar("_Receipt", BranchReceipt, ClaimReceipt)

@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runtime.core.receipts import BranchReceipt
-from runtime.core.writes import BranchReport
+from runtime.core.branches import BranchReceipt, BranchReport
 from runtime.models import FanoutGroup
 from runtime.store.dialect import MAX_PARAMS, Statement, cast, uuid_param, values_list
 from runtime.store.fanout import report_statements as sql
@@ -61,7 +60,7 @@ class QuietBatch:
         """The receipts the pipeline's rows (`results`) earned, once it committed."""
         receipts = Receipts()
         for r in self.reports:
-            receipts[id(r)] = BranchReceipt(recorded=True)
+            receipts[r.key] = BranchReceipt(recorded=True)
         receipts.add_claims(self.claims.claims, self.claims.receipts(results[2:]))
         return receipts
 

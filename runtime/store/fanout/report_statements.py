@@ -10,9 +10,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from runtime.core.branches import BranchReport
 from runtime.core.fanin import CANCELLED_ERROR
 from runtime.core.states import EventType
-from runtime.core.writes import BranchReport, EventDraft
+from runtime.core.writes import EventDraft
 from runtime.models import ACTIVE_RUN_STATES, Event, FanoutGroup, Run, Step, StepStatus
 from runtime.store.dialect import (
     MAX_PARAMS,

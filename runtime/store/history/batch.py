@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from runtime.checkpoint.batching import Checkpoint
-from runtime.core.writes import BranchClaim, BranchReport, HistoryWrite, Write
+from runtime.core.branches import BranchClaim, BranchReport
+from runtime.core.writes import HistoryWrite, Write
 from runtime.store.history.payload_forms import StoredForms
 
 

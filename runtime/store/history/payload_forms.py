@@ -15,7 +15,8 @@ import uuid
 from typing import Any
 
 from runtime import conf
-from runtime.core.writes import UNSET, BranchReport, EventDraft, HistoryWrite, RunPatch, StepRow
+from runtime.core.branches import BranchReport
+from runtime.core.writes import UNSET, EventDraft, HistoryWrite, RunPatch, StepRow
 from runtime.payloads.codec import PayloadCodec, reserved_form
 from runtime.payloads.packing import codec_for, pack
 

@@ -28,6 +28,7 @@ from django.utils import timezone
 from runtime import conf
 from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import OutcomeUnknown
+from runtime.core.branches import receipt_key
 from runtime.core.writes import LeaseGuard, SuspendGuard, UnfinishedGuard
 from runtime.store.connection import SinkConnection
 from runtime.store.dialect import PipelinedTransaction, execute, postgres
@@ -56,7 +57,8 @@ class DatabaseSink:
         claim's or report's; None for the others), in order."""
         with self._connection.lent():
             receipts = self._write_checkpoints(checkpoints)
-        return [receipts.get(id(cp.payload)) for cp in checkpoints]
+        keys = [receipt_key(cp.payload) for cp in checkpoints]
+        return [None if key is None else receipts.get(key) for key in keys]
 
     def close(self) -> None:
         self._connection.close()

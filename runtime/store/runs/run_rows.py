@@ -5,54 +5,110 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
 import psycopg
-from django.db import connection, models, transaction
+from django.db import IntegrityError, connection, models
 from django.db.models.sql import InsertQuery
+from django.utils import timezone
 
 from runtime.models import ACTIVE_RUN_STATES, Event, EventType, Run, Step
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
 
+_RUN_ID = Run._meta.get_field("id")
 
-def insert_run(
-    columns: dict[str, Any],
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """A run as its start inserted it (Run field names): what the start knows without reading
+    it back; `as_model()` is the row as `save()` would leave a new Run."""
+
+    id: uuid.UUID
+    workflow: str
+    input: Any
+    idempotency_key: str | None
+    created_at: datetime
+    wake_at: datetime | None
+    priority: int
+    concurrency_key: str | None
+    admitted: bool
+    owner_id: int | None
+
+    def columns(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _NEW_RUN_FIELDS}
+
+    def as_model(self) -> Run:
+        run = Run(**self.columns(), updated_at=self.created_at, last_seq=1)
+        run._state.adding, run._state.db = False, connection.alias
+        return run
+
+
+_NEW_RUN_FIELDS = tuple(f.name for f in fields(NewRun))
+
+
+def insert_run_txn(
+    workflow: str,
+    run_input: Any,
     payload: dict[str, Any],
-    now: datetime,
     *,
+    idempotency_key: str | None,
+    concurrency_key: str | None,
+    priority: int,
+    owner_id: int | None,
     bound: int | None,
-    then: Callable[[], object],
-) -> None:
-    """Insert the run of these `columns` (Run field names; the others get their defaults; its
-    `id` given) and its run_created event (with `payload`) in one transaction, both in their
-    stored forms (runtime.store.history.payload_forms), `bound` their JSON size's bound; `then()`
-    runs once that commits.
+) -> NewRun:
+    """Insert a run and its run_created event (with `payload`) in the caller's transaction; the
+    new row. A run with a `concurrency_key` waits unadmitted (not due) for a slot.
 
-    On PostgreSQL outside an atomic block both rows go in one statement, committed at once,
-    their values bound without a model instance built: one round trip for a start (a Django
-    task's enqueue) instead of three. Inside one, a savepoint keeps the caller's transaction
-    usable if the insert fails (a repeated idempotency key, which the caller then looks up).
+    Both go in their stored forms (encrypted, or in the payload storage when large:
+    runtime.store.history.payload_forms), `bound` their JSON size's bound. On PostgreSQL they
+    are one statement, their values bound without a model instance built: one round trip for
+    a start (a Django task's enqueue), which is a transaction of its own outside an atomic
+    block. A repeated idempotency key raises Django's IntegrityError.
     """
-    run_id, forms = columns["id"], StoredForms()
-    run = {**columns, "input": forms.form(columns["input"], run_id, bound)}
+    now = timezone.now()
+    gated = concurrency_key is not None
+    new = NewRun(
+        id=_RUN_ID.get_default(),  # the model's default, as a Run() would take it
+        workflow=workflow,
+        input=run_input,
+        idempotency_key=idempotency_key,
+        created_at=now,
+        wake_at=None if gated else now,
+        priority=priority,
+        concurrency_key=concurrency_key,
+        admitted=not gated,
+        owner_id=owner_id,
+    )
+    forms = StoredForms()
+    run = {
+        **new.columns(),
+        "input": forms.form(run_input, new.id, bound),
+        "updated_at": now,
+        "last_seq": 1,
+    }
     created = {
-        "run_id": run_id,
+        "run_id": new.id,
         "seq": 1,
         "type": EventType.RUN_CREATED,
-        "payload": forms.form(payload, run_id, bound),
+        "payload": forms.form(payload, new.id, bound),
         "created_at": now,
     }
-    if postgres() and not connection.in_atomic_block:
+    if postgres():
         _insert_together(run, created)
-        then()
     else:
-        with transaction.atomic():
-            Run(**run).save(force_insert=True)
-            Event(**created).save(force_insert=True)
-            transaction.on_commit(then)
+        Run(**run).save(force_insert=True)
+        Event(**created).save(force_insert=True)
+    return new
+
+
+def inserts_in_one_statement() -> bool:
+    """Whether `insert_run_txn` is one statement (PostgreSQL): a transaction of its own."""
+    return postgres()
 
 
 def _insert_together(run: dict[str, Any], event: dict[str, Any]) -> None:
@@ -61,8 +117,11 @@ def _insert_together(run: dict[str, Any], event: dict[str, Any]) -> None:
     run_sql, run_params = _insert_statement(Run, run)
     event_sql, event_params = _insert_statement(Event, event)
     sql = f"WITH new_run AS ({run_sql}) {event_sql}"
-    with psycopg.Cursor(raw_connection()) as cursor:
-        cursor.execute(sql, [*run_params, *event_params], prepare=True)
+    try:
+        with psycopg.Cursor(raw_connection()) as cursor:
+            cursor.execute(sql, [*run_params, *event_params], prepare=True)
+    except psycopg.IntegrityError as exc:  # as Django's cursor would raise it
+        raise IntegrityError(*exc.args) from exc
 
 
 def _insert_statement(model: type[Run | Event], values: dict[str, Any]) -> tuple[str, list[Any]]:
@@ -115,13 +174,6 @@ _TAKEN_AS_THEY_ARE = frozenset(
     }
 )
 _INSERTS: dict[tuple[type[Any], str], tuple[str, tuple[tuple[str, bool, Any, Any], ...]]] = {}
-
-
-def saved_run(columns: dict[str, Any]) -> Run:
-    """The run `insert_run` inserted with these columns, as `save()` leaves a new row."""
-    run = Run(**columns)
-    run._state.adding, run._state.db = False, connection.alias
-    return run
 
 
 def run_by_id(run_id: uuid.UUID) -> Run | None:

@@ -12,8 +12,8 @@ from django.db import connection
 from publisher.fake import FakeTransport
 from publisher.messages import Message
 from runtime.core.branch_dispatch import summary_counts
+from runtime.core.branches import BranchAttempt
 from runtime.fanout.chunk import run_message
-from runtime.fanout.report import BranchAttempt
 from tests.support.dispatch import Later
 
 

@@ -16,11 +16,10 @@ import runtime.store.fanout.branch_reports
 import runtime.store.fanout.quiet_reports
 import runtime.store.history.sink
 from runtime.checkpoint.batching import Checkpoint
+from runtime.core.branches import BranchAttempt, BranchClaim, BranchReport
 from runtime.core.identity import group_id, step_id
-from runtime.core.writes import BranchClaim, BranchReport
 from runtime.executor import ExecutionOutcome, execute
 from runtime.fanout.branch import claim_branch
-from runtime.fanout.report import BranchAttempt
 from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import start_run
 from runtime.store import dialect
@@ -33,8 +32,8 @@ def _started(n: int, **options: object) -> uuid.UUID:
     return run.id
 
 
-# The receipt the sink returned for each payload written, by id() (the payload is kept alive).
-_receipts: dict[int, tuple[object, Any]] = {}
+# The receipt the sink returned for each payload written, by the payload's key.
+_receipts: dict[int, Any] = {}
 
 
 def _write(payloads: Sequence[BranchClaim | BranchReport]) -> None:
@@ -44,12 +43,12 @@ def _write(payloads: Sequence[BranchClaim | BranchReport]) -> None:
         )
     assert len(written) == len(payloads)
     for payload, receipt in zip(payloads, written, strict=True):
-        _receipts[id(payload)] = (payload, receipt)
+        _receipts[payload.key] = receipt
 
 
 def _receipt(payload: BranchClaim | BranchReport) -> Any:
     """What the batch that wrote `payload` returned for it."""
-    return _receipts[id(payload)][1]
+    return _receipts[payload.key]
 
 
 def _report(run_id: uuid.UUID, position: int, outcome: str = "completed") -> BranchReport:

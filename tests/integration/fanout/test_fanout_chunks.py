@@ -14,10 +14,10 @@ from fanout_harness import Branches
 from fanout_workflows import calls, completed_once
 
 from publisher.fake import FakeTransport
+from runtime.core.branches import BranchAttempt
 from runtime.core.identity import dispatch_key
 from runtime.executor import ExecutionOutcome, execute
 from runtime.fanout import chunk
-from runtime.fanout.report import BranchAttempt
 from runtime.fanout.sweep import sweep_fanouts_once
 from runtime.models import FanoutGroup, Run, Step
 from runtime.services import start_run

@@ -13,9 +13,8 @@ from fanout_harness import Branches
 from fanout_workflows import calls, completed_once
 
 import runtime.fanout.branch
+from runtime.core.branches import BranchClaim, ClaimReceipt
 from runtime.core.identity import step_id
-from runtime.core.receipts import ClaimReceipt
-from runtime.core.writes import BranchClaim
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Run
 from runtime.services import start_run

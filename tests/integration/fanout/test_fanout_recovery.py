@@ -11,11 +11,11 @@ from fanout_workflows import calls, completed_once
 
 from publisher.fake import FakeTransport
 from runtime.core.branch_dispatch import BranchDispatch
+from runtime.core.branches import BranchAttempt
 from runtime.core.identity import dispatch_key, step_id
 from runtime.executor import ExecutionOutcome, execute
 from runtime.fanout.branch import claim_branch, run_branch
 from runtime.fanout.interrupted import interrupt_at_most_once
-from runtime.fanout.report import BranchAttempt
 from runtime.fanout.sweep import sweep_fanouts_once
 from runtime.models import Event, FanoutGroup, Run, Step
 from runtime.services import cancel_run, start_run

@@ -9,10 +9,10 @@ from fanout_harness import Branches
 from fanout_workflows import completed_once
 
 from publisher.fake import FakeTransport
+from runtime.core.branches import BranchAttempt
 from runtime.core.identity import dispatch_key, step_id
 from runtime.executor import ExecutionOutcome, execute
 from runtime.fanout.branch import claim_branch
-from runtime.fanout.report import BranchAttempt
 from runtime.leases.liveness import process_key
 from runtime.models import Run, Step
 from runtime.recovery.dead_processes import Takeover

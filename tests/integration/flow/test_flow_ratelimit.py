@@ -13,10 +13,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from runtime import executor, start
+from runtime.core.branches import BranchAttempt
 from runtime.core.identity import step_id
 from runtime.executor import ExecutionOutcome
 from runtime.fanout import branch
-from runtime.fanout.report import BranchAttempt
 from runtime.flow import ratelimit
 from runtime.flow.ratelimit import LATE, LEAD, MAX_RETAKES, turn_wait
 from runtime.models import RateReservation, Step

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import redis
 from publisher.celery_transport import CeleryTransport
 from publisher.core import publish_messages
 from publisher.messages import Message, Routing
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.redis, pytest.mark.worker]
 
@@ -56,14 +56,13 @@ def worker(broker_env: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]
 
 
 def wait_for(client: redis.Redis, count: int, worker: subprocess.Popen[bytes]) -> list[str]:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if client.llen(celery_probe.SEEN_KEY) >= count:
-            return [raw.decode() for raw in client.lrange(celery_probe.SEEN_KEY, 0, -1)]
+    def seen() -> bool:
         if worker.poll() is not None:
             pytest.fail(f"the celery worker exited early with code {worker.returncode}")
-        time.sleep(0.1)
-    pytest.fail(f"the worker processed {client.llen(celery_probe.SEEN_KEY)} of {count} messages")
+        return client.llen(celery_probe.SEEN_KEY) >= count
+
+    wait_until(seen, 60, interval=0.1, message=f"the worker to process {count} messages")
+    return [raw.decode() for raw in client.lrange(celery_probe.SEEN_KEY, 0, -1)]
 
 
 def test_celery_worker_consumes_messages_from_celery_transport(

@@ -15,9 +15,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from runtime.core.branches import BranchClaim, BranchReport
 from runtime.core.identity import group_id, step_id
 from runtime.core.run_ids import id_at
-from runtime.core.writes import BranchClaim, BranchReport
 from runtime.models import Step
 from runtime.store.dialect import Statement
 from runtime.store.fanout import quiet_reports

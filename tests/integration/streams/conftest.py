@@ -2,31 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from typing import Any
+from tests.support.driven_by_hand import clock, db_ready, enqueued
 
-import pytest
-
-from runtime.core.clock import FakeClock
-from runtime.testing import use_dispatcher
-from tests.support.dispatch import RecordingDispatcher
-
-
-@pytest.fixture
-def enqueued() -> Iterator[list[tuple[uuid.UUID, float | None]]]:
-    with use_dispatcher(RecordingDispatcher()) as dispatcher:
-        assert isinstance(dispatcher, RecordingDispatcher)
-        yield dispatcher.enqueued.calls
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    from streams_flows import T0
-
-    return FakeClock(T0)
-
-
-@pytest.fixture
-def db_ready(transactional_db: Any, enqueued: Any) -> None:
-    """The database, with enqueueing recorded."""
+__all__ = ["clock", "db_ready", "enqueued"]

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from runtime import RetryPolicy, step, stream, workflow
 from runtime.services import start_run
-
-T0 = datetime(2030, 1, 1, tzinfo=UTC)
+from tests.support.driven_by_hand import T0 as T0  # the tests' clock starts here
 
 
 @step(name="tests.streams_local.shout")

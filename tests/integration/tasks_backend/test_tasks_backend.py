@@ -216,7 +216,7 @@ def test_tasks_backend_a_cancelled_task_has_failed() -> None:
 
 def test_tasks_backend_queue_names_are_the_runs_celery_queues(settings: Any) -> None:
     from runtime import dispatch, start
-    from runtime.django_tasks import queues
+    from runtime.django_tasks import queues, run_routing
 
     settings.TASKS = {
         "default": {
@@ -229,9 +229,10 @@ def test_tasks_backend_queue_names_are_the_runs_celery_queues(settings: Any) -> 
     plain = start("examples.noop_loop", 1)
     with queues._lock:
         queues._known.clear()  # as in another process: read from the runs
-    assert dispatch.run_queue(uuid.UUID(on_reports.id)) == "reports"
-    assert dispatch.run_queue(uuid.UUID(on_default.id)) is None
-    assert dispatch.run_queue(plain.id) is None
+    routed = dispatch.CeleryDispatcher(route=run_routing())  # as runtime.apps builds it
+    assert routed.run_queue(uuid.UUID(on_reports.id)) == "reports"
+    assert routed.run_queue(uuid.UUID(on_default.id)) is None
+    assert routed.run_queue(plain.id) is None
     assert default_task_backend.get_result(on_reports.id).task.queue_name == "reports"
 
 

@@ -4,14 +4,13 @@ with a FakeClock, so every poll and deadline happens exactly when the test says.
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from runtime import CallbackTimedOut, ConditionTimedOut, StepFailed, step, workflow
 from runtime.models import Event, Run
 from runtime.services import start_run
+from tests.support.driven_by_hand import T0 as T0  # the tests' clock starts here
 
-T0 = datetime(2030, 1, 1, tzinfo=UTC)
 POLLS: dict[str, int] = {}  # polls per key, in this process
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.workers import ROOT
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's prctl")
 
@@ -47,12 +47,12 @@ def test_the_bound_program_ends_when_its_starter_is_killed() -> None:
     )
     assert starter.stdout is not None
     bound = int(starter.stdout.readline())
-    wait_until(lambda: _command_line(bound).startswith(b"/bin/sleep"), 10, "the exec")
+    wait_until(lambda: _command_line(bound).startswith(b"/bin/sleep"), 10, message="the exec")
     assert alive(bound)  # exec'd into sleep, bound to the starter
 
     starter.kill()
     starter.wait(10)
-    wait_until(lambda: not alive(bound), 10, "the bound program to end")
+    wait_until(lambda: not alive(bound), 10, message="the bound program to end")
 
 
 def test_a_starter_already_gone_is_not_outlived() -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from runtime.checkpoint.batching import BatchLimits, Envelope
 from runtime.checkpoint.intake import Intake
+from tests.support.waiting import wait_until
 
 
 class FakeClock:
@@ -77,11 +77,8 @@ class ScriptedArrivals:
 
 def wait_for_arrivals(intake: Intake, count: int, timeout: float = 10.0) -> None:
     """Block until `count` envelopes have been queued (threads under test are racing)."""
-    give_up = time.monotonic() + timeout
-    while intake.arrivals < count:
-        if time.monotonic() > give_up:
-            raise TimeoutError(f"only {intake.arrivals} of {count} envelopes arrived")
-        time.sleep(0.001)
+    arrived = f"{count} envelopes to arrive"
+    wait_until(lambda: intake.arrivals >= count, timeout, interval=0.001, message=arrived)
 
 
 def in_thread(call: Callable[[], object], name: str = "workflow-thread") -> BaseException | None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 
 
 class Gauge:
@@ -25,12 +23,3 @@ class Gauge:
     def leave(self) -> None:
         with self._lock:
             self.now -= 1
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll `condition` until it holds; fail after `timeout` seconds (a generous bound)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.002)

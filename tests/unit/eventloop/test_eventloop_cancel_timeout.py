@@ -9,9 +9,9 @@ import threading
 
 import pytest
 from conftest import LoopFactory
-from eventloop_support import wait_for
 
 from runtime.core.errors import FanfoldError, StepTimedOut
+from tests.support.waiting import wait_until
 
 
 def test_worker_loop_cancel_ends_only_that_keys_bodies(new_loop: LoopFactory) -> None:
@@ -153,7 +153,7 @@ def test_worker_loop_timeout_counts_from_the_start_not_the_queue(new_loop: LoopF
     second = loop.submit(quick, key="run", label="quick", timeout=0.05)  # queued 0.2 s
     assert second.result(timeout=10) == "ran"
     first.result(timeout=10)
-    wait_for(lambda: first.done())
+    wait_until(lambda: first.done(), interval=0.002)
 
 
 def test_worker_loop_a_queued_future_cancelled_by_its_caller_is_done_at_once(

@@ -9,6 +9,8 @@ import time
 import pytest
 from conftest import LoopFactory
 
+from tests.support.waiting import stays_false, wait_until
+
 LOGGER = "fanfold.eventloop"
 
 
@@ -38,7 +40,9 @@ def test_lag_monitor_names_the_body_that_blocked_the_loop(
     loop.submit(blocking_step, key="run-1", label="blocking_step").result(timeout=10)
     for future in neighbours:
         future.result(timeout=10)
-    time.sleep(0.1)  # a few more ticks: the block must be reported once, not again
+    wait_until(lambda: _warnings_naming(caplog, "blocking_step"), interval=0.005)
+    # A few more ticks: the block must be reported once, not again.
+    assert stays_false(lambda: len(_warnings_naming(caplog, "blocking_step")) > 1, 0.1)
 
     named = _warnings_naming(caplog, "blocking_step")
     assert len(named) == 1, named
@@ -59,9 +63,8 @@ def test_lag_monitor_names_a_blocking_child_task_by_its_body(
         await asyncio.gather(asyncio.sleep(0.01), parse())  # parse() runs as a child task
 
     loop.submit(fan_in, key="run-2", label="fan_in").result(timeout=10)
-    time.sleep(0.1)
-
-    assert len(_warnings_naming(caplog, "fan_in")) == 1
+    wait_until(lambda: _warnings_naming(caplog, "fan_in"), interval=0.005)
+    assert stays_false(lambda: len(_warnings_naming(caplog, "fan_in")) > 1, 0.1)
 
 
 def test_lag_monitor_stays_quiet_for_bodies_that_only_await(
@@ -79,9 +82,7 @@ def test_lag_monitor_stays_quiet_for_bodies_that_only_await(
         loop.submit(lambda i=i: awaiting(i), key="run", label="awaiting") for i in range(200)
     ]
     assert [f.result(timeout=30) for f in futures] == list(range(200))
-    time.sleep(0.1)
-
-    assert _warnings_naming(caplog, "awaiting") == []
+    assert stays_false(lambda: _warnings_naming(caplog, "awaiting"), for_seconds=0.1)
 
 
 def test_lag_monitor_off_at_zero_leaves_tasks_unwrapped(new_loop: LoopFactory) -> None:

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 from conftest import LoopFactory
-from eventloop_support import Gauge, wait_for
+from eventloop_support import Gauge
 
 from runtime import conf
 from runtime.core.current import StepInfo, current_step, running
 from runtime.eventloop import WorkerLoop, WorkerLoopClosed, worker_loop
+from tests.support.waiting import stays_false, wait_until
 
 
 def test_worker_loop_runs_at_most_its_concurrency_and_queues_the_rest(
@@ -34,8 +35,8 @@ def test_worker_loop_runs_at_most_its_concurrency_and_queues_the_rest(
             gauge.leave()
 
     futures = [loop.submit(lambda i=i: body(i), key="run", label="gate") for i in range(101)]
-    wait_for(lambda: gauge.started == 100)
-    time.sleep(0.05)  # room for a 101st to start, were the bound not kept
+    wait_until(lambda: gauge.started == 100, interval=0.002)
+    assert stays_false(lambda: gauge.started > 100, for_seconds=0.05)  # no 101st starts
     assert (gauge.started, gauge.now) == (100, 100)
     released.set()
 
@@ -159,7 +160,7 @@ def test_worker_loop_cancelling_the_future_cancels_the_body(new_loop: LoopFactor
     future = loop.submit(body, key="run", label="long")
     assert started.wait(10)
     assert future.cancel() is True
-    wait_for(lambda: seen == ["cancelled"])
+    wait_until(lambda: seen == ["cancelled"], interval=0.002)
 
 
 def test_worker_loop_close_cancels_running_bodies_and_refuses_new_ones(
@@ -199,9 +200,8 @@ def test_worker_loop_reads_its_limits_from_the_settings(settings: Any) -> None:
 
     try:
         futures = [loop.submit(body, key="run", label="gate") for _ in range(3)]
-        wait_for(lambda: gauge.started == 2)
-        time.sleep(0.05)
-        assert gauge.started == 2
+        wait_until(lambda: gauge.started == 2, interval=0.002)
+        assert stays_false(lambda: gauge.started > 2, for_seconds=0.05)
         released.set()
         concurrent.futures.wait(futures, timeout=10)
         assert gauge.most == 2
@@ -235,7 +235,7 @@ def test_worker_loop_starts_a_new_thread_after_its_thread_died(
         return "scheduled"
 
     assert loop.submit(sabotage, key="run", label="sabotage").result(timeout=10) == "scheduled"
-    wait_for(lambda: not loop.running)
+    wait_until(lambda: not loop.running, interval=0.002)
 
     async def answer() -> int:
         return 42

@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 
 from runtime.checkpoint.batching import Checkpoint
+from runtime.core.branches import BranchClaim, BranchReport
 from runtime.core.payload_keys import generate_key
 from runtime.core.writes import (
     UNSET,
-    BranchClaim,
-    BranchReport,
     ChunkDraft,
     EventDraft,
     HistoryWrite,

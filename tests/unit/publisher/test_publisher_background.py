@@ -7,14 +7,14 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from publisher.background import BackgroundPublisher
 from publisher.errors import PublishError
 from publisher.fake import FakeTransport
 from publisher.messages import Message, Outcome
+from tests.support.waiting import wait_until
 from tests.unit.publisher.conftest import MakeMessages
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -146,7 +146,7 @@ def test_background_publisher_publishes_what_combine_makes_of_a_batch(
     publisher = BackgroundPublisher(lambda: transport, combine=combine)
     first, *rest = make_messages(5)
     publisher.submit(first)
-    _wait_for(lambda: bool(taken))  # the first request waits at the gate
+    wait_until(lambda: bool(taken), interval=0.005)  # the first request waits at the gate
     for message in rest:
         publisher.submit(message)  # these queue meanwhile
     transport.gate.set()
@@ -163,17 +163,10 @@ def test_background_publisher_lingers_between_requests_of_a_stream(
     publisher = BackgroundPublisher(lambda: fake, linger=3600.0)
     first, *rest = make_messages(4)
     publisher.submit(first)  # after a quiet spell: at once
-    _wait_for(lambda: bool(fake.delivered))
+    wait_until(lambda: bool(fake.delivered), interval=0.005)
     for message in rest:
         publisher.submit(message)  # within the linger of the first request: they wait
     threading.Event().wait(0.2)
     assert len(fake.requests) == 1 and publisher.pending() == 3
     assert publisher.flush(10)  # a flush cuts the linger short
     assert [len(request.messages) for request in fake.requests] == [1, 3]
-
-
-def _wait_for(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + 10
-    while not condition():
-        assert time.monotonic() < deadline, "gave up waiting"
-        time.sleep(0.005)

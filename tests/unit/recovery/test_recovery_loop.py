@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from runtime.leases.keepers import LeaseKeeper
 from runtime.process.background import BackgroundLoop
-
-
-def _wait_for(condition: object, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.005)
+from tests.support.waiting import wait_until
 
 
 def test_loop_start_is_idempotent_and_passes_repeat() -> None:
@@ -27,7 +19,7 @@ def test_loop_start_is_idempotent_and_passes_repeat() -> None:
     loop.start()
     loop.start()
     try:
-        _wait_for(lambda: len(passes) >= 3)
+        wait_until(lambda: len(passes) >= 3, 5, interval=0.005)
         assert set(passes) == {"test-loop"}
         assert [t.name for t in threading.enumerate()].count("test-loop") == 1
     finally:
@@ -46,7 +38,7 @@ def test_loop_a_failing_pass_does_not_end_it() -> None:
     loop = BackgroundLoop("test-failing", lambda: 0.01, body)
     loop.start()
     try:
-        _wait_for(lambda: len(calls) >= 3)
+        wait_until(lambda: len(calls) >= 3, 5, interval=0.005)
     finally:
         loop.stop()
 
@@ -61,10 +53,10 @@ def test_loop_retired_from_a_pass_starts_again_on_the_next_start() -> None:
 
     loop = BackgroundLoop("test-retire", lambda: 0.01, body)
     loop.start()
-    _wait_for(lambda: not loop.running)
+    wait_until(lambda: not loop.running, 5, interval=0.005)
     assert len(calls) == 1
     loop.start()
-    _wait_for(lambda: len(calls) == 2)
+    wait_until(lambda: len(calls) == 2, 5, interval=0.005)
     loop.stop()
 
 
@@ -84,7 +76,7 @@ def test_lease_keeper_renews_held_keys_and_retires_when_idle(settings: object) -
     keeper.release("a")
     keeper.release("b")
     assert keeper.beat_once() == 0
-    _wait_for(lambda: not keeper.running, timeout=10)  # idle: the thread retires
+    wait_until(lambda: not keeper.running, 10, interval=0.005)  # idle: the thread retires
     keeper.hold("c")
     assert keeper.running  # and a new hold starts it again
     keeper.release("c")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 
 from runtime.streaming.wakeups import RunSignals
+from tests.support.waiting import wait_until
 
 
 def test_streaming_signals_signal_before_wait_is_not_lost() -> None:
@@ -41,7 +41,9 @@ def test_streaming_signals_wake_a_blocked_waiter_from_another_thread() -> None:
     woke: list[bool] = []
     waiter = threading.Thread(target=lambda: woke.append(hub.wait(run, seen, timeout=30)))
     waiter.start()
-    time.sleep(0.05)
+    # Blocked: it counts as the run's second waiter (watch() was the first) from the moment it
+    # holds the hub's lock until it waits, so the signal below finds it waiting.
+    wait_until(lambda: hub._waiters.get(str(run)) == 2, interval=0.001, message="the waiter")
     hub.signal(str(run))  # the listener hands over the notification's text payload
     waiter.join(30)
     assert woke == [True]
