@@ -28,9 +28,13 @@ DECIDED = "approval_decided"
 class ApprovalNotFound(RunNotFound):
     """No approval with this id was asked for in this run."""
 
+    code = "approval_not_found"
+
 
 class ApprovalAlreadyDecided(CallbackAlreadyCompleted):
     """The approval was decided before (an approval is decided once)."""
+
+    code = "approval_decided"
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,9 @@ def test_an_approval_waits_holding_no_worker_then_resumes_with_the_decision(
     response = client.post(url, decision, format="json")
     assert response.status_code == 200, response.content
     assert response.json()["by"]["username"] == "ada"
-    assert client.post(url, decision, format="json").status_code == 409
+    twice = client.post(url, decision, format="json")
+    assert twice.status_code == 409
+    assert twice.json()["error"]["code"] == "approval_decided"
 
     assert execute(run.id, clock=clock).outcome is ExecutionOutcome.COMPLETED
     result = Run.objects.get(id=run.id).result
@@ -166,7 +168,9 @@ def test_approvals_refuse_bad_input_and_unknown_ids(client: APIClient, clock: Fa
     assert client.post(url, {"approved": "perhaps"}, format="json").status_code == 400
     assert client.post(url, {}, format="json").status_code == 400
     other = f"/api/runs/{run.id}/approvals/{uuid.uuid4()}/"
-    assert client.post(other, {"approved": True}, format="json").status_code == 404
+    unknown = client.post(other, {"approved": True}, format="json")
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "approval_not_found"
     assert client.get(f"/api/runs/{uuid.uuid4()}/approvals/").status_code == 404
 
 
@@ -222,7 +226,10 @@ def test_approvals_need_change_rights_and_hide_runs_a_user_cannot_see(
     viewer = APIClient()
     viewer.force_authenticate(grant(User.objects.create_user("viewer"), "view_run"))
     assert viewer.get(f"/api/runs/{run.id}/approvals/").status_code == 200
-    assert viewer.post(url, {"approved": True}, format="json").status_code == 403
+    refused = viewer.post(url, {"approved": True}, format="json")
+    assert refused.status_code == 403
+    message = refused.json()["error"]["message"]
+    assert message.startswith(f"deciding an approval of run {run.id} needs"), message
 
     stranger = APIClient()
     stranger.force_authenticate(starter("stranger"))
