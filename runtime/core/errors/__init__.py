@@ -36,6 +36,7 @@ from runtime.core.errors.runs import (
     RunFailed,
     RunFinished,
     RunNotFound,
+    StreamNotFound,
     ValueNotFound,
     WokenUp,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "StepFailed",
     "StepInterrupted",
     "StepTimedOut",
+    "StreamNotFound",
     "ValueNotFound",
     "WokenUp",
     "WorkflowNotFound",

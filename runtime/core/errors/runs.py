@@ -48,6 +48,12 @@ class ValueNotFound(FanfoldError, LookupError):
     code = "value_not_found"
 
 
+class StreamNotFound(FanfoldError, LookupError):
+    """The run has finished without writing to this stream (told apart from one read to its end)."""
+
+    code = "stream_not_found"
+
+
 class LeaseLost(FanfoldError):
     """This executor no longer owns the run (cancelled, or taken over after a lost heartbeat)."""
 
