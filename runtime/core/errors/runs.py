@@ -26,6 +26,12 @@ class RunCancelled(FanfoldError):
     code = "run_cancelled"
 
 
+class RunNotFinished(FanfoldError):
+    """`RunHandle.result` or `.error` was read before the run finished (`wait()` waits)."""
+
+    code = "run_not_finished"
+
+
 class RunAlreadyFinished(FanfoldError):
     """Cancel (or a callback) arrived for a run that has already finished."""
 
