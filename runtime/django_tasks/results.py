@@ -2,7 +2,9 @@
 
 Status: READY while the body has not started (the run is pending, or waits for `run_after`),
 RUNNING while it runs or waits between attempts, SUCCESSFUL when the run completed, FAILED
-when it failed or was cancelled. `errors` holds one TaskError per failed attempt.
+when it failed or was cancelled. `errors` holds one TaskError per failed attempt, in order,
+an attempt whose worker was lost (killed mid-body, then taken over) included: a
+`runtime.core.errors.WorkerLost` naming the worker, so `attempts` and `errors` agree.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import Any
 
 from django.utils.module_loading import import_string
 
+from runtime.core.errors import WorkerLost
 from runtime.django_tasks.compat import InvalidTask, Task, TaskError, TaskResult, TaskResultStatus
 from runtime.models import RunStatus
-from runtime.store.runs.django_tasks import TaskRunRecord, load_task_run
+from runtime.store.runs.django_tasks import TaskFailure, TaskRunRecord, load_task_run
 
 TASK_WORKFLOW = "fanfold.django_task"
 # Where each attempt of a task's body wrote {"attempt", "worker"} as it started, before
@@ -66,7 +69,7 @@ def result_of(run_id: uuid.UUID) -> TaskResult | None:
         args=args,
         kwargs=kwargs,
         backend=meta["backend"],
-        errors=[task_error(e) for e in record.failures] + _cancelled(record),
+        errors=[_failure(f) for f in record.failures] + _cancelled(record),
         worker_ids=[str(a.worker_id) for a in attempts],
     )
     if record.status == RunStatus.COMPLETED:
@@ -81,6 +84,23 @@ def _status(record: TaskRunRecord) -> TaskResultStatus:
     if record.task_step_started:
         return TaskResultStatus.RUNNING
     return TaskResultStatus.READY
+
+
+WORKER_LOST = f"{WorkerLost.__module__}.{WorkerLost.__qualname__}"
+
+
+def _failure(failure: TaskFailure) -> TaskError:
+    if failure.error is not None:
+        return task_error(failure.error)
+    lost = failure.lost
+    worker = lost.worker_id if lost is not None else None
+    started = f" (started {lost.started_at.isoformat()})" if lost and lost.started_at else ""
+    return TaskError(
+        exception_class_path=WORKER_LOST,
+        traceback=f"{WORKER_LOST}: worker lost: attempt {failure.attempt} on worker "
+        f"{worker or 'unknown'}{started} never reported (the worker was killed or its lease "
+        f"expired); attempt {failure.attempt + 1} took the task over",
+    )
 
 
 def _cancelled(record: TaskRunRecord) -> list[TaskError]:

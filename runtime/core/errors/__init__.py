@@ -52,6 +52,7 @@ from runtime.core.errors.steps import (
     StepFailed,
     StepInterrupted,
     StepTimedOut,
+    WorkerLost,
     describe_exception,
 )
 
@@ -92,6 +93,7 @@ __all__ = [
     "StreamNotFound",
     "ValueNotFound",
     "WokenUp",
+    "WorkerLost",
     "WorkflowNotFound",
     "describe_exception",
 ]

@@ -255,3 +255,38 @@ def test_tasks_backend_options_retry_is_the_default_policy(
     twice = tasks.fails_once.enqueue()
     assert drive(twice.id) == "completed"
     assert default_task_backend.get_result(twice.id).attempts == 2
+
+
+def _as_if_taken_over(run_id: uuid.UUID, lost_worker: str) -> str:
+    """Rewrite a one-attempt task run's history as a takeover leaves it: attempt 1 began on
+    `lost_worker` and never reported (the worker was killed), attempt 2 ran the body to its
+    end. Returns the worker of attempt 2."""
+    from runtime.models import Event, Step
+
+    started = Event.objects.get(run_id=run_id, type="step_started")
+    for event in Event.objects.filter(run_id=run_id, seq__gte=started.seq).order_by("-seq"):
+        Event.objects.filter(id=event.id).update(seq=event.seq + 1)
+        if event.type in ("step_started", "step_completed"):
+            Event.objects.filter(id=event.id).update(payload={**event.payload, "attempt": 2})
+    lost = {"attempt": 1, "worker": lost_worker}
+    Event.objects.create(run_id=run_id, seq=started.seq, type="step_started",
+                         step_id=started.step_id, payload=lost,
+                         created_at=started.created_at - timedelta(seconds=5))  # fmt: skip
+    Step.objects.filter(id=started.step_id).update(attempt=2)
+    return str(started.payload["worker"])
+
+
+def test_tasks_backend_an_attempt_lost_with_its_worker_is_an_error(
+    drive: Callable[[str], str],
+) -> None:
+    result = tasks.add.enqueue(1, 2)
+    assert drive(result.id) == "completed"
+    rescuer = _as_if_taken_over(uuid.UUID(result.id), "doomed-host:41")
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == 3
+    assert result.attempts == 2 and result.worker_ids == ["doomed-host:41", rescuer]
+    [lost] = result.errors  # the second attempt is explained
+    assert lost.exception_class_path == "runtime.core.errors.WorkerLost"
+    assert lost.exception_class.__name__ == "WorkerLost"
+    assert "worker lost: attempt 1 on worker doomed-host:41" in lost.traceback
+    assert "attempt 2 took the task over" in lost.traceback
