@@ -3,6 +3,7 @@ toolset, an approval asked, decided over REST (once, with `by`), and the run res
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -252,3 +253,26 @@ def test_the_admin_shows_approve_and_deny_only_to_users_who_may_change_the_run(
     boss = Client()
     boss.force_login(operator("boss", **staff))
     assert ">Approve<" in boss.get(page).content.decode()
+
+
+def test_the_admin_run_page_of_an_approval_wait_reads_consistently(clock: FakeClock) -> None:
+    run, _ = start_run("tests.agents.refund", ["refund order 7"])
+    execute(run.id, clock=clock)
+    boss = Client()
+    boss.force_login(operator("boss", is_staff=True))
+    seen = boss.get(reverse("admin:runtime_run_change", args=[run.id])).content.decode()
+    rows = re.findall(r'<tr class="step-row">(.*?)</tr>', seen, re.S)
+    shown = [re.findall(r"<td>([a-z]+)</td>", row)[-1] for row in rows]  # kind, then status
+    summary = re.search(r'<p class="fanfold-summary">(\d+ steps?: .*?)</p>', seen, re.S)
+    assert summary is not None
+    for status in set(shown):
+        assert f"{shown.count(status)} {status}" in summary.group(1), (summary.group(1), shown)
+    wait = [row for row in rows if "fanfold.approvals." in row]
+    assert len(wait) == 1 and "waiting" in wait[0]
+    assert "Fork from this step" not in wait[0]  # the decision could never come to a fork
+    assert all("Fork from this step" in row for row in rows if row not in wait)
+    offsets = [
+        float(o) for o in re.findall(r'<tr class="event-row">\s*<td class="num">\d+</td>'
+                                     r'<td class="num"[^>]*>([+-][\d.]+) s</td>', seen)
+    ]  # fmt: skip
+    assert offsets and offsets == sorted(offsets)  # in seq order, times never go back
