@@ -31,6 +31,7 @@ from runtime.core.errors import (
     RunAlreadyFinished,
     RunNotFound,
     ScheduleNotFound,
+    StreamNotFound,
     ValueNotFound,
     WorkflowNotFound,
 )
@@ -45,6 +46,7 @@ RUNTIME_ERROR_STATUS: tuple[tuple[type[FanfoldError], int], ...] = (
     (CallbackNotFound, status.HTTP_404_NOT_FOUND),
     (ScheduleNotFound, status.HTTP_404_NOT_FOUND),
     (ValueNotFound, status.HTTP_404_NOT_FOUND),
+    (StreamNotFound, status.HTTP_404_NOT_FOUND),
     (RunAlreadyFinished, status.HTTP_409_CONFLICT),
     (CallbackAlreadyCompleted, status.HTTP_409_CONFLICT),
     (PositionOutOfRange, status.HTTP_400_BAD_REQUEST),

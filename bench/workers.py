@@ -104,6 +104,13 @@ class WorkerProcess:
         except OSError:
             return None
 
+    def main_cpu_seconds(self) -> float | None:
+        """CPU seconds the worker's main process has used so far (its start, until ready)."""
+        try:
+            return _cpu_of(self.proc.pid)[0]
+        except OSError:
+            return None
+
     def task_pids(self) -> list[int]:
         """The processes that run tasks: a prefork pool's children, else the worker itself."""
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 
 from django.apps import AppConfig
 from django.utils.module_loading import autodiscover_modules
@@ -17,7 +18,7 @@ class RuntimeConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported here, not at module level: these modules need the app registry ready.
-        from runtime import checks, conf, dispatch, django_tasks, embedded  # noqa: F401
+        from runtime import checks, conf, dispatch, django_tasks, embedded
 
         # With the `memory://` broker every send first makes sure the in-process worker runs;
         # a Django task's run goes to its task's queue.
@@ -35,3 +36,5 @@ class RuntimeConfig(AppConfig):
         modules = settings.WORKFLOW_MODULES
         for module in modules:
             importlib.import_module(module)
+        if "gunicorn.arbiter" in sys.modules:  # a gunicorn web process loading the site
+            checks.log_static_collection_problems("Web process")

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 from dataclasses import fields
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
+from django.contrib.staticfiles.finders import get_finders
+from django.contrib.staticfiles.storage import ManifestFilesMixin
 from django.core.checks import CheckMessage, Error, Warning, register
+from django.core.files.storage import storages
 
 from runtime import conf
 from runtime.payloads.offload import STORAGE_ALIAS as PAYLOAD_STORAGE
 
 ARCHIVE_STORAGE = "fanfold_archive"
+COLLECTSTATIC = "python manage.py collectstatic --noinput"
+
+log = logging.getLogger("fanfold.checks")
 
 
 @register()
@@ -178,3 +187,61 @@ def pooler_warnings(fanfold: conf.FanfoldSettings, default: dict[str, Any]) -> l
             )
         )
     return warnings
+
+
+@register()
+def check_static_files_collected(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """With DEBUG off and a manifest static storage (WhiteNoise's, Django's), every page
+    that links a static file (the admin's login, Swagger UI) answers 500 for a file the
+    manifest lacks: the files were never collected, or collected before a pull or an upgrade
+    added some. A warning, so `migrate` before `collectstatic` still runs."""
+    return [
+        Warning(problem, hint=f"Run `{COLLECTSTATIC}`.", id="fanfold.W012")
+        for problem in static_collection_problems()
+    ]
+
+
+def static_collection_problems() -> list[str]:
+    """What check_static_files_collected finds: the manifest missing, or the static files
+    the finders see that it does not list (a stale collection). Empty with DEBUG on or a
+    storage without a manifest."""
+    if settings.DEBUG or not apps.is_installed("django.contrib.staticfiles"):
+        return []
+    storage = storages["staticfiles"]
+    if not isinstance(storage, ManifestFilesMixin):
+        return []
+    if not settings.STATIC_ROOT:
+        return ["STATIC_ROOT is not set, so the static files cannot be collected: with DEBUG "
+                "off, pages that link them (/admin/login/, /api/docs/) answer 500"]  # fmt: skip
+    where = f"{settings.STATIC_ROOT}/{storage.manifest_name}"
+    content = storage.read_manifest()
+    if content is None:
+        return [
+            f"The static files are not collected ({where} is missing): with DEBUG off, "
+            "pages that link them (/admin/login/, /api/docs/) answer 500"
+        ]
+    try:
+        listed = set(json.loads(content).get("paths", {}))
+    except (ValueError, AttributeError):
+        return [f"The static files' manifest {where} is not valid JSON: collect them again"]
+    missing = sorted(found_static_paths() - listed)
+    if not missing:
+        return []
+    return [
+        f"The static files' collection is stale: {len(missing)} file(s) the apps ship are not "
+        f"in {where} (e.g. {missing[0]!r}), and pages that link them answer 500"
+    ]
+
+
+def found_static_paths() -> set[str]:
+    """The paths of every static file the finders see, as `collectstatic` would collect them."""
+    ignore = list(apps.get_app_config("staticfiles").ignore_patterns)  # type: ignore[attr-defined]
+    return {
+        path.replace(os.sep, "/") for finder in get_finders() for path, _ in finder.list(ignore)
+    }
+
+
+def log_static_collection_problems(process: str) -> None:
+    """Say at a worker's or web process's start what check_static_files_collected finds."""
+    for problem in static_collection_problems():
+        log.error("%s start: %s (fanfold.W012). Run `%s`.", process, problem, COLLECTSTATIC)

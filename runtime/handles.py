@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar, overload
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from runtime.core.errors import InvalidArguments, RunCancelled, RunFailed
+from runtime.core.errors import InvalidArguments, RunCancelled, RunFailed, RunNotFinished
 from runtime.forks import fork_run, retry_run
 from runtime.messaging.debounce import DebounceTerms, start_debounced
 from runtime.messaging.values import get_value
@@ -51,6 +51,29 @@ class RunHandle(Generic[R_co]):
     @property
     def workflow(self) -> str:
         return self.refresh().workflow
+
+    @property
+    def result(self) -> R_co:
+        """A finished run's result, read-only: a completed run's return value; a failed or
+        cancelled run raises RunFailed / RunCancelled, as `wait()` does. Before the run has
+        finished it raises RunNotFinished: `wait()` waits for the result."""
+        return _outcome(self._finished("result"))
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """A finished run's recorded error (`type`, `message`, ...), read-only: None for a
+        completed or cancelled run. Before the run has finished it raises RunNotFinished."""
+        run = self._finished("error")
+        return (run.error or {}) if run.status == RunStatus.FAILED else None
+
+    def _finished(self, attribute: str) -> Run:
+        run = self.refresh()
+        if not run.is_finished:
+            raise RunNotFinished(
+                f"run {run.id} is still {run.status}: .{attribute} is there once it has "
+                f"finished; call .wait(timeout=...) to wait for it"
+            )
+        return run
 
     def wait(self, timeout: float | None = None, poll_interval: float | None = None) -> R_co:
         """Block until the run finishes; return its result or raise RunFailed / RunCancelled.

@@ -17,6 +17,7 @@ from celery.signals import (
 
 from publisher.tracing import TRACEPARENT
 from runtime import conf, dispatch, executor
+from runtime.checks import log_static_collection_problems
 from runtime.core.branches import BranchAttempt
 from runtime.dispatch import EXECUTE_RUN, EXECUTE_RUNS, RUN_BRANCH
 from runtime.eventloop import worker_loop
@@ -104,6 +105,7 @@ def _start_sweeps(sender: Any = None, **_: object) -> None:
     if pool is not None:
         prefetch.make_reconnect_safe(sender.app, pool)
     start_sweeps()
+    log_static_collection_problems("Worker")
     if conf.get().GC_FREEZE:
         gc_freeze.freeze_startup_objects(collect=True)
     port = conf.get().METRICS_PORT

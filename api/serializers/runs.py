@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.includes import RUN_PARTS, left_out
+from runtime.django_tasks.results import task_run_view
 from runtime.models import Run, RunStatus, choices
 from runtime.selectors import step_counts
 
@@ -68,6 +69,10 @@ class RunSerializer(serializers.ModelSerializer[Run]):
         allow_null=True,
         help_text="the id of the user who owns the run (null: started by a schedule or code)",
     )
+    name = serializers.SerializerMethodField(
+        help_text="the workflow's name; for a Django task (workflow `fanfold.django_task`), "
+        "the task's path"
+    )
     args = serializers.ListField(child=serializers.JSONField(), read_only=True)
     kwargs = serializers.DictField(child=serializers.JSONField(), read_only=True)
     result = serializers.JSONField(read_only=True, allow_null=True)
@@ -78,6 +83,7 @@ class RunSerializer(serializers.ModelSerializer[Run]):
         fields = [
             "id",
             "workflow",
+            "name",
             "status",
             "owner",
             "args",
@@ -94,6 +100,21 @@ class RunSerializer(serializers.ModelSerializer[Run]):
         ]
         read_only_fields = fields
 
+    def get_name(self, run: Run) -> str:
+        task = task_run_view(run.workflow, run.input)
+        return task.path if task else run.workflow
+
+    def to_representation(self, instance: Run) -> dict[str, Any]:
+        """A Django task's run shows the task's own arguments, not the envelope its one
+        workflow is started with (the detail has that envelope as `task`)."""
+        data = super().to_representation(instance)
+        task = task_run_view(instance.workflow, instance.input)
+        if task is not None:
+            for key in ("args", "kwargs"):
+                if key in data:
+                    data[key] = task.arguments[key]
+        return data
+
 
 class RunDetailSerializer(RunSerializer):
     step_counts = serializers.SerializerMethodField()
@@ -107,6 +128,10 @@ class RunDetailSerializer(RunSerializer):
         read_only=True, allow_null=True, help_text="the position the fork ran again from"
     )
     forks = serializers.SerializerMethodField(help_text="ids of the runs forked from this one")
+    task = serializers.SerializerMethodField(
+        help_text="a Django task's envelope (its path, backend, queue, priority, enqueued_at, "
+        "run_after); null for other runs"
+    )
 
     class Meta(RunSerializer.Meta):
         fields = [
@@ -115,8 +140,14 @@ class RunDetailSerializer(RunSerializer):
             "forked_from",
             "forked_from_position",
             "forks",
+            "task",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.DictField(child=serializers.JSONField(), allow_null=True))
+    def get_task(self, run: Run) -> dict[str, Any] | None:
+        task = task_run_view(run.workflow, run.input)
+        return task.envelope if task else None
 
     @extend_schema_field(serializers.ListField(child=serializers.UUIDField()))
     def get_forks(self, run: Run) -> list[str]:

@@ -65,7 +65,7 @@ class RunApprovalView(GenericAPIView[Any]):
         summary="Approve or deny a tool call, once (409 if already decided); recorded with who",
     )
     def post(self, request: Request, run_id: str, approval_id: str) -> Response:
-        run = run_to_change(request.user, run_id)
+        run = run_to_change(request.user, run_id, action="deciding an approval of")
         body = DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data

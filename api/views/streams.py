@@ -5,7 +5,10 @@ reconnects with `Last-Event-ID` (EventSource does so by itself, after the `retry
 first) and gets what followed. So a sync worker thread is never held by one client for longer
 than a window, however long the run goes on, and a reader costs nothing between windows.
 When the run has finished the last response sends every remaining chunk, then an `end` event;
-a reconnect after that gets 204 No Content, which tells EventSource to stop reconnecting.
+a reconnect after that gets 204 No Content, which tells EventSource to stop reconnecting. A
+finished run's stream that was never written is a 404 (`stream_not_found`), so a client tells a
+misspelt name from a stream read to its end; while the run goes on, a stream not written yet
+is followed (the run may still write it).
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from rest_framework.views import APIView
 
 from api.request_errors import InvalidQuery
 from api.stream_slots import SlotHoldingStream, hold_stream_slot
-from api.views.docs import AUTH_ERRORS, _JsonErrors, errors
+from api.views.docs import AUTH_ERRORS, ErrorSerializer, _JsonErrors, errors
 from runtime import conf
 from runtime.access import visible_run
+from runtime.core.errors import StreamNotFound
 from runtime.core.identity import check_name
 from runtime.models import Run
 from runtime.streaming.reader import StreamFollower, chunks_after, run_finished
@@ -90,7 +94,12 @@ class RunStreamView(_JsonErrors, APIView):
                 OpenApiTypes.STR, description="events `id: SEQ` / `data: JSON`, then `end`"
             ),
             204: OpenApiResponse(description="the run has finished and nothing follows"),
-            **errors(400, *AUTH_ERRORS, 404, 429),
+            **errors(400, *AUTH_ERRORS, 429),
+            404: OpenApiResponse(
+                ErrorSerializer,
+                description="no such run (`not_found`), or the run has finished and never "
+                "wrote this stream (`stream_not_found`)",
+            ),
         },
         summary="A run's stream as server-sent events (Last-Event-ID resumes)",
     )
@@ -102,6 +111,8 @@ class RunStreamView(_JsonErrors, APIView):
             raise InvalidQuery({"name": str(exc)}) from None
         after = _after(request)
         if _drained(run.id, name, after):
+            if after == 0 or not chunks_after(run.id, name, 0, limit=1):
+                raise StreamNotFound(f"run {run.id} has finished and never wrote stream {name!r}")
             return HttpResponse(status=204)
         if not isinstance(request.user.pk, int):  # the permission lets only users in
             raise NotAuthenticated()

@@ -18,7 +18,9 @@ from runtime.admin.forks import fork_buttons
 from runtime.admin.run_messages import messaging_context
 from runtime.admin.timeline import timeline_context
 from runtime.core.callbacks import recover_token
-from runtime.models import Event, Run, Step, StepStatus, choices
+from runtime.models import Event, Run, Step
+from runtime.models.states import SHOWN_STEP_STATUSES
+from runtime.store.messaging.approvals import waits_for_an_approval
 
 STEPS_PER_PAGE = 100
 EVENTS_PER_PAGE = 100
@@ -72,12 +74,13 @@ def _pager(request: HttpRequest, param: str, page: Page[Any], anchor: str) -> di
 
 def _steps_context(request: HttpRequest, run: Run) -> dict[str, Any]:
     """The run page's step counts and its page of the step table."""
-    by_status = Step.objects.filter(run=run).counts_by_status()
+    # Counted as the table shows them: an open wait is `waiting` in both.
+    by_status = Step.objects.filter(run=run).counts_by_shown_status()
     rows = Step.objects.filter(run=run).order_by("position").only(*_STEP_LIST_FIELDS)
     steps = _page(request, "steps_page", rows, STEPS_PER_PAGE)
     return {
         "step_status_counts": [
-            (label, by_status[value]) for value, label in choices(StepStatus) if value in by_status
+            (label, by_status[value]) for value, label in SHOWN_STEP_STATUSES if value in by_status
         ],
         "step_total": sum(by_status.values()),
         "steps_pager": _pager(request, "steps_page", steps, "steps"),
@@ -87,6 +90,7 @@ def _steps_context(request: HttpRequest, run: Run) -> dict[str, Any]:
                 "duration": seconds_between(step.started_at, step.finished_at),
                 "error": error_summary(step.error),
                 "token": _callback_token(step),
+                "forkable": not waits_for_an_approval(step.kind, step.name),
             }
             for step in steps
         ],
@@ -111,12 +115,25 @@ def _events_context(request: HttpRequest, run: Run) -> dict[str, Any]:
     events = _page(request, "events_page", rows, EVENTS_PER_PAGE)
     return {
         "events_pager": _pager(request, "events_page", events, "timeline"),
-        "event_rows": [
+        "event_rows": _event_rows(run, list(events)),
+    }
+
+
+def _event_rows(run: Run, events: list[Event]) -> list[dict[str, Any]]:
+    """The events in seq order, each at the time it was recorded by: an event stamped when it
+    happened (a step drafted in memory) can commit after one stamped later, so its seq comes
+    after; it is shown at the time of the event before it, with its own time in `happened`."""
+    rows, latest = [], None
+    for event in events:
+        happened = event.created_at
+        shown = happened if latest is None or happened >= latest else latest
+        latest = shown
+        rows.append(
             {
                 "event": event,
-                "offset": relative_time(run.created_at, event.created_at),
+                "offset": relative_time(run.created_at, shown),
+                "happened": None if shown == happened else relative_time(run.created_at, happened),
                 "payload": compact_json(event.payload),
             }
-            for event in events
-        ],
-    }
+        )
+    return rows

@@ -41,6 +41,7 @@ from runtime.admin.forks import fork_from_form, source_and_fork_links
 from runtime.admin.run_pages import run_page_context
 from runtime.admin.workflows import workflow_stats
 from runtime.core.identity import parse_uuid
+from runtime.django_tasks.results import task_run_view
 from runtime.models import Run, RunStatus, Step, StepStatus
 
 # PostgreSQL text cannot hold NUL: a query with one fails instead of finding nothing.
@@ -217,7 +218,7 @@ class RunAdmin(ReadOnlyAdmin[Run]):
 
     @admin.display(description="Workflow", ordering="workflow")
     def workflow_name(self, run: Run) -> SafeString:
-        return breakable_name(run.workflow)
+        return breakable_name(self.name(run))
 
     @admin.display(description="Created", ordering="created_at")
     def created(self, run: Run) -> str:
@@ -257,9 +258,22 @@ class RunAdmin(ReadOnlyAdmin[Run]):
             context.update(approvals_context(run))
         return super().change_view(request, object_id, form_url, context)
 
+    @admin.display(description="Workflow", ordering="workflow")
+    def name(self, run: Run) -> str:
+        """The workflow's name; a Django task's path (its runs share one workflow)."""
+        task = task_run_view(run.workflow, run.input)
+        return f"{task.path} (task)" if task else run.workflow
+
     @admin.display(description="Input")
     def input_json(self, run: Run) -> SafeString:
-        return format_html("<pre class='fanfold-json'>{}</pre>", pretty_json(run.input))
+        task = task_run_view(run.workflow, run.input)
+        if task is None:
+            return format_html("<pre class='fanfold-json'>{}</pre>", pretty_json(run.input))
+        return format_html(
+            "<pre class='fanfold-json'>{}</pre><details><summary>Task {}: its envelope</summary>"
+            "<pre class='fanfold-json'>{}</pre></details>",
+            pretty_json(task.arguments), task.path, pretty_json(task.envelope),
+        )  # fmt: skip
 
     @admin.display(description="Result or error")
     def outcome(self, run: Run) -> SafeString:

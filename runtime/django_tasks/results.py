@@ -2,7 +2,9 @@
 
 Status: READY while the body has not started (the run is pending, or waits for `run_after`),
 RUNNING while it runs or waits between attempts, SUCCESSFUL when the run completed, FAILED
-when it failed or was cancelled. `errors` holds one TaskError per failed attempt.
+when it failed or was cancelled. `errors` holds one TaskError per failed attempt, in order,
+an attempt whose worker was lost (killed mid-body, then taken over) included: a
+`runtime.core.errors.WorkerLost` naming the worker, so `attempts` and `errors` agree.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 import builtins
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.utils.module_loading import import_string
 
+from runtime.core.errors import WorkerLost
 from runtime.django_tasks.compat import (
     InvalidTask,
     Task,
@@ -24,7 +28,7 @@ from runtime.django_tasks.compat import (
     set_return_value,
 )
 from runtime.models import RunStatus
-from runtime.store.runs.django_tasks import TaskRunRecord, load_task_run
+from runtime.store.runs.django_tasks import TaskFailure, TaskRunRecord, load_task_run
 
 TASK_WORKFLOW = "fanfold.django_task"
 # Where each attempt of a task's body wrote {"attempt", "worker"} as it started, before
@@ -38,6 +42,29 @@ _FINISHED = {
     RunStatus.FAILED: TaskResultStatus.FAILED,
     RunStatus.CANCELLED: TaskResultStatus.FAILED,
 }
+
+
+@dataclass(frozen=True)
+class TaskRunView:
+    """A Django task's run as people read it: the task's path is its name, its arguments are
+    its input, and the envelope (backend, queue, priority, enqueued_at...) a detail."""
+
+    path: str
+    arguments: dict[str, Any]
+    envelope: dict[str, Any]
+
+
+def task_run_view(workflow: str, run_input: Any) -> TaskRunView | None:
+    """The task view of a run of `workflow` with this input; None for a run of any other
+    workflow (or an input of another shape)."""
+    if workflow != TASK_WORKFLOW or not isinstance(run_input, dict):
+        return None
+    args = run_input.get("args")
+    if not (isinstance(args, list) and len(args) == 4 and isinstance(args[0], str)):
+        return None
+    path, task_args, task_kwargs, meta = args
+    envelope = {"task": path, **meta} if isinstance(meta, dict) else {"task": path}
+    return TaskRunView(path, {"args": task_args, "kwargs": task_kwargs}, envelope)
 
 
 def load_task(path: str, meta: dict[str, Any]) -> Task:
@@ -73,7 +100,7 @@ def result_of(run_id: uuid.UUID) -> TaskResult | None:
         args=args,
         kwargs=kwargs,
         backend=meta["backend"],
-        errors=[task_error(e) for e in record.failures] + _cancelled(record),
+        errors=[_failure(f) for f in record.failures] + _cancelled(record),
         worker_ids=[str(a.worker_id) for a in attempts],
     )
     if record.status == RunStatus.COMPLETED:
@@ -88,6 +115,23 @@ def _status(record: TaskRunRecord) -> TaskResultStatus:
     if record.task_step_started:
         return TaskResultStatus.RUNNING
     return TaskResultStatus.READY
+
+
+WORKER_LOST = f"{WorkerLost.__module__}.{WorkerLost.__qualname__}"
+
+
+def _failure(failure: TaskFailure) -> TaskError:
+    if failure.error is not None:
+        return task_error(failure.error)
+    lost = failure.lost
+    worker = lost.worker_id if lost is not None else None
+    started = f" (started {lost.started_at.isoformat()})" if lost and lost.started_at else ""
+    return TaskError(
+        exception_class_path=WORKER_LOST,
+        traceback=f"{WORKER_LOST}: worker lost: attempt {failure.attempt} on worker "
+        f"{worker or 'unknown'}{started} never reported (the worker was killed or its lease "
+        f"expired); attempt {failure.attempt + 1} took the task over",
+    )
 
 
 def _cancelled(record: TaskRunRecord) -> list[TaskError]:

@@ -25,6 +25,16 @@ class StepQuerySet(models.QuerySet["Step"]):
         """How many of these steps are in each status (statuses with none are left out)."""
         return status_counts(self)
 
+    def counts_by_shown_status(self) -> dict[str, int]:
+        """counts_by_status as people read the statuses (`shown_step_status`): an open wait
+        counts as `waiting`, as the step tables show it, not as `running`."""
+        grouped = self.order_by().values_list("status", "kind").annotate(n=models.Count("pk"))
+        counts: dict[str, int] = {}
+        for status, kind, n in grouped:
+            shown = shown_step_status(status, kind)
+            counts[shown] = counts.get(shown, 0) + n
+        return counts
+
     def completed(self) -> StepQuerySet:
         return self.filter(status=StepStatus.COMPLETED)
 

@@ -201,6 +201,18 @@ def test_bench_history_measures_and_purges_the_due_week_beside_the_kept_ones(
     assert not Run.objects.filter(workflow="bench.history").exists()
 
 
+def test_bench_worker_start_times_launch_to_ready_with_and_without_agents() -> None:
+    report = bench("worker-start", "--rounds", "1")
+    assert report["scenario"] == "worker-start" and len(report["ready_s_rounds"]) == 1
+    assert report["ready_s"] > 0 and report["ready_with_agent_workflows_s"] > 0
+    assert report["agent_libraries_import_s"] > 0 and report["agent_libraries_import_cpu_s"] > 0
+    assert 0 < report["ready_cpu_s"] < report["ready_with_agent_workflows_cpu_s"]
+    less = report["ready_with_agent_workflows_cpu_s"] - report["agent_libraries_import_cpu_s"]
+    got = report["ready_with_agent_workflows_less_their_imports_cpu_s"]
+    assert got == pytest.approx(less, abs=0.02)
+    assert report["within_target"] == (report["ready_s"] <= report["target_s"])
+
+
 def test_bench_rejects_a_bad_size() -> None:
     assert "--steps must be at least 1" in refused("seq", "--steps", "0")
 

@@ -7,6 +7,9 @@ The admin's login page names its stylesheets; each must be served as CSS by the 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -14,7 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.webserver import collect_static, running_gunicorn, running_runserver
+from bench.workers import ROOT
+from tests.support.webserver import (
+    collect_static,
+    production_env,
+    running_gunicorn,
+    running_runserver,
+)
 from tests.support.workers import ARTIFACTS
 
 STYLESHEET = re.compile(r'href="(/static/admin/css/base[^"]*\.css)"')
@@ -68,3 +77,30 @@ def test_static_files_are_served_by_runserver_with_debug_on(tmp_path: Path) -> N
     with running_runserver(empty, log, DJANGO_DEBUG="1") as base:
         path, _, _ = stylesheet_of_login_page(base)
         assert path == "/static/admin/css/base.css"  # straight from the admin app's folder
+
+
+def test_static_files_not_collected_are_named_by_check_and_at_gunicorn_start(
+    tmp_path: Path,
+) -> None:
+    empty = tmp_path / "static"
+    empty.mkdir()
+    fix = "python manage.py collectstatic --noinput"
+    check = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=production_env(empty),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "fanfold.W012" in check.stderr and fix in check.stderr, check.stderr
+    log = ARTIFACTS / "static-uncollected-gunicorn.log"
+    with running_gunicorn(empty, log, workers=1) as base:
+        try:  # answered once the worker has loaded the site (the arbiter listens before)
+            urllib.request.urlopen(f"{base}/api/schema/", timeout=30)
+        except urllib.error.HTTPError as refused:
+            assert refused.code in (401, 403)
+    said = log.read_text()
+    assert "Web process start: The static files are not collected" in said, said
+    assert fix in said

@@ -57,7 +57,10 @@ def test_tasks_workers_sigkill_mid_task_retries_and_finishes_once(counters_redis
     result.refresh()
     assert result.status == TaskResultStatus.SUCCESSFUL
     assert result.attempts == 2 and len(set(result.worker_ids)) == 2
-    assert result.errors == []  # the killed attempt raised nothing: it was taken over
+    # The killed attempt raised nothing: it was taken over, and is listed as lost with its worker.
+    [lost] = result.errors
+    assert lost.exception_class_path == "runtime.core.errors.WorkerLost"
+    assert f"attempt 1 on worker {result.worker_ids[0]}" in lost.traceback
 
 
 def test_tasks_workers_a_workflow_steps_and_maps_over_a_task(counters_redis: Any) -> None:

@@ -25,6 +25,7 @@ from bench.signals import run_signals
 from bench.streams import run_stream
 from bench.tasks_backend import run_tasks
 from bench.worker_scale import run_pooled_vs_direct, run_worker_scale
+from bench.worker_start import run_worker_start
 from runtime.lifecycle.retention import DEFAULT_PACE
 
 
@@ -171,7 +172,9 @@ class Command(BaseCommand):
         agents = sub.add_parser("agents", help="a durable pydantic-ai agent's cost per step")
         agents.add_argument("--rounds", type=int, default=5)
         agents.add_argument("--concurrency", type=int, default=2, help="prefork -c")
-        for p in (seq, conc, probe, fan, check, streams, flow, sig, tasks, agents, scale):
+        start = sub.add_parser("worker-start", help="a worker's launch-to-ready time")
+        start.add_argument("--rounds", type=int, default=3)
+        for p in (seq, conc, probe, fan, check, streams, flow, sig, tasks, agents, scale, start):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -226,6 +229,10 @@ class Command(BaseCommand):
             )
         if scenario == "workers":
             return self._workers(options)
+        if scenario == "worker-start":
+            if options["rounds"] < 1:
+                raise CommandError("--rounds must be at least 1")
+            return run_worker_start(options["rounds"], options["timeout"])
         if scenario == "agents":
             pool = Pool("prefork", 1, options["concurrency"])
             return run_agents(options["rounds"], options["timeout"], pool)

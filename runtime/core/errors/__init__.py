@@ -35,7 +35,9 @@ from runtime.core.errors.runs import (
     RunCancelled,
     RunFailed,
     RunFinished,
+    RunNotFinished,
     RunNotFound,
+    StreamNotFound,
     ValueNotFound,
     WokenUp,
 )
@@ -50,6 +52,7 @@ from runtime.core.errors.steps import (
     StepFailed,
     StepInterrupted,
     StepTimedOut,
+    WorkerLost,
     describe_exception,
 )
 
@@ -80,14 +83,17 @@ __all__ = [
     "RunCancelled",
     "RunFailed",
     "RunFinished",
+    "RunNotFinished",
     "RunNotFound",
     "ScheduleNotFound",
     "StepChanged",
     "StepFailed",
     "StepInterrupted",
     "StepTimedOut",
+    "StreamNotFound",
     "ValueNotFound",
     "WokenUp",
+    "WorkerLost",
     "WorkflowNotFound",
     "describe_exception",
 ]

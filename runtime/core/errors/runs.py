@@ -26,6 +26,12 @@ class RunCancelled(FanfoldError):
     code = "run_cancelled"
 
 
+class RunNotFinished(FanfoldError):
+    """`RunHandle.result` or `.error` was read before the run finished (`wait()` waits)."""
+
+    code = "run_not_finished"
+
+
 class RunAlreadyFinished(FanfoldError):
     """Cancel (or a callback) arrived for a run that has already finished."""
 
@@ -46,6 +52,12 @@ class ValueNotFound(FanfoldError, LookupError):
     """The run has set no value under this key (yet)."""
 
     code = "value_not_found"
+
+
+class StreamNotFound(FanfoldError, LookupError):
+    """The run has finished without writing to this stream (told apart from one read to its end)."""
+
+    code = "stream_not_found"
 
 
 class LeaseLost(FanfoldError):

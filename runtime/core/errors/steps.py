@@ -129,6 +129,13 @@ class StepInterrupted(FanfoldError):
     code = "step_interrupted"
 
 
+class WorkerLost(FanfoldError):
+    """An attempt's worker was lost (killed, or its lease expired) before the attempt reported:
+    never raised, the record of such an attempt (a Django task's `errors` list it)."""
+
+    code = "worker_lost"
+
+
 class ChildFailed(FanfoldError):
     """A child-workflow branch's run failed or was cancelled."""
 

@@ -28,9 +28,13 @@ DECIDED = "approval_decided"
 class ApprovalNotFound(RunNotFound):
     """No approval with this id was asked for in this run."""
 
+    code = "approval_not_found"
+
 
 class ApprovalAlreadyDecided(CallbackAlreadyCompleted):
     """The approval was decided before (an approval is decided once)."""
+
+    code = "approval_decided"
 
 
 @dataclass(frozen=True)
@@ -49,9 +53,19 @@ class Approval:
     decided_at: datetime | None = None
 
 
+ANSWER_TOPIC_PREFIX = "fanfold.approvals."
+
+
 def answer_topic(request: str) -> str:
     """The mailbox topic the answer to approval request `request` arrives on."""
-    return f"fanfold.approvals.{request}"
+    return f"{ANSWER_TOPIC_PREFIX}{request}"
+
+
+def waits_for_an_approval(kind: str, name: str) -> bool:
+    """Whether a step of this kind and name is a run's wait for a person's decision (a
+    `ctx.recv` on an answer topic): forking from it would wait for a decision nobody can give,
+    since the approval requests stay in the source run's log."""
+    return kind == "message" and name.startswith(ANSWER_TOPIC_PREFIX)
 
 
 def _append(run_id: uuid.UUID, kind: str, payloads: list[dict[str, Any]]) -> None:

@@ -26,9 +26,19 @@ class TaskAttempt:
 
 
 @dataclass(frozen=True)
+class TaskFailure:
+    """A failed attempt of a task's body: its error record, or, for an attempt whose worker
+    was lost before it reported (a later attempt took the task over), `lost` and no error."""
+
+    attempt: int
+    error: dict[str, Any] | None
+    lost: TaskAttempt | None = None
+
+
+@dataclass(frozen=True)
 class TaskRunRecord:
-    """A task's run as its result needs it. `failures` are the error records of the failed
-    attempts in order (each retried one, then the final one)."""
+    """A task's run as its result needs it. `failures` are the failed attempts in order of
+    attempt: each retried one, each one lost with its worker, then the final one."""
 
     run_id: uuid.UUID
     workflow: str
@@ -40,7 +50,7 @@ class TaskRunRecord:
     finished_at: datetime | None
     task_step_started: bool
     attempts: tuple[TaskAttempt, ...]
-    failures: tuple[dict[str, Any], ...]
+    failures: tuple[TaskFailure, ...]
 
 
 _FAILURES = (EventType.STEP_RETRYING, EventType.STEP_FAILED)
@@ -57,16 +67,26 @@ def load_task_run(run_id: uuid.UUID, workflow: str, attempts_stream: str) -> Tas
     )
     if run is None:
         return None
-    failures: list[dict[str, Any]] = []
+    failures: list[TaskFailure] = []
     attempts: list[TaskAttempt] = []
     for kind, payload, at in _task_step_events(run_id, (EventType.STEP_STARTED, *_FAILURES)):
         if kind == EventType.STEP_STARTED:
             attempts.append(TaskAttempt(int(payload.get("attempt", 0)), at, payload.get("worker")))
         elif isinstance(payload.get("error"), dict):
-            failures.append(payload["error"])
+            failures.append(TaskFailure(int(payload.get("attempt", 0)), payload["error"]))
     if any(a.worker_id is None for a in attempts):
         written = _stream_workers(run_id, attempts_stream)
         attempts = [replace(a, worker_id=a.worker_id or written.get(a.attempt)) for a in attempts]
+    # An attempt that started, reported nothing, and was followed by another: its worker was
+    # lost and the takeover ran the body again (runtime.core.history.next_step_action).
+    reported = {f.attempt for f in failures}
+    last = max((a.attempt for a in attempts), default=0)
+    failures += [
+        TaskFailure(a.attempt, None, lost=a)
+        for a in attempts
+        if a.attempt < last and a.attempt not in reported
+    ]
+    failures.sort(key=lambda f: f.attempt)
     return TaskRunRecord(
         run_id=run.id,
         workflow=run.workflow,

@@ -3,6 +3,7 @@ toolset, an approval asked, decided over REST (once, with `by`), and the run res
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -142,7 +143,9 @@ def test_an_approval_waits_holding_no_worker_then_resumes_with_the_decision(
     response = client.post(url, decision, format="json")
     assert response.status_code == 200, response.content
     assert response.json()["by"]["username"] == "ada"
-    assert client.post(url, decision, format="json").status_code == 409
+    twice = client.post(url, decision, format="json")
+    assert twice.status_code == 409
+    assert twice.json()["error"]["code"] == "approval_decided"
 
     assert execute(run.id, clock=clock).outcome is ExecutionOutcome.COMPLETED
     result = Run.objects.get(id=run.id).result
@@ -166,7 +169,9 @@ def test_approvals_refuse_bad_input_and_unknown_ids(client: APIClient, clock: Fa
     assert client.post(url, {"approved": "perhaps"}, format="json").status_code == 400
     assert client.post(url, {}, format="json").status_code == 400
     other = f"/api/runs/{run.id}/approvals/{uuid.uuid4()}/"
-    assert client.post(other, {"approved": True}, format="json").status_code == 404
+    unknown = client.post(other, {"approved": True}, format="json")
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "approval_not_found"
     assert client.get(f"/api/runs/{uuid.uuid4()}/approvals/").status_code == 404
 
 
@@ -222,7 +227,10 @@ def test_approvals_need_change_rights_and_hide_runs_a_user_cannot_see(
     viewer = APIClient()
     viewer.force_authenticate(grant(User.objects.create_user("viewer"), "view_run"))
     assert viewer.get(f"/api/runs/{run.id}/approvals/").status_code == 200
-    assert viewer.post(url, {"approved": True}, format="json").status_code == 403
+    refused = viewer.post(url, {"approved": True}, format="json")
+    assert refused.status_code == 403
+    message = refused.json()["error"]["message"]
+    assert message.startswith(f"deciding an approval of run {run.id} needs"), message
 
     stranger = APIClient()
     stranger.force_authenticate(starter("stranger"))
@@ -245,3 +253,26 @@ def test_the_admin_shows_approve_and_deny_only_to_users_who_may_change_the_run(
     boss = Client()
     boss.force_login(operator("boss", **staff))
     assert ">Approve<" in boss.get(page).content.decode()
+
+
+def test_the_admin_run_page_of_an_approval_wait_reads_consistently(clock: FakeClock) -> None:
+    run, _ = start_run("tests.agents.refund", ["refund order 7"])
+    execute(run.id, clock=clock)
+    boss = Client()
+    boss.force_login(operator("boss", is_staff=True))
+    seen = boss.get(reverse("admin:runtime_run_change", args=[run.id])).content.decode()
+    rows = re.findall(r'<tr class="step-row">(.*?)</tr>', seen, re.S)
+    shown = [re.findall(r"<td>([a-z]+)</td>", row)[-1] for row in rows]  # kind, then status
+    summary = re.search(r'<p class="fanfold-summary">(\d+ steps?: .*?)</p>', seen, re.S)
+    assert summary is not None
+    for status in set(shown):
+        assert f"{shown.count(status)} {status}" in summary.group(1), (summary.group(1), shown)
+    wait = [row for row in rows if "fanfold.approvals." in row]
+    assert len(wait) == 1 and "waiting" in wait[0]
+    assert "Fork from this step" not in wait[0]  # the decision could never come to a fork
+    assert all("Fork from this step" in row for row in rows if row not in wait)
+    offsets = [
+        float(o) for o in re.findall(r'<tr class="event-row">\s*<td class="num">\d+</td>'
+                                     r'<td class="num"[^>]*>([+-][\d.]+) s</td>', seen)
+    ]  # fmt: skip
+    assert offsets and offsets == sorted(offsets)  # in seq order, times never go back

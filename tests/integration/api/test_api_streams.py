@@ -68,7 +68,31 @@ def test_api_streams_last_event_id_resumes_after_it(client: APIClient, clock: Fa
 def test_api_streams_finished_and_drained_is_204(client: APIClient, clock: FakeClock) -> None:
     run_id = started(2, clock)
     assert get(client, run_id, HTTP_LAST_EVENT_ID="2").status_code == 204
-    assert get(client, run_id, name="never-written").status_code == 204
+
+
+@pytest.mark.parametrize("after", ["0", "2"])
+def test_api_streams_a_finished_runs_unwritten_stream_is_404(
+    client: APIClient, clock: FakeClock, after: str
+) -> None:
+    for run_id, name in ((started(2, clock), "never-written"), (started(0, clock), "numbers")):
+        response = get(client, run_id, name=name, HTTP_LAST_EVENT_ID=after)
+        assert response.status_code == 404
+        error = response.json()["error"]
+        assert error["code"] == "stream_not_found"
+        assert f"never wrote stream {name!r}" in error["message"]
+
+
+def test_api_streams_an_unwritten_stream_of_a_running_run_is_followed(
+    client: APIClient, clock: FakeClock, settings: Any
+) -> None:
+    from runtime import conf
+
+    settings.FANFOLD = {**settings.FANFOLD, "SSE_WINDOW_SECONDS": 0.2}
+    conf.reset()
+    run_id = started(1, clock, then_sleep=3600)  # it may still write the stream
+    response = get(client, run_id, name="later")
+    assert response.status_code == 200
+    assert events(response) == []
 
 
 def test_api_streams_window_ends_the_response_while_the_run_goes_on(

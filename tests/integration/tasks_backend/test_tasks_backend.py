@@ -256,3 +256,80 @@ def test_tasks_backend_options_retry_is_the_default_policy(
     twice = tasks.fails_once.enqueue()
     assert drive(twice.id) == "completed"
     assert default_task_backend.get_result(twice.id).attempts == 2
+
+
+def _as_if_taken_over(run_id: uuid.UUID, lost_worker: str) -> str:
+    """Rewrite a one-attempt task run's history as a takeover leaves it: attempt 1 began on
+    `lost_worker` and never reported (the worker was killed), attempt 2 ran the body to its
+    end. Returns the worker of attempt 2."""
+    from runtime.models import Event, Step
+
+    started = Event.objects.get(run_id=run_id, type="step_started")
+    for event in Event.objects.filter(run_id=run_id, seq__gte=started.seq).order_by("-seq"):
+        Event.objects.filter(id=event.id).update(seq=event.seq + 1)
+        if event.type in ("step_started", "step_completed"):
+            Event.objects.filter(id=event.id).update(payload={**event.payload, "attempt": 2})
+    lost = {"attempt": 1, "worker": lost_worker}
+    Event.objects.create(run_id=run_id, seq=started.seq, type="step_started",
+                         step_id=started.step_id, payload=lost,
+                         created_at=started.created_at - timedelta(seconds=5))  # fmt: skip
+    Step.objects.filter(id=started.step_id).update(attempt=2)
+    return str(started.payload["worker"])
+
+
+def test_tasks_backend_an_attempt_lost_with_its_worker_is_an_error(
+    drive: Callable[[str], str],
+) -> None:
+    result = tasks.add.enqueue(1, 2)
+    assert drive(result.id) == "completed"
+    rescuer = _as_if_taken_over(uuid.UUID(result.id), "doomed-host:41")
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == 3
+    assert result.attempts == 2 and result.worker_ids == ["doomed-host:41", rescuer]
+    [lost] = result.errors  # the second attempt is explained
+    assert lost.exception_class_path == "runtime.core.errors.WorkerLost"
+    assert lost.exception_class.__name__ == "WorkerLost"
+    assert "worker lost: attempt 1 on worker doomed-host:41" in lost.traceback
+    assert "attempt 2 took the task over" in lost.traceback
+
+
+def test_tasks_backend_admin_lists_a_task_by_its_path_with_its_arguments_as_input() -> None:
+    from django.test import Client
+    from django.urls import reverse
+
+    from tests.support.users import operator
+
+    result = tasks.add.enqueue(20, b=22)
+    looker = Client()
+    looker.force_login(operator("looker", is_staff=True))
+    listed = looker.get(reverse("admin:runtime_run_changelist")).content.decode()
+    assert "tests.support.sample_tasks.add (task)" in listed
+    page = looker.get(reverse("admin:runtime_run_change", args=[result.id])).content.decode()
+    inputs = page.split("Input", 1)[1]
+    shown = inputs.split("<details>", 1)[0]
+    assert "&quot;args&quot;: [\n    20\n  ]" in shown and "&quot;b&quot;: 22" in shown
+    assert "fanfold.django_task" not in shown and "enqueued_at" not in shown
+    envelope = inputs.split("<details>", 1)[1].split("</details>", 1)[0]
+    assert "Task tests.support.sample_tasks.add: its envelope" in envelope
+    assert "enqueued_at" in envelope and "backend" in envelope
+
+
+def test_tasks_backend_api_names_a_task_run_by_its_path_with_its_arguments() -> None:
+    from rest_framework.test import APIClient
+
+    from tests.support.users import operator
+
+    result = tasks.add.enqueue(20, b=22)
+    client = APIClient()
+    client.force_authenticate(operator("reader"))
+    run = client.get(f"/api/runs/{result.id}/").json()
+    assert (run["workflow"], run["name"]) == (
+        "fanfold.django_task",
+        "tests.support.sample_tasks.add",
+    )
+    assert (run["args"], run["kwargs"]) == ([20], {"b": 22})
+    assert run["task"]["task"] == "tests.support.sample_tasks.add"
+    assert {"backend", "enqueued_at"} <= set(run["task"])
+    listed = client.get("/api/runs/", {"include": "input"}).json()["results"]
+    [mine] = [r for r in listed if r["id"] == result.id]
+    assert (mine["name"], mine["args"], mine["kwargs"]) == (run["name"], [20], {"b": 22})
