@@ -26,6 +26,9 @@ from runtime.core.errors import (
     RunNotFound,
     StepFailed,
     StepTimedOut,
+    UnknownUpdate,
+    UpdateNotFound,
+    UpdateRejected,
     ValueNotFound,
 )
 from runtime.core.retry import RetryPolicy
@@ -45,6 +48,10 @@ _LAZY = {
     "send": "runtime.messaging.sending",
     "emit_signal": "runtime.messaging.sending",
     "Stream": "runtime.streaming.writer",
+    "get_update": "runtime.updates.calling",
+    "start_with_update": "runtime.handles",
+    "astart_with_update": "runtime.handles",
+    "Update": "runtime.durable.updates",
 }
 
 
@@ -84,15 +91,22 @@ __all__ = [
     "StepInfo",
     "StepTimedOut",
     "Stream",
+    "UnknownUpdate",
+    "Update",
+    "UpdateNotFound",
+    "UpdateRejected",
     "ValueNotFound",
     "aget_run",
     "astart",
+    "astart_with_update",
     "current_step",
     "emit_signal",
     "fork",
     "get_run",
+    "get_update",
     "send",
     "start",
+    "start_with_update",
     "step",
     "stream",
     "workflow",

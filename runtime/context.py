@@ -24,12 +24,13 @@ from runtime.core.clock import Clock
 from runtime.core.conditions import PollTerms
 from runtime.core.identity import deterministic_uuid
 from runtime.core.retry import RetryPolicy
-from runtime.durable import calls, messaging, steps
+from runtime.durable import calls, messaging, steps, updates
 from runtime.durable.callbacks import Callback, create_callback
 from runtime.durable.conditions import wait_for_condition
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.markers import patched
 from runtime.durable.session import ExecutionSession
+from runtime.durable.updates import NEXT_UPDATE
 from runtime.fanout.group import run_all
 from runtime.registry import Signature, SignatureMap, StepFunction, WorkflowFunction
 
@@ -253,6 +254,20 @@ class DurableContext:
         """`runtime.emit_signal` from this workflow's code: emitted once across replays."""
         emit = messaging.emit_signal
         return int(self._call_now(emit, name, payload, idempotency_key, positioned=False))
+
+    # -- updates (runtime.durable.updates) -------------------------------------------------------
+
+    def next_update(
+        self, *names: str, timeout: float | timedelta | None = None
+    ) -> updates.Update | None:
+        """The next accepted update (one of `names`, any when none), in arrival order, or None
+        after `timeout`. Until one arrives the run suspends (no worker held); answer it with
+        `upd.reply(value)` or `upd.reject(reason)`, durably."""
+        seconds = as_seconds(timeout, "timeout")
+        return self._call(NEXT_UPDATE, updates.next_update, names, seconds, self._answer_update)
+
+    def _answer_update(self, *answer: Any) -> None:
+        self._call_now(updates.answer, *answer)
 
     # -- how a durable call is made: at once here, as an awaited call in an async workflow -----
 

@@ -23,6 +23,8 @@ from runtime.services import cancel_run, get_run_row, start_run
 from runtime.streaming import reader
 from runtime.streaming.wakeups import fallback_seconds, signals
 from runtime.streaming.writer import DEFAULT_STREAM
+from runtime.updates.calling import DEFAULT_TIMEOUT, send_update
+from runtime.updates.starting import start_and_update
 
 T = TypeVar("T")
 
@@ -99,6 +101,38 @@ class RunHandle:
         raises TimeoutError.
         """
         return get_value(self.id, key, wait)
+
+    def update(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        update_id: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> Any:
+        """Send update `name` (declared by the workflow) and return the run's reply.
+
+        The workflow's validator runs here first; ValueError or UpdateRejected refuse it
+        before anything is recorded (UpdateRejected). Raises UpdateRejected if the run rejects
+        it, TimeoutError after `timeout` seconds (the update stays accepted: `get_update` reads
+        it later), RunFailed / RunCancelled if the run ends without answering, RunFinished for
+        a finished run and UnknownUpdate for an undeclared name. A repeated `update_id`
+        applies once and returns the first reply.
+        """
+        return send_update(self.id, name, payload, update_id=update_id, timeout=timeout)
+
+    async def aupdate(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        update_id: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> Any:
+        """`update()` for async callers; the wait happens in a thread of its own."""
+        call = functools.partial(send_update, self.id, name, payload, update_id=update_id,
+                                 timeout=timeout)  # fmt: skip
+        return await sync_to_async(_closing(call), thread_sensitive=False)()
 
     def cancel(self) -> None:
         """Cancel the run; raises RunAlreadyFinished if it has finished."""
@@ -228,6 +262,34 @@ async def astart(
         **kwargs,
     )
     return await sync_to_async(begin)()
+
+
+def start_with_update(
+    workflow: str | WorkflowFunction[Any],
+    *args: Any,
+    idempotency_key: str,
+    update: tuple[str, Any],
+    update_id: str | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    owner: Any = None,
+    **kwargs: Any,
+) -> tuple[RunHandle, Any]:
+    """Start a run of `workflow` unless `idempotency_key` names one already, then send it
+    `update` (a (name, payload) pair) as `RunHandle.update` does: (its handle, the reply).
+    A refused update (validator) starts nothing."""
+    rid, created, reply = start_and_update(
+        workflow, args, kwargs, idempotency_key=idempotency_key, update=update,
+        update_id=update_id, timeout=timeout, owner=owner,
+    )  # fmt: skip
+    return RunHandle(rid, created), reply
+
+
+async def astart_with_update(
+    workflow: str | WorkflowFunction[Any], *args: Any, **options: Any
+) -> tuple[RunHandle, Any]:
+    """`start_with_update` for async callers; the wait happens in a thread of its own."""
+    call = functools.partial(start_with_update, workflow, *args, **options)
+    return await sync_to_async(_closing(call), thread_sensitive=False)()
 
 
 async def aget_run(run_id: uuid.UUID | str) -> RunHandle:

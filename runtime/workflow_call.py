@@ -27,6 +27,7 @@ from runtime.durable.body import StepBody, is_async_callable
 from runtime.durable.callbacks import create_callback
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.session import ExecutionSession
+from runtime.durable.updates import Update
 from runtime.fanout.group import run_all
 from runtime.registry import Signature, SignatureMap
 
@@ -98,6 +99,12 @@ class AsyncDurableContext(DurableContext):
         positions = [self.cursor.next_position() for _ in range(len(signatures))]
         fan_out = functools.partial(run_all, positions=positions, **options)
         return self.calls.start("ctx.all(...)", in_run_thread(fan_out, self.cursor, signatures))
+
+    def next_update(  # type: ignore[override]
+        self, *names: str, timeout: float | timedelta | None = None
+    ) -> Pending[Update | None]:
+        """`await ctx.next_update(...)`: the next accepted update, or None after `timeout`."""
+        return cast(Pending[Update | None], super().next_update(*names, timeout=timeout))
 
     def create_callback(
         self,

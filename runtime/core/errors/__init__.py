@@ -52,6 +52,7 @@ from runtime.core.errors.steps import (
     StepTimedOut,
     describe_exception,
 )
+from runtime.core.errors.updates import UnknownUpdate, UpdateNotFound, UpdateRejected
 
 __all__ = [
     "CallbackAlreadyCompleted",
@@ -86,6 +87,9 @@ __all__ = [
     "StepFailed",
     "StepInterrupted",
     "StepTimedOut",
+    "UnknownUpdate",
+    "UpdateNotFound",
+    "UpdateRejected",
     "ValueNotFound",
     "WokenUp",
     "WorkflowNotFound",

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from django.db import connection, models, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models.sql import InsertQuery
 
 from runtime.models import ACTIVE_RUN_STATES, Event, EventType, Run, Step
@@ -62,7 +62,12 @@ def _insert_together(run: dict[str, Any], event: dict[str, Any]) -> None:
     event_sql, event_params = _insert_statement(Event, event)
     sql = f"WITH new_run AS ({run_sql}) {event_sql}"
     with psycopg.Cursor(raw_connection()) as cursor:
-        cursor.execute(sql, [*run_params, *event_params], prepare=True)
+        try:
+            cursor.execute(sql, [*run_params, *event_params], prepare=True)
+        except psycopg.errors.IntegrityError as exc:
+            # Past Django's cursor wrapper: raised as Django raises it, so that the start's
+            # caller finds the run a racing start with its idempotency key made.
+            raise IntegrityError(str(exc)) from exc
 
 
 def _insert_statement(model: type[Run | Event], values: dict[str, Any]) -> tuple[str, list[Any]]:
