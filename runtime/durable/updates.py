@@ -11,9 +11,11 @@ notification, and `update_replied` is recorded.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from runtime import conf
 from runtime.core.errors import FanfoldError, InvalidArguments
 from runtime.core.identity import check_name
 from runtime.core.states import EventType, StepKind, StepStatus
@@ -21,8 +23,8 @@ from runtime.durable.calls import DurableCall
 from runtime.durable.cursor import ReplayCursor
 from runtime.durable.messaging import _OPEN, _Wait
 from runtime.models import UpdateStatus
-from runtime.store.messaging.updates import answer_update, take_update
-from runtime.streaming.wakeups import announce
+from runtime.store.messaging.updates import UpdateRow, answer_update, take_update
+from runtime.streaming.wakeups import signal_local, signals
 
 NEXT_UPDATE = "ctx.next_update"
 
@@ -87,6 +89,9 @@ def next_update(
     if done is not _OPEN:
         return None if done is None else Update(done["id"], done["name"], done["payload"], answer)
     got = take_update(cursor.run_id, names, position)
+    linger = conf.get().UPDATE_LINGER
+    if got is None and linger > 0 and cursor.session.epoch == 0:
+        got = _lingered(cursor, names, position, linger)
     if got is not None:
         payload = {"update_id": got.id, "name": got.name, "payload": got.payload}
         if got.by is not None:  # sent through the API: the log names the sender
@@ -99,6 +104,28 @@ def next_update(
         wait.timed_out()
         return None
     raise wait.suspend(deadline)
+
+
+def _lingered(
+    cursor: ReplayCursor, names: Sequence[str], position: int, seconds: float
+) -> UpdateRow | None:
+    """FANFOLD_UPDATE_LINGER: keep the worker up to `seconds` for the next update, woken by
+    its acceptance's notification, so that a conversation's next update needs no replay.
+    Only a pass's first epoch lingers: a pass replaying after a wake-up suspends at once."""
+    rid = cursor.run_id
+    hub = signals()
+    hub.watch(rid)
+    try:
+        end = time.monotonic() + seconds
+        while True:
+            seen = hub.seen(rid)
+            got = take_update(rid, names, position)
+            left = end - time.monotonic()
+            if got is not None or left <= 0:
+                return got
+            hub.wait(rid, seen, left)
+    finally:
+        hub.unwatch(rid)
 
 
 def answer(
@@ -119,7 +146,7 @@ def answer(
     if status == UpdateStatus.REPLIED:
         reply, size = cursor.checked(reply, f"reply to update {name!r}")
     row = answer_update(cursor.run_id, update_id, status, reply, reason, position)
-    announce(cursor.run_id)  # the caller waiting for it wakes now
+    signal_local(cursor.run_id)  # the answer's commit notified the other processes
     payload: dict[str, Any] = {"update_id": update_id, "name": name, "status": row.status}
     if row.status == UpdateStatus.REPLIED:
         payload["reply"] = row.reply

@@ -36,9 +36,13 @@ from runtime.store.messaging.updates import (
     insert_update,
     run_state,
 )
-from runtime.streaming.wakeups import fallback_seconds, signals
+from runtime.streaming.wakeups import fallback_seconds, signal_local, signals
 
 DEFAULT_TIMEOUT = 30.0
+# PostgreSQL's WAL writer flushes an unflushed commit within three wal_writer_delay (200 ms
+# by default): a caller waiting at least this long finds its update durable by the time it
+# is told anything (the answer, whose commit is flushed, or TimeoutError).
+FLUSHED_WITHIN = 1.0
 
 
 @dataclass(frozen=True)
@@ -89,12 +93,15 @@ def accept_update(
     update_id: str | None = None,
     by: dict[str, Any] | None = None,
     checked_already: bool = False,
+    flush: bool = True,
 ) -> tuple[uuid.UUID, UpdateRow, bool]:
     """Validate and record an update for the run, waking it; (run id, update, created).
 
     A repeated `update_id` returns the first update (created False) without validating again.
     Raises RunNotFound, RunFinished, UnknownUpdate, InvalidArguments, PayloadError or
-    UpdateRejected before anything is recorded.
+    UpdateRejected before anything is recorded. `flush` False: the acceptance commits without
+    waiting for the WAL flush, for a caller that waits for the answer (whose flushed commit
+    flushes the acceptance with it) long enough for the WAL writer to flush it anyway.
     """
     rid = as_run_id(run_id)
     uid = uuid.uuid4().hex if update_id is None else check_update_id(update_id)
@@ -107,7 +114,8 @@ def accept_update(
         raise RunFinished(f"run {rid} has finished ({state.status}): it takes no updates")
     if not checked_already:
         name, payload = validated(_workflow_of(state), name, payload)
-    row, created = insert_update(rid, uid, name, payload, by=by, enqueue=enqueue_woken)
+    row, created = insert_update(rid, uid, name, payload, by=by, enqueue=enqueue_woken, flush=flush)
+    signal_local(rid)  # a run lingering in this process (the embedded worker)
     return rid, row, created
 
 
@@ -122,7 +130,8 @@ def send_update(
 ) -> Any:
     """Send update `name` to the run and return its reply (see `RunHandle.update`)."""
     seconds = as_timeout(timeout)
-    rid, row, _ = accept_update(run_id, name, payload, update_id=update_id, by=by)
+    waits = seconds is None or seconds >= FLUSHED_WITHIN
+    rid, row, _ = accept_update(run_id, name, payload, update_id=update_id, by=by, flush=not waits)
     return outcome(wait_for_answer(rid, row.id, seconds))
 
 

@@ -9,12 +9,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from runtime.core.errors import RunFinished, RunNotFound
 from runtime.models import FINISHED_RUN_STATES, Run, RunUpdate, UpdateStatus
+from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
+from runtime.store.messaging.streams import notify_run
+from runtime.store.messaging.update_statements import (
+    answer_update_pg,
+    take_update_pg,
+)
 from runtime.store.messaging.wakes import wake_runs_txn
 
 _FIELDS = ("update_id", "name", "payload", "status", "reply", "reason", "sent_by")
@@ -80,6 +86,7 @@ def insert_update(
     *,
     by: dict[str, Any] | None,
     enqueue: Callable[[uuid.UUID, int], object],
+    flush: bool = True,
 ) -> tuple[UpdateRow, bool]:
     """Accept update `update_id` for run `rid` and wake the run (`enqueue(run_id, priority)`
     after commit); (the update, True), or (the earlier one, False) for a repeated id. Raises
@@ -109,12 +116,17 @@ def insert_update(
                 raise
             return again, False
         wake_runs_txn([rid], now, enqueue)
+        notify_run(rid)
     return UpdateRow(update_id, name, payload, UpdateStatus.PENDING, by=by), True
 
 
 def take_update(rid: uuid.UUID, names: Sequence[str], position: int) -> UpdateRow | None:
     """The update the `ctx.next_update` at `position` takes: the one it took before, else the
     oldest untaken one with one of `names` (any name when empty), marked as its own."""
+    now = timezone.now()
+    if postgres() and not connection.in_atomic_block:
+        row = take_update_pg(rid, names, position, now)
+        return None if row is None else UpdateRow(*row)
     with transaction.atomic():
         taken = RunUpdate.objects.filter(run_id=rid, received_position=position)
         found = taken.values_list(*_FIELDS).first()
@@ -128,7 +140,7 @@ def take_update(rid: uuid.UUID, names: Sequence[str], position: int) -> UpdateRo
             if oldest is None:
                 return None
             RunUpdate.objects.filter(id=oldest[0], run_id=rid).update(
-                received_position=position, received_at=timezone.now()
+                received_position=position, received_at=now
             )
             found = oldest[1:]
     return UpdateRow(*found)
@@ -138,11 +150,28 @@ def answer_update(
     rid: uuid.UUID, update_id: str, status: str, reply: Any, reason: str | None, position: int
 ) -> UpdateRow:
     """Record the answer of update `update_id` unless it has one (a replay after a crash, or a
-    zombie executor, finds the first answer); returns the update as answered."""
-    stored = StoredForms().form(reply, rid) if status == UpdateStatus.REPLIED else None
-    pending = RunUpdate.objects.filter(run_id=rid, update_id=update_id, status=UpdateStatus.PENDING)
-    done = pending.update(status=status, reply=stored, reason=reason,
-                          answered_position=position, answered_at=timezone.now())  # fmt: skip
+    zombie executor, finds the first answer), and notify the run's listeners with its commit
+    (PostgreSQL); returns the update as answered."""
+    now = timezone.now()
+    if postgres() and not connection.in_atomic_block:
+        done = answer_update_pg(rid, update_id, status, reply, reason, position, now)
+    else:
+        stored = StoredForms().form(reply, rid) if status == UpdateStatus.REPLIED else None
+        pending = RunUpdate.objects.filter(
+            run_id=rid, update_id=update_id, status=UpdateStatus.PENDING
+        )
+        done = (
+            pending.update(
+                status=status,
+                reply=stored,
+                reason=reason,
+                answered_position=position,
+                answered_at=now,
+            )
+            > 0
+        )
+        if done:
+            notify_run(rid)
     if done:  # the first answer: this one
         return UpdateRow(update_id, "", None, status, reply, reason)
     found = find_update(rid, update_id)
