@@ -12,9 +12,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection
+from django.db.models import JSONField
 
 from runtime.models import RunUpdate
 from runtime.store.history.payload_forms import StoredForms
@@ -55,10 +56,10 @@ SELECT pg_notify(%s, %s) FROM answered
 
 
 def _decoded(row: Sequence[Any]) -> tuple[Any, ...]:
-    """A row of COLUMNS with its payload and reply read as the model reads them."""
-    field = RunUpdate._meta.get_field("payload")
+    """A row of COLUMNS with its JSON columns read as the model reads them."""
     values = list(row)
-    for i in (2, 4):
+    for i, name in ((2, "payload"), (4, "reply"), (6, "sent_by")):
+        field = cast(JSONField[Any], RunUpdate._meta.get_field(name))
         values[i] = field.from_db_value(values[i], None, connection)
     return tuple(values)
 

@@ -16,7 +16,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from runtime.handles import start
-from runtime.models import Run, RunUpdate
+from runtime.models import Event, Run, RunUpdate
 from runtime.testing import InMemoryDispatcher
 from tests.support.users import grant, operator, starter
 
@@ -64,6 +64,8 @@ def test_updates_rest_reply_reject_refuse_and_finish(ops: APIClient, pump: Pump)
     assert missing.status_code == 404
     assert ops.post("/api/runs/nope/updates/", {"name": "x"}, format="json").status_code == 404
     assert RunUpdate.objects.filter(run_id=run.id).count() == 3  # u1, the rejected, checkout
+    received = Event.objects.filter(run_id=run.id, type="update_received").order_by("seq")
+    assert [e.payload["by"]["username"] for e in received] == ["ada", "ada", "ada"]
 
 
 def test_updates_rest_wait_ends_first_then_read_by_id(
