@@ -60,7 +60,7 @@ def _decoded(row: Sequence[Any]) -> tuple[Any, ...]:
     values = list(row)
     for i, name in ((2, "payload"), (4, "reply"), (6, "sent_by")):
         field = cast(JSONField[Any], RunUpdate._meta.get_field(name))
-        values[i] = field.from_db_value(values[i], None, connection)
+        values[i] = field.from_db_value(values[i], None, connection)  # type: ignore[arg-type]
     return tuple(values)
 
 
