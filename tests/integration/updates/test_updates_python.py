@@ -22,10 +22,12 @@ from runtime import (
     UnknownUpdate,
     UpdateNotFound,
     UpdateRejected,
+    conf,
     get_run,
     get_update,
     start,
     start_with_update,
+    workflow,
 )
 from runtime.core.errors import PayloadTooLarge
 from runtime.models import Event, RunUpdate
@@ -216,3 +218,29 @@ def test_updates_async_workflow_and_async_caller(pump: Pump) -> None:
     assert got == [{"count": 1}, {"count": 2}, {"items": [{"sku": "A"}, {"sku": "B"}]}]
     assert run.wait(timeout=10) == [{"sku": "A"}, {"sku": "B"}]
     assert len(_events(run.id, "update_replied")) == 3
+
+
+def test_updates_linger_takes_the_next_update_without_suspending(pump: Pump, settings: Any) -> None:
+    settings.FANFOLD = {**settings.FANFOLD, "UPDATE_LINGER": 2.0}
+    conf.reset()
+    try:
+        run = start("tests.upd.cart", "c-linger")
+        handle = get_run(run.id)
+        for n in range(1, 4):
+            assert handle.update("add_item", {"sku": "A1"}, timeout=10)["count"] == n
+        handle.update("checkout", None, timeout=10)
+        run.wait(timeout=10)
+    finally:
+        conf.reset()
+    # Each next_update after the first found its update while the run kept its worker.
+    assert len(_events(run.id, "wait_created")) <= 1
+    assert len(_events(run.id, "update_replied")) == 4
+
+
+def test_updates_declarations_are_checked() -> None:
+    with pytest.raises(TypeError, match="callable or None"):
+        workflow(name="tests.upd.bad_validator", updates={"x": "not callable"})(lambda ctx: 1)
+    with pytest.raises(TypeError, match="dict of update name"):
+        workflow(name="tests.upd.bad_updates", updates=["x"])(lambda ctx: 1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="update name"):
+        workflow(name="tests.upd.bad_name", updates={"": None})(lambda ctx: 1)
