@@ -43,13 +43,16 @@ def _wait_field() -> serializers.FloatField:
     )  # fmt: skip
 
 
-class SendUpdateSerializer(serializers.Serializer[Any]):
+class UpdateBodySerializer(serializers.Serializer[Any]):
     name = serializers.CharField(max_length=200, trim_whitespace=False)
     payload = serializers.JSONField(allow_null=True, required=False, default=None)
     update_id = serializers.CharField(
         max_length=255, required=False, allow_null=True, trim_whitespace=False,
         help_text="the same id again applies once and answers with the first reply",
     )  # fmt: skip
+
+
+class SendUpdateSerializer(UpdateBodySerializer):
     wait = _wait_field()
 
 
@@ -60,7 +63,7 @@ class UpdateWithStartSerializer(serializers.Serializer[Any]):
     idempotency_key = serializers.CharField(
         max_length=255, help_text="names the run: started by the first call, updated by all"
     )
-    update = SendUpdateSerializer(help_text="the update: name, payload, update_id")  # type: ignore[assignment]
+    update = UpdateBodySerializer(help_text="the update: name, payload, update_id")  # type: ignore[assignment]
     wait = _wait_field()
 
 

@@ -9,9 +9,9 @@ import uuid
 from typing import Any
 
 import pytest
-from conftest import Pump
 from django.db import connections
 from update_flows import CALLS
+from update_pump import Pump
 
 from runtime import (
     PayloadError,

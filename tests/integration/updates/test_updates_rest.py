@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 import update_flows  # noqa: F401  (registers the workflows)
-from conftest import Pump
 from django.contrib.auth.models import User
 from django.core.cache import cache
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+from update_pump import Pump
 
 from runtime.handles import start
 from runtime.models import Event, Run, RunUpdate
