@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from asgiref.sync import sync_to_async
 from django.db import connections
@@ -23,14 +23,16 @@ from runtime.services import cancel_run, get_run_row, start_run
 from runtime.streaming import reader
 from runtime.streaming.wakeups import fallback_seconds, signals
 from runtime.streaming.writer import DEFAULT_STREAM
-from runtime.updates.calling import DEFAULT_TIMEOUT, send_update
-from runtime.updates.starting import start_and_update
+from runtime.updates.handle_calls import UpdateCalls
 
 T = TypeVar("T")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 
-class RunHandle:
-    """A reference to one run. Attribute reads go to the database, so they are always fresh."""
+class RunHandle(UpdateCalls, Generic[R_co]):
+    """A reference to one run whose result is an `R_co` (`start(workflow_fn, ...)` knows it;
+    `get_run(id)` does not: Any). Attribute reads go to the database, so they are fresh."""
 
     def __init__(self, run_id: uuid.UUID, created: bool = True) -> None:
         self.id = run_id
@@ -51,7 +53,7 @@ class RunHandle:
     def workflow(self) -> str:
         return self.refresh().workflow
 
-    def wait(self, timeout: float | None = None, poll_interval: float | None = None) -> Any:
+    def wait(self, timeout: float | None = None, poll_interval: float | None = None) -> R_co:
         """Block until the run finishes; return its result or raise RunFailed / RunCancelled.
 
         Woken the moment the run finishes (a PostgreSQL notification, or a signal from the
@@ -68,7 +70,8 @@ class RunHandle:
                 seen = hub.seen(self.id)
                 run = self.refresh()
                 if run.is_finished:
-                    return _outcome(run)
+                    result: R_co = _outcome(run)
+                    return result
                 left = poll if deadline is None else deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError(f"run {run.id} is still {run.status} after {timeout} s")
@@ -76,7 +79,7 @@ class RunHandle:
         finally:
             hub.unwatch(self.id)
 
-    async def aresult(self, timeout: float | None = None) -> Any:
+    async def aresult(self, timeout: float | None = None) -> R_co:
         """`wait()` for async callers (a Django async view): the run's result, or the errors
         `wait` raises. The wait happens in a thread of its own, so the event loop goes on."""
         return await sync_to_async(_closing(self.wait), thread_sensitive=False)(timeout)
@@ -102,43 +105,11 @@ class RunHandle:
         """
         return get_value(self.id, key, wait)
 
-    def update(
-        self,
-        name: str,
-        payload: Any = None,
-        *,
-        update_id: str | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-    ) -> Any:
-        """Send update `name` (declared by the workflow) and return the run's reply.
-
-        The workflow's validator runs here first; ValueError or UpdateRejected refuse it
-        before anything is recorded (UpdateRejected). Raises UpdateRejected if the run rejects
-        it, TimeoutError after `timeout` seconds (the update stays accepted: `get_update` reads
-        it later), RunFailed / RunCancelled if the run ends without answering, RunFinished for
-        a finished run and UnknownUpdate for an undeclared name. A repeated `update_id`
-        applies once and returns the first reply.
-        """
-        return send_update(self.id, name, payload, update_id=update_id, timeout=timeout)
-
-    async def aupdate(
-        self,
-        name: str,
-        payload: Any = None,
-        *,
-        update_id: str | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-    ) -> Any:
-        """`update()` for async callers; the wait happens in a thread of its own."""
-        call = functools.partial(send_update, self.id, name, payload, update_id=update_id,
-                                 timeout=timeout)  # fmt: skip
-        return await sync_to_async(_closing(call), thread_sensitive=False)()
-
     def cancel(self) -> None:
         """Cancel the run; raises RunAlreadyFinished if it has finished."""
         cancel_run(self.id)
 
-    def retry(self) -> RunHandle:
+    def retry(self) -> RunHandle[R_co]:
         """Fork this run from its first failed or cancelled step (raises NothingToRetry)."""
         return RunHandle(retry_run(self.id).id)
 
@@ -173,8 +144,35 @@ def _outcome(run: Run) -> Any:
     raise RunCancelled(f"run {run.id} was cancelled")
 
 
+# `start(fn, ...)` knows the run's result type; its arguments go unchecked (a ParamSpec cannot
+# be followed by the keyword options).
+@overload
 def start(
-    workflow: str | WorkflowFunction[Any],
+    workflow: WorkflowFunction[..., Awaitable[R]], *args: Any, idempotency_key: str | None = ...,
+    concurrency_key: str | None = ..., priority: int = ..., owner: Any = ...,
+    debounce: float | timedelta | None = ..., debounce_key: str | None = ...,
+    debounce_max_wait: float | timedelta | None = ..., **kwargs: Any,
+) -> RunHandle[R]: ...  # fmt: skip
+@overload
+def start(
+    workflow: WorkflowFunction[..., R], *args: Any, idempotency_key: str | None = ...,
+    concurrency_key: str | None = ..., priority: int = ..., owner: Any = ...,
+    debounce: float | timedelta | None = ..., debounce_key: str | None = ...,
+    debounce_max_wait: float | timedelta | None = ..., **kwargs: Any,
+) -> RunHandle[R]: ...  # fmt: skip
+
+
+@overload
+def start(
+    workflow: str, *args: Any, idempotency_key: str | None = ..., concurrency_key: str | None = ...,
+    priority: int = ..., owner: Any = ..., debounce: float | timedelta | None = ...,
+    debounce_key: str | None = ..., debounce_max_wait: float | timedelta | None = ...,
+    **kwargs: Any,
+) -> RunHandle[Any]: ...  # fmt: skip
+
+
+def start(
+    workflow: str | WorkflowFunction[..., Any],
     *args: Any,
     idempotency_key: str | None = None,
     concurrency_key: str | None = None,
@@ -184,7 +182,7 @@ def start(
     debounce_key: str | None = None,
     debounce_max_wait: float | timedelta | None = None,
     **kwargs: Any,
-) -> RunHandle:
+) -> RunHandle[Any]:
     """Start a run of `workflow` (a name or the decorated function) with these arguments.
 
     `concurrency_key` picks the slots of a workflow with `concurrency=N`; `priority` (0-9,
@@ -220,7 +218,7 @@ def fork(
     from_position: int,
     args: list[Any] | None = None,
     kwargs: dict[str, Any] | None = None,
-) -> RunHandle:
+) -> RunHandle[Any]:
     """A new run whose history starts with `run_id`'s records before `from_position`.
 
     Those records are copied as recorded, not run again; position `from_position` on runs
@@ -229,13 +227,38 @@ def fork(
     return RunHandle(fork_run(run_id, from_position, args, kwargs).id)
 
 
-def get_run(run_id: uuid.UUID | str) -> RunHandle:
+def get_run(run_id: uuid.UUID | str) -> RunHandle[Any]:
     """A handle to an existing run; raises RunNotFound."""
     return RunHandle(get_run_row(run_id).id, created=False)
 
 
+@overload
 async def astart(
-    workflow: str | WorkflowFunction[Any],
+    workflow: WorkflowFunction[..., Awaitable[R]], *args: Any, idempotency_key: str | None = ...,
+    concurrency_key: str | None = ..., priority: int = ..., owner: Any = ...,
+    debounce: float | timedelta | None = ..., debounce_key: str | None = ...,
+    debounce_max_wait: float | timedelta | None = ..., **kwargs: Any,
+) -> RunHandle[R]: ...  # fmt: skip
+@overload
+async def astart(
+    workflow: WorkflowFunction[..., R], *args: Any, idempotency_key: str | None = ...,
+    concurrency_key: str | None = ..., priority: int = ..., owner: Any = ...,
+    debounce: float | timedelta | None = ..., debounce_key: str | None = ...,
+    debounce_max_wait: float | timedelta | None = ..., **kwargs: Any,
+) -> RunHandle[R]: ...  # fmt: skip
+
+
+@overload
+async def astart(
+    workflow: str, *args: Any, idempotency_key: str | None = ..., concurrency_key: str | None = ...,
+    priority: int = ..., owner: Any = ..., debounce: float | timedelta | None = ...,
+    debounce_key: str | None = ..., debounce_max_wait: float | timedelta | None = ...,
+    **kwargs: Any,
+) -> RunHandle[Any]: ...  # fmt: skip
+
+
+async def astart(
+    workflow: str | WorkflowFunction[..., Any],
     *args: Any,
     idempotency_key: str | None = None,
     concurrency_key: str | None = None,
@@ -245,7 +268,7 @@ async def astart(
     debounce_key: str | None = None,
     debounce_max_wait: float | timedelta | None = None,
     **kwargs: Any,
-) -> RunHandle:
+) -> RunHandle[Any]:
     """`start` for async callers (debounced starts too): the run is started (and committed) in
     Django's thread-sensitive thread, as the async ORM does its work."""
     begin = functools.partial(
@@ -264,34 +287,6 @@ async def astart(
     return await sync_to_async(begin)()
 
 
-def start_with_update(
-    workflow: str | WorkflowFunction[Any],
-    *args: Any,
-    idempotency_key: str,
-    update: tuple[str, Any],
-    update_id: str | None = None,
-    timeout: float | None = DEFAULT_TIMEOUT,
-    owner: Any = None,
-    **kwargs: Any,
-) -> tuple[RunHandle, Any]:
-    """Start a run of `workflow` unless `idempotency_key` names one already, then send it
-    `update` (a (name, payload) pair) as `RunHandle.update` does: (its handle, the reply).
-    A refused update (validator) starts nothing."""
-    rid, created, reply = start_and_update(
-        workflow, args, kwargs, idempotency_key=idempotency_key, update=update,
-        update_id=update_id, timeout=timeout, owner=owner,
-    )  # fmt: skip
-    return RunHandle(rid, created), reply
-
-
-async def astart_with_update(
-    workflow: str | WorkflowFunction[Any], *args: Any, **options: Any
-) -> tuple[RunHandle, Any]:
-    """`start_with_update` for async callers; the wait happens in a thread of its own."""
-    call = functools.partial(start_with_update, workflow, *args, **options)
-    return await sync_to_async(_closing(call), thread_sensitive=False)()
-
-
-async def aget_run(run_id: uuid.UUID | str) -> RunHandle:
+async def aget_run(run_id: uuid.UUID | str) -> RunHandle[Any]:
     """`get_run` for async callers; raises RunNotFound."""
     return await sync_to_async(get_run)(run_id)

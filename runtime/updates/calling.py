@@ -65,7 +65,7 @@ def check_update_id(update_id: object) -> str:
         raise InvalidArguments(str(exc).replace("idempotency_key", "update_id")) from None
 
 
-def validated(wf: WorkflowFunction[Any], name: object, payload: Any) -> tuple[str, Any]:
+def validated(wf: WorkflowFunction[..., Any], name: object, payload: Any) -> tuple[str, Any]:
     """(name, payload) of an update workflow `wf` declares, its payload JSON within the size
     limit and accepted by its validator; UnknownUpdate, PayloadError or UpdateRejected if not.
     """
@@ -196,7 +196,7 @@ def _state(rid: uuid.UUID) -> RunState:
     return state
 
 
-def _workflow_of(state: RunState) -> WorkflowFunction[Any]:
+def _workflow_of(state: RunState) -> WorkflowFunction[..., Any]:
     wf = registry.workflows.get(state.workflow)
     if wf is None:  # not imported here: nothing says which updates it takes
         raise UnknownUpdate(f"workflow {state.workflow!r} is not registered in this process")

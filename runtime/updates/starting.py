@@ -21,7 +21,7 @@ from runtime.updates.calling import (
 
 
 def start_and_update(
-    workflow: str | WorkflowFunction[Any],
+    workflow: str | WorkflowFunction[..., Any],
     args: list[Any] | tuple[Any, ...],
     kwargs: dict[str, Any],
     *,
