@@ -25,6 +25,7 @@ from api.views.runs import (
 )
 from api.views.schedules import ScheduleListView, SchedulePauseView, ScheduleResumeView
 from api.views.streams import RunStreamView
+from api.views.updates import RunUpdatesView, RunUpdateView, UpdateWithStartView
 from api.views.workflows import WorkflowListView
 
 # JSON first: the API is all JSON; ?format=yaml still gives YAML.
@@ -54,6 +55,13 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<str:run_id>/messages/", RunMessagesView.as_view(), name="run-messages"),
     path("runs/<str:run_id>/values/<str:key>/", RunValueView.as_view(), name="run-value"),
     path("signals/", SignalsView.as_view(), name="signals"),
+    path("runs/<str:run_id>/updates/", RunUpdatesView.as_view(), name="run-updates"),
+    path(
+        "runs/<str:run_id>/updates/<str:update_id>/",
+        RunUpdateView.as_view(),
+        name="run-update",
+    ),
+    path("updates/", UpdateWithStartView.as_view(), name="updates-with-start"),
     path("callbacks/<str:token>/", CallbackView.as_view(), name="callback"),
     path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
     path("schedules/", ScheduleListView.as_view(), name="schedule-list"),

@@ -27,6 +27,9 @@ from runtime.core.errors import (
     RunNotFound,
     StepFailed,
     StepTimedOut,
+    UnknownUpdate,
+    UpdateNotFound,
+    UpdateRejected,
     ValueNotFound,
 )
 from runtime.core.retry import RetryPolicy
@@ -53,6 +56,10 @@ _LAZY = {
     "send": "runtime.messaging.sending",
     "emit_signal": "runtime.messaging.sending",
     "Stream": "runtime.streaming.writer",
+    "get_update": "runtime.updates.calling",
+    "start_with_update": "runtime.update_starts",
+    "astart_with_update": "runtime.update_starts",
+    "Update": "runtime.durable.updates",
 }
 
 
@@ -93,15 +100,22 @@ __all__ = [
     "StepInfo",
     "StepTimedOut",
     "Stream",
+    "UnknownUpdate",
+    "Update",
+    "UpdateNotFound",
+    "UpdateRejected",
     "ValueNotFound",
     "aget_run",
     "astart",
+    "astart_with_update",
     "current_step",
     "emit_signal",
     "fork",
     "get_run",
+    "get_update",
     "send",
     "start",
+    "start_with_update",
     "step",
     "stream",
     "workflow",

@@ -19,13 +19,14 @@ from runtime.core.callbacks import as_seconds
 from runtime.core.conditions import PollTerms
 from runtime.core.errors import StepFailed
 from runtime.core.retry import RetryPolicy
-from runtime.durable import messaging, steps
+from runtime.durable import messaging, steps, updates
 from runtime.durable.awaited import AsyncCallback, AwaitedCalls, Pending, in_run_thread
 from runtime.durable.awaited import in_run_thread_now as now_in_run_thread
 from runtime.durable.base_context import WorkflowContextBase, sleep_seconds
 from runtime.durable.body import StepBody
 from runtime.durable.callbacks import create_callback
 from runtime.durable.conditions import wait_for_condition
+from runtime.durable.updates import NEXT_UPDATE
 from runtime.fanout.group import run_all
 from runtime.registry import Signature, SignatureMap
 from runtime.registry.shapes import Mappable, TaskLike, fan_out_of
@@ -263,6 +264,16 @@ class AsyncDurableContext(WorkflowContextBase):
         """`runtime.emit_signal` from this workflow's code: emitted once across replays."""
         emit = messaging.emit_signal
         return int(self._call_now(emit, name, payload, idempotency_key, positioned=False))
+
+    def next_update(
+        self, *names: str, timeout: float | timedelta | None = None
+    ) -> Pending[updates.Update | None]:
+        """`DurableContext.next_update`, awaited; `upd.reply` / `upd.reject` stay plain."""
+        seconds = as_seconds(timeout, "timeout")
+        return self._call(NEXT_UPDATE, updates.next_update, names, seconds, self._answer_update)
+
+    def _answer_update(self, *answer: Any) -> None:
+        self._call_now(updates.answer, *answer)
 
     # -- how a durable call is made here ----------------------------------------------------
 

@@ -83,6 +83,9 @@ class FanfoldSettings:
     # event loop, and how late (seconds) the loop may run before a warning names the body
     # that blocked it (0: no lag monitor).
     ASYNC_CONCURRENCY: int = 100
+    # How long (seconds) a run whose `ctx.next_update` finds no update keeps its worker,
+    # woken by the next update's notification, before it suspends (0: it suspends at once).
+    UPDATE_LINGER: float = 0.0
     ASYNC_LAG_WARNING: float = 0.1
     # Connection poolers (docs/deploying.md): whether Django's default database is reached
     # through a transaction-pooling pooler (PgBouncer, RDS Proxy, pgcat), and the PostgreSQL
@@ -112,7 +115,13 @@ class SettingsError(ValueError):
 
 
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
-_MAY_BE_ZERO = {"CHECKPOINT_ASYNC_WINDOW", "METRICS_PORT", "OFFLOAD_BYTES", "ASYNC_LAG_WARNING"}
+_MAY_BE_ZERO = {
+    "CHECKPOINT_ASYNC_WINDOW",
+    "METRICS_PORT",
+    "OFFLOAD_BYTES",
+    "ASYNC_LAG_WARNING",
+    "UPDATE_LINGER",
+}
 _RATE = re.compile(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)")
 _KEEP_EVERYTHING = {"none", "never", "off"}
 _POSTGRES_URLS = ("postgres://", "postgresql://")
@@ -204,6 +213,8 @@ def _coerce(name: str, kind: Any, raw: Any) -> Any:
         raise SettingsError("FANFOLD_MAX_STREAMS_PER_USER must be at most 1000")
     if name in ("PUBLISH_BATCH_SIZE", "BRANCH_CHUNK") and value > 100:
         raise SettingsError(f"FANFOLD_{name} must be at most 100")
+    if name == "UPDATE_LINGER" and value > 10:
+        raise SettingsError("FANFOLD_UPDATE_LINGER must be at most 10 seconds")
     if name == "ASYNC_CONCURRENCY" and value > 10000:
         raise SettingsError("FANFOLD_ASYNC_CONCURRENCY must be at most 10000")
     return value

@@ -20,7 +20,7 @@ from runtime.core.callbacks import as_seconds
 from runtime.core.conditions import PollTerms
 from runtime.core.errors import StepFailed
 from runtime.core.retry import RetryPolicy
-from runtime.durable import messaging, steps
+from runtime.durable import messaging, steps, updates
 from runtime.durable.base_context import WorkflowContextBase, sleep_seconds
 from runtime.durable.callbacks import Callback, create_callback
 from runtime.durable.conditions import wait_for_condition
@@ -264,3 +264,17 @@ class DurableContext(WorkflowContextBase):
     def emit_durably(self, name: str, payload: Any, idempotency_key: str | None) -> int:
         """`runtime.emit_signal` from this workflow's code: emitted once across replays."""
         return int(messaging.emit_signal(self.cursor, name, payload, idempotency_key))
+
+    # -- updates (runtime.durable.updates) ------------------------------------------------------
+
+    def next_update(
+        self, *names: str, timeout: float | timedelta | None = None
+    ) -> updates.Update | None:
+        """The next accepted update (one of `names`, any when none), in arrival order, or None
+        after `timeout`. Until one arrives the run suspends (no worker held); answer it with
+        `upd.reply(value)` or `upd.reject(reason)`, durably."""
+        seconds = as_seconds(timeout, "timeout")
+        return updates.next_update(self.cursor, names, seconds, self._answer_update)
+
+    def _answer_update(self, *answer: Any) -> None:
+        updates.answer(self.cursor, *answer)

@@ -23,13 +23,14 @@ from runtime.services import cancel_run, get_run_row, start_run
 from runtime.streaming import reader
 from runtime.streaming.wakeups import fallback_seconds, signals
 from runtime.streaming.writer import DEFAULT_STREAM
+from runtime.updates.handle_calls import UpdateCalls
 
 T = TypeVar("T")
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
 
-class RunHandle(Generic[R_co]):
+class RunHandle(UpdateCalls, Generic[R_co]):
     """A reference to one run whose result is an `R_co` (`start(workflow_fn, ...)` knows it;
     `get_run(id)` does not: Any). Attribute reads go to the database, so they are fresh."""
 

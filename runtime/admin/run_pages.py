@@ -16,6 +16,7 @@ from runtime import conf
 from runtime.admin.display import compact_json, error_summary, relative_time, seconds_between
 from runtime.admin.forks import fork_buttons
 from runtime.admin.run_messages import messaging_context
+from runtime.admin.run_updates import updates_context
 from runtime.admin.timeline import timeline_context
 from runtime.core.callbacks import recover_token
 from runtime.models import Event, Run, Step
@@ -47,6 +48,7 @@ def run_page_context(request: HttpRequest, run: Run) -> dict[str, Any]:
         **fork_buttons(request.user, run),
         **timeline_context(run),
         **messaging_context(run),
+        **updates_context(run),
     }
 
 

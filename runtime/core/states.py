@@ -37,6 +37,8 @@ class StepKind(StrEnum):
     SIGNAL = "signal"  # `ctx.wait_for_signal`
     VALUE = "value"  # `ctx.set_value`
     SEND = "send"  # `send` from workflow code
+    UPDATE = "update"  # `ctx.next_update`
+    REPLY = "reply"  # an update's `reply` or `reject`
 
 
 class EventType(StrEnum):
@@ -58,6 +60,8 @@ class EventType(StrEnum):
     SIGNAL_RECEIVED = "signal_received"
     APPROVAL_REQUESTED = "approval_requested"  # runtime.agents: a tool call waits for a person
     APPROVAL_DECIDED = "approval_decided"
+    UPDATE_RECEIVED = "update_received"  # `ctx.next_update` took an accepted update
+    UPDATE_REPLIED = "update_replied"  # its reply or rejection
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"

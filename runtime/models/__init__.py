@@ -22,6 +22,7 @@ from runtime.models.states import (
     values,
 )
 from runtime.models.streams import StreamChunk
+from runtime.models.updates import RunUpdate, UpdateStatus
 
 __all__ = [
     "ACTIVE_RUN_STATES",
@@ -35,6 +36,7 @@ __all__ = [
     "RateReservation",
     "Run",
     "RunStatus",
+    "RunUpdate",
     "RunValue",
     "Schedule",
     "Signal",
@@ -44,6 +46,7 @@ __all__ = [
     "StepKind",
     "StepStatus",
     "StreamChunk",
+    "UpdateStatus",
     "choices",
     "values",
 ]

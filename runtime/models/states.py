@@ -54,7 +54,9 @@ EVENT_TYPE_CHOICES = choices(EventType)
 
 # Steps that wait for the outside world (a timer, a callback, a message, a signal): while such a
 # step is open its run waits, holding no worker, so people are shown it as waiting.
-WAIT_STEP_KINDS = frozenset({StepKind.SLEEP, StepKind.CALLBACK, StepKind.MESSAGE, StepKind.SIGNAL})
+WAIT_STEP_KINDS = frozenset(
+    {StepKind.SLEEP, StepKind.CALLBACK, StepKind.MESSAGE, StepKind.SIGNAL, StepKind.UPDATE}
+)
 STEP_WAITING = "waiting"
 SHOWN_STEP_STATUSES = [*STEP_STATUS_CHOICES, (STEP_WAITING, "Waiting")]
 

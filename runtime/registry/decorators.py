@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
@@ -17,7 +17,9 @@ from runtime.registry.functions import (
     FlowOptions,
     OnLimit,
     StepFunction,
+    UpdateValidator,
     WorkflowFunction,
+    declared_updates,
     default_name,
 )
 from runtime.registry.table import registry
@@ -113,6 +115,7 @@ def workflow(
     retention: timedelta | str | None = None,
     start_permission: str | None = None,
     on_limit: OnLimit = "queue",
+    updates: Mapping[str, UpdateValidator | None] | None = None,
 ) -> Callable[[Callable[Concatenate[Any, P], R]], WorkflowFunction[P, R]]: ...
 
 
@@ -127,6 +130,7 @@ def workflow(
     retention: timedelta | str | None = None,
     start_permission: str | None = None,
     on_limit: OnLimit = "queue",
+    updates: Mapping[str, UpdateValidator | None] | None = None,
 ) -> WorkflowFunction[P, R] | Callable[[Callable[Concatenate[Any, P], R]], WorkflowFunction[P, R]]:
     """Register a workflow: ordinary Python whose first argument is the durable context.
 
@@ -138,6 +142,9 @@ def workflow(
     `start_permission="app.codename"` is a Django permission a user needs, besides
     `runtime.add_run`, to start it through the API or admin. `retention=` (a timedelta or text
     such as "7d") is how long its finished runs are kept; None keeps them for FANFOLD_RETENTION.
+    `updates={"name": validator_or_None}` declares the updates its runs accept
+    (`ctx.next_update`); a validator runs in the caller's process before anything is recorded
+    and refuses the update by raising ValueError or UpdateRejected.
     """
     flow = FlowOptions.checked(schedule, catchup, concurrency, on_limit)
     if start_permission is not None and (
@@ -147,6 +154,7 @@ def workflow(
             f'workflow(start_permission=...) must be "app_label.codename", not {start_permission!r}'
         )
     keep = None if retention is None else parse_duration(retention)
+    declared = declared_updates(updates)
 
     def register(f: Callable[Concatenate[Any, P], R]) -> WorkflowFunction[P, R]:
         if not callable(f):
@@ -155,6 +163,7 @@ def workflow(
         wf_name = check_name(name or default_name(f), "workflow")
         wf = WorkflowFunction(f, wf_name, flow, start_permission)
         wf.retention = keep
+        wf.updates = declared
         if flow.schedule is not None:  # a tick starts it with no arguments
             try:
                 wf.check_arguments([], {})

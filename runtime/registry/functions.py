@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from types import MappingProxyType
 from typing import Any, ClassVar, Concatenate, Generic, Literal, ParamSpec, TypeVar, overload
 
 from runtime.core.errors import InvalidArguments
+from runtime.core.identity import check_name
 from runtime.core.rates import Rate
 from runtime.core.retry import DEFAULT_POLICY, RetryPolicy
 from runtime.core.schedule import CatchUp, Schedule, as_schedule, check_catchup
@@ -24,6 +26,26 @@ R = TypeVar("R")
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 R_co = TypeVar("R_co", covariant=True)  # what a step or workflow returns
+
+
+# A validator of an update's payload: returns normally to accept it, raises ValueError or
+# UpdateRejected to refuse it (runtime.updates runs it in the caller's process).
+UpdateValidator = Callable[[Any], object]
+
+
+def declared_updates(
+    updates: Mapping[str, UpdateValidator | None] | None,
+) -> Mapping[str, UpdateValidator | None]:
+    """`@workflow(updates=...)` checked: names as stored, each with a callable or None."""
+    if updates is None:
+        return MappingProxyType({})
+    if not isinstance(updates, Mapping):
+        raise TypeError("workflow(updates=...) takes a dict of update name to validator or None")
+    for name, validator in updates.items():
+        check_name(name, "update")
+        if validator is not None and not callable(validator):
+            raise TypeError(f"the validator of update {name!r} must be callable or None")
+    return MappingProxyType(dict(updates))
 
 
 def default_name(fn: Callable[..., Any]) -> str:
@@ -147,6 +169,8 @@ class WorkflowFunction(Generic[P, R_co]):
     signature_kind: ClassVar[str] = "child"  # fanned out, it runs as a child workflow
     # How long its finished runs are kept (runtime.lifecycle); None: FANFOLD_RETENTION.
     retention: timedelta | None = None
+    # The updates its runs accept, each with its validator or None (contract section 2l).
+    updates: Mapping[str, UpdateValidator | None] = MappingProxyType({})
 
     def __init__(
         self,

@@ -146,3 +146,9 @@ def close_stale_connections() -> None:
     or outlived CONN_MAX_AGE are closed, the others kept for the next task (with
     CELERY_DB_REUSE_MAX set, Celery's fix-up no longer closes them all around every task)."""
     close_old_connections()
+
+
+def close_thread_connections() -> None:
+    """Close this thread's database connections (a thread of asgiref's pool, which Django
+    never closes on its own)."""
+    connections.close_all()

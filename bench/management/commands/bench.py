@@ -24,6 +24,7 @@ from bench.sequential import run_concurrent, run_sequential
 from bench.signals import run_signals
 from bench.streams import run_stream
 from bench.tasks_backend import run_tasks
+from bench.updates import run_update
 from bench.worker_scale import run_pooled_vs_direct, run_worker_scale
 from bench.worker_start import run_worker_start
 from runtime.lifecycle.retention import DEFAULT_PACE
@@ -37,7 +38,7 @@ def _sample_traces(ratio: float) -> None:
 class Command(BaseCommand):
     help = (
         "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream, flow, "
-        "history, signals, tasks, agents or workers."
+        "history, signals, update, tasks, agents or workers."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -87,6 +88,8 @@ class Command(BaseCommand):
         )
         sig.add_argument("--samples", type=int, default=1000, help="emits timed among them")
         sig.add_argument("--repeat", type=int, default=1, help="rounds to take the medians of")
+        upd = sub.add_parser("update", help="update round trips against a message + value")
+        upd.add_argument("--updates", type=int, default=1000, help="sequential round trips")
         tasks = sub.add_parser("tasks", help="Django tasks: Fanfold's backend vs django-tasks-db")
         tasks.add_argument("--tasks", type=int, default=1000, help="no-op tasks per side")
         tasks.add_argument(
@@ -109,7 +112,7 @@ class Command(BaseCommand):
         scale.add_argument("--compare-steps", type=int, default=500)
         scale.add_argument("--compare-branches", type=int, default=500)
         scale.add_argument("--repeat", type=int, default=2, help="rounds of the comparison")
-        for p in (seq, conc, fan, sig, tasks):
+        for p in (seq, conc, fan, sig, tasks, upd):
             p.add_argument(
                 "--pool",
                 choices=("prefork", "threads"),
@@ -174,7 +177,21 @@ class Command(BaseCommand):
         agents.add_argument("--concurrency", type=int, default=2, help="prefork -c")
         start = sub.add_parser("worker-start", help="a worker's launch-to-ready time")
         start.add_argument("--rounds", type=int, default=3)
-        for p in (seq, conc, probe, fan, check, streams, flow, sig, tasks, agents, scale, start):
+        for p in (
+            seq,
+            conc,
+            probe,
+            fan,
+            check,
+            streams,
+            flow,
+            sig,
+            tasks,
+            agents,
+            scale,
+            start,
+            upd,
+        ):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
 
@@ -245,6 +262,8 @@ class Command(BaseCommand):
             if options["interval"] <= 0:
                 raise CommandError("--interval must be positive")
             return run_tasks(options["tasks"], options["timeout"], pool, options["interval"])
+        if scenario == "update":
+            return run_update(options["updates"], options["timeout"], pool)
         if scenario == "signals":
             return run_signals(
                 options["runs"], options["waiting"], options["samples"], options["repeat"],

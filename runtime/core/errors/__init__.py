@@ -55,6 +55,7 @@ from runtime.core.errors.steps import (
     WorkerLost,
     describe_exception,
 )
+from runtime.core.errors.updates import UnknownUpdate, UpdateNotFound, UpdateRejected
 
 __all__ = [
     "CallbackAlreadyCompleted",
@@ -91,6 +92,9 @@ __all__ = [
     "StepInterrupted",
     "StepTimedOut",
     "StreamNotFound",
+    "UnknownUpdate",
+    "UpdateNotFound",
+    "UpdateRejected",
     "ValueNotFound",
     "WokenUp",
     "WorkerLost",

@@ -26,6 +26,7 @@ from typing import Any
 from django.db import DatabaseError, connections, models, transaction
 
 from runtime.models import Run
+from runtime.store.lifecycle.partitions import PARTITIONED
 
 _DELETE_CHUNK = 500  # keys per statement off PostgreSQL: below SQLite's parameter limit
 
@@ -90,8 +91,9 @@ def _set_local(alias: str, name: str, value: str) -> bool:
 
 
 def delete_runs(alias: str, pks: Sequence[Any], history: bool = True) -> dict[str, int]:
-    """Delete the runs `pks`, locked by the caller, with their rows (only the run rows, forks
-    cleared, with `history=False`); counts by model label."""
+    """Delete the runs `pks`, locked by the caller, with their rows (with `history=False`, the
+    rows of the tables outside the history's partitions only, forks cleared); counts by
+    model label."""
     connection = connections[alias]
     counts: dict[str, int] = {}
     with connection.cursor() as cursor:
@@ -110,8 +112,8 @@ def _statements(quote: Callable[[str], str], history: bool = True) -> list[tuple
     for relation in Run._meta.related_objects:
         model, rule = relation.related_model, relation.on_delete
         table, column = quote(model._meta.db_table), quote(str(relation.field.column))
-        if rule is models.CASCADE and not history:
-            continue
+        if rule is models.CASCADE and not history and model in PARTITIONED:
+            continue  # emptied with its week's partitions
         if rule is models.CASCADE:
             _refuse_further_cascades(model)
             delete = f"DELETE FROM {table} WHERE {column} {{keys}}"

@@ -1,0 +1,101 @@
+"""The PostgreSQL fast path of an update's receipt and answer: one statement each.
+
+The receipt marks the oldest untaken update (or finds the one the position took before) and
+commits without waiting for the WAL flush: lost with the server, the replay takes the same
+oldest update again. The answer commits flushed (the caller acts on it, and the flush takes
+the earlier unflushed commits with it) and notifies the run's listeners in the same
+statement, so the waiting caller wakes the moment it commits.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from django.db import connection
+from django.db.models import JSONField
+
+from runtime.models import RunUpdate
+from runtime.store.history.payload_forms import StoredForms
+from runtime.store.messaging.streams import CHANNEL
+
+_TABLE = RunUpdate._meta.db_table
+COLUMNS = "update_id, name, payload, status, reply, reason, sent_by"
+
+_TAKE = f"""
+WITH no_flush AS (SELECT set_config('synchronous_commit', 'off', true)),
+prior AS (
+    SELECT {COLUMNS} FROM {_TABLE} WHERE run_id = %s AND received_position = %s
+),
+oldest AS (
+    SELECT id FROM {_TABLE}
+    WHERE run_id = %s AND received_position IS NULL
+      AND (cardinality(%s::text[]) = 0 OR name = ANY(%s::text[]))
+      AND NOT EXISTS (SELECT 1 FROM prior)
+    ORDER BY id LIMIT 1 FOR UPDATE
+),
+took AS (
+    UPDATE {_TABLE} u SET received_position = %s, received_at = %s
+    FROM oldest, no_flush WHERE u.id = oldest.id AND u.run_id = %s
+    RETURNING u.update_id, u.name, u.payload, u.status, u.reply, u.reason, u.sent_by
+)
+SELECT * FROM prior UNION ALL SELECT * FROM took
+"""
+
+_ANSWER = f"""
+WITH answered AS (
+    UPDATE {_TABLE} SET status = %s, reply = %s::jsonb, reason = %s,
+        answered_position = %s, answered_at = %s
+    WHERE run_id = %s AND update_id = %s AND status = 'pending'
+    RETURNING run_id
+)
+SELECT pg_notify(%s, %s) FROM answered
+"""
+
+
+def _decoded(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A row of COLUMNS with its JSON columns read as the model reads them."""
+    values = list(row)
+    for i, name in ((2, "payload"), (4, "reply"), (6, "sent_by")):
+        field = cast(JSONField[Any], RunUpdate._meta.get_field(name))
+        values[i] = field.from_db_value(values[i], None, connection)  # type: ignore[arg-type]
+    return tuple(values)
+
+
+def take_update_pg(
+    rid: uuid.UUID, names: Sequence[str], position: int, now: datetime
+) -> tuple[Any, ...] | None:
+    """The COLUMNS of the update the `ctx.next_update` at `position` takes, or None."""
+    params: list[Any] = [rid, position, rid, list(names), list(names), position, now, rid]
+    with connection.cursor() as cursor:
+        cursor.execute(_TAKE, params)
+        row = cursor.fetchone()
+    return None if row is None else _decoded(row)
+
+
+def answer_update_pg(
+    rid: uuid.UUID,
+    update_id: str,
+    status: str,
+    reply: Any,
+    reason: str | None,
+    position: int,
+    now: datetime,
+) -> bool:
+    """Write the first answer and notify the run's listeners with its commit; False if the
+    update had an answer already."""
+    stored = RunUpdate._meta.get_field("reply").get_db_prep_save(  # the stored form, as JSON
+        StoredForms().form(reply, rid) if reply is not None else None, connection
+    )
+    params = [status, stored, reason, position, now, rid, update_id, CHANNEL, str(rid)]
+    with connection.cursor() as cursor:
+        cursor.execute(_ANSWER, params)
+        return cursor.fetchone() is not None
+
+
+def no_flush() -> None:
+    """This transaction's commit does not wait for the WAL flush (inside an atomic block)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit = off")
