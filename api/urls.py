@@ -25,6 +25,7 @@ from api.views.runs import (
 )
 from api.views.schedules import ScheduleListView, SchedulePauseView, ScheduleResumeView
 from api.views.streams import RunStreamView
+from api.views.versions import VersionListView, VersionUpgradeView
 from api.views.workflows import WorkflowListView
 
 # JSON first: the API is all JSON; ?format=yaml still gives YAML.
@@ -56,6 +57,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("signals/", SignalsView.as_view(), name="signals"),
     path("callbacks/<str:token>/", CallbackView.as_view(), name="callback"),
     path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
+    path("versions/", VersionListView.as_view(), name="version-list"),
+    path("versions/<str:version>/upgrade/", VersionUpgradeView.as_view(), name="version-upgrade"),
     path("schedules/", ScheduleListView.as_view(), name="schedule-list"),
     path("schedules/<str:workflow>/pause/", SchedulePauseView.as_view(), name="schedule-pause"),
     path("schedules/<str:workflow>/resume/", ScheduleResumeView.as_view(), name="schedule-resume"),

@@ -18,12 +18,18 @@ class RuntimeConfig(AppConfig):
     def ready(self) -> None:
         # Imported here, not at module level: these modules need the app registry ready.
         from runtime import checks, conf, dispatch, django_tasks, embedded  # noqa: F401
+        from runtime.versions import routing as version_routing
 
         # With the `memory://` broker every send first makes sure the in-process worker runs;
-        # a Django task's run goes to its task's queue.
+        # a Django task's run goes to its task's queue; a run's messages go to its version's
+        # variant of their queue (runtime.versions.routing).
         routing = django_tasks.run_routing()
         dispatch.install(
-            dispatch.CeleryDispatcher(before_send=embedded.ensure_worker, route=routing)
+            dispatch.CeleryDispatcher(
+                before_send=embedded.ensure_worker,
+                route=routing,
+                version=version_routing.version_of,
+            )
         )
         autodiscover_modules("workflows")
         django_tasks.install()  # the Django Tasks workflow, where TASKS uses Fanfold's backend

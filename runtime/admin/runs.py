@@ -52,7 +52,8 @@ def _step_count(status: str | None = None) -> Coalesce:
 class RunAdmin(ReadOnlyAdmin[Run]):
     change_form_template = "admin/runtime/run/change_form.html"
     list_display = [
-        "short_id", "workflow", "status", "owner", "created", "duration", "step_counts",
+        "short_id", "workflow", "status", "app_version", "owner", "created", "duration",
+        "step_counts",
     ]  # fmt: skip
     list_select_related = ["owner"]
     list_filter = ["status", "workflow"]
@@ -70,6 +71,7 @@ class RunAdmin(ReadOnlyAdmin[Run]):
                     "id",
                     "workflow",
                     "status",
+                    "app_version",
                     "owner",
                     "idempotency_key",
                     ("created_at", "started_at", "finished_at"),
@@ -84,6 +86,7 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         "id",
         "workflow",
         "status",
+        "app_version",
         "owner",
         "idempotency_key",
         "created_at",

@@ -22,6 +22,7 @@ from runtime.models.states import (
     values,
 )
 from runtime.models.streams import StreamChunk
+from runtime.models.versions import ServedVersion
 
 __all__ = [
     "ACTIVE_RUN_STATES",
@@ -37,6 +38,7 @@ __all__ = [
     "RunStatus",
     "RunValue",
     "Schedule",
+    "ServedVersion",
     "Signal",
     "SignalKeyset",
     "SignalWait",
