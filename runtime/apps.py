@@ -18,6 +18,7 @@ class RuntimeConfig(AppConfig):
     def ready(self) -> None:
         # Imported here, not at module level: these modules need the app registry ready.
         from runtime import checks, conf, dispatch, django_tasks, embedded  # noqa: F401
+        from runtime.registry import versions
         from runtime.versions import routing as version_routing
 
         # With the `memory://` broker every send first makes sure the in-process worker runs;
@@ -41,3 +42,4 @@ class RuntimeConfig(AppConfig):
         modules = settings.WORKFLOW_MODULES
         for module in modules:
             importlib.import_module(module)
+        versions.freeze()  # the default version: the source of the modules registered now

@@ -1,10 +1,10 @@
 """Deployment versions (docs/deploying.md): this process's version and the ones it serves.
 
 `current()` is FANFOLD_APP_VERSION, else the digest of the source files of the modules that
-have registered workflows or steps in this process (runtime.core.versions.source_digest). It
-is worked out again only when the registry grows, so asking costs a dict lookup on the start
-path. `served()` is what this process's workers run: its own version, FANFOLD_SERVE_VERSIONS,
-and the runs recorded before versions existed (version "").
+have registered workflows or steps in this process when its apps were ready: the apps'
+`workflows` modules and FANFOLD_WORKFLOW_MODULES (runtime.core.versions.source_digest).
+`served()` is what this process's workers run: its own version, FANFOLD_SERVE_VERSIONS, and the
+runs recorded before versions existed (version "").
 """
 
 from __future__ import annotations
@@ -54,9 +54,23 @@ def forget_digests() -> None:
         _digests.clear()
 
 
+_frozen: str | None = None
+
+
+def freeze() -> str:
+    """Fix this process's default version to the modules registered now: the runtime app's
+    `ready()` calls it once the apps' workflows modules and FANFOLD_WORKFLOW_MODULES are
+    imported, so that a module a command or a test imports later (and a worker does not)
+    leaves the version of every process of one release the same."""
+    global _frozen
+    _frozen = default_version()
+    return _frozen
+
+
 def current() -> str:
-    """This process's version: FANFOLD_APP_VERSION, else `default_version()`."""
-    return conf.get().APP_VERSION or default_version()
+    """This process's version: FANFOLD_APP_VERSION, else the default version as frozen at
+    start-up (`freeze`), else `default_version()`."""
+    return conf.get().APP_VERSION or _frozen or default_version()
 
 
 def served() -> tuple[str, ...]:
