@@ -33,6 +33,7 @@ from runtime.admin.base import ReadOnlyAdmin, count_subquery
 from runtime.admin.display import error_summary, pretty_json, seconds_between, timestamp
 from runtime.admin.forks import fork_from_form, source_and_fork_links
 from runtime.admin.run_pages import run_page_context
+from runtime.admin.versions import versions_page
 from runtime.admin.workflows import workflow_stats
 from runtime.core.identity import parse_uuid
 from runtime.models import Run, RunStatus, Step, StepStatus
@@ -115,6 +116,11 @@ class RunAdmin(ReadOnlyAdmin[Run]):
     def get_urls(self) -> list[URLPattern]:
         own = [
             path(
+                "versions/",
+                self.admin_site.admin_view(self.versions_view),
+                name="runtime_run_versions",
+            ),
+            path(
                 "workflow/<path:name>/",
                 self.admin_site.admin_view(self.workflow_view),
                 name="runtime_run_workflow",
@@ -146,6 +152,10 @@ class RunAdmin(ReadOnlyAdmin[Run]):
             "stats": workflow_stats(name),
         }
         return render(request, "admin/runtime/run/workflow.html", context)
+
+    def versions_view(self, request: HttpRequest) -> HttpResponse:
+        """The deployment versions page (runtime.admin.versions): staff or upgrade_version."""
+        return versions_page(self, request)
 
     def fork_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST `position`: fork the run from it, then show the new run (or say what failed)."""
