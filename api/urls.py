@@ -26,6 +26,7 @@ from api.views.runs import (
 from api.views.schedules import ScheduleListView, SchedulePauseView, ScheduleResumeView
 from api.views.streams import RunStreamView
 from api.views.updates import RunUpdatesView, RunUpdateView, UpdateWithStartView
+from api.views.versions import VersionListView, VersionUpgradeView
 from api.views.workflows import WorkflowListView
 
 # JSON first: the API is all JSON; ?format=yaml still gives YAML.
@@ -64,6 +65,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("updates/", UpdateWithStartView.as_view(), name="updates-with-start"),
     path("callbacks/<str:token>/", CallbackView.as_view(), name="callback"),
     path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
+    path("versions/", VersionListView.as_view(), name="version-list"),
+    path("versions/<str:version>/upgrade/", VersionUpgradeView.as_view(), name="version-upgrade"),
     path("schedules/", ScheduleListView.as_view(), name="schedule-list"),
     path("schedules/<str:workflow>/pause/", SchedulePauseView.as_view(), name="schedule-pause"),
     path("schedules/<str:workflow>/resume/", ScheduleResumeView.as_view(), name="schedule-resume"),

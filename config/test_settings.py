@@ -22,6 +22,9 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/fanfol
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/14")
 os.environ.setdefault("FANFOLD_LEASE_SECONDS", "2")
 os.environ.setdefault("FANFOLD_SWEEP_INTERVAL", "0.5")
+# One deployment version for the test process and the workers it starts (which load other
+# workflow modules, so their default digests differ): tests of versions set their own.
+os.environ.setdefault("FANFOLD_APP_VERSION", "tests")
 
 isolate_xdist_worker(os.environ)
 

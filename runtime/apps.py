@@ -19,12 +19,19 @@ class RuntimeConfig(AppConfig):
     def ready(self) -> None:
         # Imported here, not at module level: these modules need the app registry ready.
         from runtime import checks, conf, dispatch, django_tasks, embedded
+        from runtime.registry import versions
+        from runtime.versions import routing as version_routing
 
         # With the `memory://` broker every send first makes sure the in-process worker runs;
-        # a Django task's run goes to its task's queue.
+        # a Django task's run goes to its task's queue; a run's messages go to its version's
+        # variant of their queue (runtime.versions.routing).
         routing = django_tasks.run_routing()
         dispatch.install(
-            dispatch.CeleryDispatcher(before_send=embedded.ensure_worker, route=routing)
+            dispatch.CeleryDispatcher(
+                before_send=embedded.ensure_worker,
+                route=routing,
+                version=version_routing.version_of,
+            )
         )
         autodiscover_modules("workflows")
         django_tasks.install()  # the Django Tasks workflow, where TASKS uses Fanfold's backend
@@ -38,3 +45,4 @@ class RuntimeConfig(AppConfig):
             importlib.import_module(module)
         if "gunicorn.arbiter" in sys.modules:  # a gunicorn web process loading the site
             checks.log_static_collection_problems("Web process")
+        versions.freeze()  # the default version: the source of the modules registered now

@@ -20,6 +20,7 @@ from django.dispatch import receiver
 from runtime.core.durations import InvalidDuration, parse_duration
 from runtime.core.payload_errors import PayloadKeyInvalid
 from runtime.core.payload_keys import fernets
+from runtime.core.versions import VERSION_NAME, VERSION_RULE
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,13 @@ class FanfoldSettings:
     # Off, they go when they expire (LEASE_SECONDS): for hosts of many processes. None
     # ("auto"): on, unless DATABASE_POOLED is (see `liveness_locks`).
     LIVENESS_LOCKS: bool | None = None
+    # Deployment versions (docs/deploying.md): this process's version ("": a digest of the
+    # source of the modules that register workflows and steps), the older versions its
+    # workers also serve, and how long (seconds) a version may go without a live worker
+    # before its runs count as stranded.
+    APP_VERSION: str = ""
+    SERVE_VERSIONS: tuple[str, ...] = ()
+    VERSION_STRANDED_AFTER: float = 300.0
 
     @property
     def liveness_locks(self) -> bool:
@@ -170,6 +178,8 @@ def _coerce_text(name: str, kind: str, raw: Any) -> Any:
             raise SettingsError(f"FANFOLD_{name} must be a string")
         if name == "DIRECT_DATABASE_URL" and raw and not raw.startswith(_POSTGRES_URLS):
             raise SettingsError("FANFOLD_DIRECT_DATABASE_URL must be a postgres:// URL")
+        if name == "APP_VERSION" and raw and not VERSION_NAME.fullmatch(raw):
+            raise SettingsError(f"FANFOLD_APP_VERSION: {VERSION_RULE}, got {raw!r}")
         if name.endswith("_RATE") and raw and not _RATE.fullmatch(raw):
             raise SettingsError(f"FANFOLD_{name} must be like 100/minute, got {raw!r}")
         return raw
@@ -221,6 +231,10 @@ def _coerce(name: str, kind: Any, raw: Any) -> Any:
 
 
 def _checked_list(name: str, parts: tuple[str, ...]) -> tuple[str, ...]:
+    if name == "SERVE_VERSIONS":
+        for part in parts:
+            if not VERSION_NAME.fullmatch(part):
+                raise SettingsError(f"FANFOLD_SERVE_VERSIONS: {VERSION_RULE}, got {part!r}")
     if name == "TRUSTED_PROXIES":
         for part in parts:
             try:

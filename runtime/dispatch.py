@@ -17,8 +17,7 @@ branch of a run with a priority carries it as the `priority` keyword, so that wh
 sends in turn (the next branches, retries, the run's resume) goes out with it too.
 
 Every message carries its run's priority as the broker's message priority where the broker has
-one (`broker_priority`): RabbitMQ on a queue declared with `x-max-priority`, Redis through
-kombu's priority lists.
+one (runtime.core.broker_priority); a pinned run's go to its version's queues.
 """
 
 from __future__ import annotations
@@ -36,12 +35,13 @@ from publisher.messages import IDEMPOTENCY_HEADER, Routing
 from runtime import conf
 from runtime.core import run_batches
 from runtime.core.branch_dispatch import BranchDispatch
+from runtime.core.broker_priority import broker_priority
 from runtime.core.identity import dispatch_key
+from runtime.core.versions import version_queue
 
 EXECUTE_RUN = "fanfold.execute_run"
 EXECUTE_RUNS = "fanfold.execute_runs"  # several runs' starts (runtime.core.run_batches)
 RUN_BRANCH = "fanfold.run_branch"
-MIN_PRIORITY, MAX_PRIORITY = 0, 9
 
 
 class Dispatcher(Protocol):
@@ -74,9 +74,11 @@ def branch_message(
     d: BranchDispatch,
     priority: int = 0,
     level: int | None = None,
+    queue: str | None = None,
 ) -> Message:
     """The task message of one attempt of one branch (of one poll, for a child branch) of a
-    run of `priority`; `level` is the broker's message priority for it (`broker_priority`)."""
+    run of `priority`; `level` is the broker's message priority for it (`broker_priority`),
+    `queue` its Celery queue (None: the default queue)."""
     key = dispatch_key(run_id, d.position, d.attempt)
     args: list[object] = [str(run_id), d.position, d.attempt, group_position]
     if d.poll:
@@ -85,36 +87,14 @@ def branch_message(
     kwargs: dict[str, object] = {"priority": priority} if priority else {}
     if d.count > 1:  # a chunk (runtime.fanout.chunk): its own key, never its first branch's
         key, kwargs["count"] = f"{key}:n{d.count}", d.count
-    return Message(RUN_BRANCH, key, args=args, kwargs=kwargs, routing=Routing(priority=level))
-
-
-AMQP_SCHEMES = frozenset({"amqp", "amqps", "pyamqp"})
-# kombu's Redis transports (Sentinel is Redis behind a name) emulate priorities with lists.
-REDIS_SCHEMES = frozenset({"redis", "rediss", "sentinel"})
-
-
-def broker_priority(broker_url: str, priority: int) -> int | None:
-    """A run's priority (0-9, higher first) as this broker's message priority, or None.
-
-    AMQP (RabbitMQ) has the same scale, higher first, on a queue declared with
-    x-max-priority: priority 0 is also what a message without one counts as. kombu's Redis
-    transport serves its lists lowest number first (0 is its highest priority) and files a
-    message without a priority under 0, so there the scale is reversed (9 - priority) and
-    every message must carry one, priority 0 included, or it would go before everything.
-    Other brokers (the in-process memory broker) have none.
-    """
-    if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
-        raise ValueError(f"priority must be from {MIN_PRIORITY} to {MAX_PRIORITY}, not {priority}")
-    scheme = broker_url.split("://", 1)[0].split("+")[0].lower()
-    if scheme in AMQP_SCHEMES:
-        return priority
-    if scheme in REDIS_SCHEMES:
-        return MAX_PRIORITY - priority
-    return None
+    routing = Routing(queue=queue, priority=level)
+    return Message(RUN_BRANCH, key, args=args, kwargs=kwargs, routing=routing)
 
 
 # A run's Celery queue, if not the run queue's: a Django task's (runtime.django_tasks.queues).
 RunRouting = Callable[[uuid.UUID], str | None]
+# The deployment version a run is pinned to ("" for none: runtime.versions.routing).
+VersionRouting = Callable[[uuid.UUID], str]
 
 
 class CeleryDispatcher:
@@ -123,7 +103,9 @@ class CeleryDispatcher:
     Branch messages go through `transport` when one is given (a `publisher` transport such as
     `publisher.fake.FakeTransport`), else through a `CeleryTransport` of the current app. A
     run's execution messages go to `route(run_id)` when that names a queue, else to the run
-    queue (FANFOLD_RUN_QUEUE, else Celery's default queue).
+    queue (FANFOLD_RUN_QUEUE, else Celery's default queue). With `version` (the version a run
+    is pinned to), every message of a pinned run goes to that version's variant of its queue
+    (runtime.core.versions.version_queue), which only workers serving it consume.
     """
 
     def __init__(
@@ -131,9 +113,11 @@ class CeleryDispatcher:
         before_send: Callable[[], None] | None = None,
         transport: Transport | None = None,
         route: RunRouting | None = None,
+        version: VersionRouting | None = None,
     ) -> None:
         self._before_send = before_send
         self._route = route
+        self._version = version
         self._given_transport = transport
         self._transport: CeleryTransport | None = None
         self._background = BackgroundPublisher(
@@ -189,15 +173,19 @@ class CeleryDispatcher:
         if not dispatches:
             return
         level = self._level(self._app(), priority)
+        queue = self.branch_queue(run_id)
         now = [d for d in dispatches if d.countdown <= 0]
         if now:
             batch_size = conf.get().PUBLISH_BATCH_SIZE
             transport = self._given_transport or self._celery_transport(batch_size)
-            messages = [branch_message(run_id, group_position, d, priority, level) for d in now]
+            messages = [
+                branch_message(run_id, group_position, d, priority, level, queue) for d in now
+            ]
             publish_messages(messages, transport, batch_size=batch_size)
         for d in dispatches:
             if d.countdown > 0:
-                self._send_later(branch_message(run_id, group_position, d, priority, level), d)
+                later = branch_message(run_id, group_position, d, priority, level, queue)
+                self._send_later(later, d)
 
     def _send_later(self, message: Message, d: BranchDispatch) -> None:
         # The publisher's messages carry no ETA, so a delayed message goes through Celery.
@@ -210,12 +198,24 @@ class CeleryDispatcher:
             headers={IDEMPOTENCY_HEADER: message.idempotency_key},
             ignore_result=True,
             priority=message.routing.priority,
+            queue=message.routing.queue,
         )
 
     def run_queue(self, run_id: uuid.UUID) -> str | None:
         """The Celery queue of `run_id`'s execution messages; None is Celery's default queue."""
         routed = self._route(run_id) if self._route is not None else None
-        return routed or conf.get().RUN_QUEUE or None
+        return self._pinned(run_id, routed or conf.get().RUN_QUEUE or None)
+
+    def branch_queue(self, run_id: uuid.UUID) -> str | None:
+        """The Celery queue of `run_id`'s branch messages; None is Celery's default queue."""
+        return self._pinned(run_id, None)
+
+    def _pinned(self, run_id: uuid.UUID, queue: str | None) -> str | None:
+        version = self._version(run_id) if self._version is not None else ""
+        if not version:
+            return queue
+        default = current_app.conf.task_default_queue
+        return version_queue(queue or default, version)
 
     def _level(self, app: Celery, priority: int) -> int | None:
         return broker_priority(str(app.conf.broker_url or ""), priority)

@@ -46,6 +46,7 @@ from runtime.store.lifecycle.leases import give_back_run_lease, run_wakeups
 from runtime.store.runs.run_statements import RunClaim, claim_run_with_history, load_history
 from runtime.streaming.wakeups import signal_local
 from runtime.streaming.writer import WorkflowScope, workflow_scope
+from runtime.versions import routing as version_routing
 from runtime.workflow_call import WorkflowContext, call_workflow, new_workflow_context
 
 log = logging.getLogger("fanfold.executor")
@@ -84,6 +85,7 @@ def execute_claimed(
 ) -> Execution:
     """`execute` of a run whose lease `token` was taken (with its history) already, and is
     held in `run_leases`: released here (runtime.worker.run_batch claims a batch's at once)."""
+    version_routing.remember(run_id, claimed.app_version)
     clock = clock or SystemClock()
     try:
         epoch = 0

@@ -9,6 +9,7 @@ from celery import Task, shared_task
 from celery.signals import (
     task_postrun,
     task_prerun,
+    worker_init,
     worker_process_init,
     worker_process_shutdown,
     worker_ready,
@@ -27,7 +28,7 @@ from runtime.observe.exporter import child_exited, start_worker_exporter
 from runtime.recovery import dead_processes, run_sweep
 from runtime.store import writer
 from runtime.store.connection import close_stale_connections
-from runtime.worker import gc_freeze, housekeeping, prefetch
+from runtime.worker import gc_freeze, housekeeping, prefetch, version_queues
 from runtime.worker.run_batch import execute_batch
 
 # How long a warm shutdown waits for async branch bodies in flight before it cancels them.
@@ -97,6 +98,14 @@ def start_sweeps() -> None:
     sweep.loop.start()
     dead_processes.loop.start()
     housekeeping.loop.start()
+
+
+@worker_init.connect
+def _consume_version_queues(sender: Any = None, **_: object) -> None:
+    """Once the worker's queues are chosen (`-Q`): their variants of the versions it serves."""
+    app = getattr(sender, "app", None)
+    if app is not None:
+        version_queues.consume_version_queues(app)
 
 
 @worker_ready.connect

@@ -52,6 +52,7 @@ BROKER_FILES = frozenset(
         "test_waiting.py",
         "test_publisher_worker.py",
         "test_tasks_workers.py",
+        "test_deploy_versions.py",
     }
 )
 

@@ -91,6 +91,7 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "idempotency_key",
             "priority",
             "concurrency_key",
+            "app_version",
             "result",
             "error",
             "created_at",

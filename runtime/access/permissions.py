@@ -26,6 +26,7 @@ ADD_RUN = "runtime.add_run"
 VIEW_RUN = "runtime.view_run"
 CHANGE_RUN = "runtime.change_run"
 CHANGE_SCHEDULE = "runtime.change_schedule"
+UPGRADE_VERSION = "runtime.upgrade_version"
 
 
 def _active(user: Any) -> bool:
@@ -89,6 +90,13 @@ def check_start(
     if wf.start_permission and not user.has_perm(wf.start_permission):
         raise NotPermitted(f"starting {wf.name!r} needs {wf.start_permission}")
     return wf
+
+
+def check_version_upgrade(user: Any) -> None:
+    """NotPermitted unless `user` may list deployment versions and upgrade their runs: staff,
+    or a holder of runtime.upgrade_version."""
+    if not (_active(user) and (user.is_staff or user.has_perm(UPGRADE_VERSION))):
+        raise NotPermitted(f"deployment versions need staff status or {UPGRADE_VERSION}")
 
 
 def check_schedule_change(user: Any) -> None:

@@ -39,6 +39,7 @@ from runtime.admin.display import (
 )
 from runtime.admin.forks import fork_from_form, source_and_fork_links
 from runtime.admin.run_pages import run_page_context
+from runtime.admin.versions import versions_page
 from runtime.admin.workflows import workflow_stats
 from runtime.core.identity import parse_uuid
 from runtime.django_tasks.results import task_run_view
@@ -59,7 +60,8 @@ def _step_count(status: str | None = None) -> Coalesce:
 class RunAdmin(ReadOnlyAdmin[Run]):
     change_form_template = "admin/runtime/run/change_form.html"
     list_display = [
-        "short_id", "workflow_name", "status", "owner", "created", "duration", "step_counts",
+        "short_id", "workflow_name", "status", "app_version", "owner", "created", "duration",
+        "step_counts",
     ]  # fmt: skip
     list_select_related = ["owner"]
     list_filter = ["status", "workflow"]
@@ -77,6 +79,7 @@ class RunAdmin(ReadOnlyAdmin[Run]):
                     "id",
                     "workflow",
                     "status",
+                    "app_version",
                     "owner",
                     "idempotency_key",
                     ("created_at", "started_at", "finished_at"),
@@ -91,6 +94,7 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         "id",
         "workflow",
         "status",
+        "app_version",
         "owner",
         "idempotency_key",
         "created_at",
@@ -118,6 +122,11 @@ class RunAdmin(ReadOnlyAdmin[Run]):
 
     def get_urls(self) -> list[URLPattern]:
         own = [
+            path(
+                "versions/",
+                self.admin_site.admin_view(self.versions_view),
+                name="runtime_run_versions",
+            ),
             path(
                 "workflow/<path:name>/",
                 self.admin_site.admin_view(self.workflow_view),
@@ -150,6 +159,10 @@ class RunAdmin(ReadOnlyAdmin[Run]):
             "stats": workflow_stats(name),
         }
         return render(request, "admin/runtime/run/workflow.html", context)
+
+    def versions_view(self, request: HttpRequest) -> HttpResponse:
+        """The deployment versions page (runtime.admin.versions): staff or upgrade_version."""
+        return versions_page(self, request)
 
     def fork_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST `position`: fork the run from it, then show the new run (or say what failed)."""

@@ -22,6 +22,7 @@ from runtime.store.runs.children import (
     run_owner,
     step_status,
 )
+from runtime.versions import routing as version_routing
 
 CHILD_POLL_MAX = 1.0  # seconds between looks at a child run that has not finished
 
@@ -41,7 +42,7 @@ def drive_child(
         owner = run_owner(run_id)
         child, _ = start_run(
             claimed.name, args, kwargs, runtime_key=child_run_key(run_id, branch.position),
-            priority=branch.priority, owner=owner,
+            priority=branch.priority, owner=owner, app_version=version_routing.version_of(run_id),
         )  # fmt: skip
     except FanfoldError as exc:  # unknown workflow, bad arguments: the branch fails for good
         error = describe_exception(exc)

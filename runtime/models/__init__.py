@@ -23,6 +23,7 @@ from runtime.models.states import (
 )
 from runtime.models.streams import StreamChunk
 from runtime.models.updates import RunUpdate, UpdateStatus
+from runtime.models.versions import ServedVersion
 
 __all__ = [
     "ACTIVE_RUN_STATES",
@@ -39,6 +40,7 @@ __all__ = [
     "RunUpdate",
     "RunValue",
     "Schedule",
+    "ServedVersion",
     "Signal",
     "SignalKeyset",
     "SignalWait",

@@ -150,6 +150,9 @@ class Run(models.Model):
     priority = models.PositiveSmallIntegerField(default=0)
     concurrency_key = models.CharField(max_length=255, null=True, blank=True)
     admitted = models.BooleanField(default=True)
+    # The deployment version whose code runs this run (runtime.versions, docs/deploying.md):
+    # only workers serving it execute it. "" for runs recorded before versions existed.
+    app_version = models.CharField("version", max_length=64, default="", blank=True, editable=False)
 
     objects = RunQuerySet.as_manager()
 
@@ -183,6 +186,12 @@ class Run(models.Model):
                 condition=Q(owner__isnull=False),
             ),
             *ADMISSION_INDEXES,
+            # Runs in flight by version: `fanfold versions`, upgrades, stranded runs.
+            models.Index(
+                fields=["app_version", "status"],
+                name="run_version_active_idx",
+                condition=Q(status__in=[s.value for s in ACTIVE_RUN_STATES]),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -1,6 +1,7 @@
 """`/metrics` for web processes: the process's metrics plus gauges read from the database.
 
-The gauges (runs pending, running and waiting; the age of the oldest pending run) are queried
+The gauges (runs pending, running and waiting; the age of the oldest pending run; the
+stranded runs of each version, runtime.observe.versions) are queried
 when Prometheus scrapes, here only: workers never query for metrics. Staff sessions may read
 the page, and so may a request with `Authorization: Bearer <FANFOLD_METRICS_TOKEN>`.
 """
@@ -20,6 +21,7 @@ from runtime import conf
 from runtime.models import RunStatus
 from runtime.models.run_queue import counts_by_status, oldest_pending_created_at
 from runtime.observe.exporter import process_registry
+from runtime.observe.versions import version_rows
 
 QUEUE_STATES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
 
@@ -40,6 +42,15 @@ class RunQueueCollector:
             "Seconds since the oldest pending run was created (0 when none is pending).",
             value=max(age, 0.0),
         )
+        stranded = GaugeMetricFamily(
+            "fanfold_runs_stranded",
+            "Runs in flight on a version no live worker has served lately, by version.",
+            labels=["version"],
+        )
+        for row in version_rows():
+            if row["stranded"]:
+                stranded.add_metric([row["version"]], row["stranded"])
+        yield stranded
 
 
 class _Scrape:

@@ -7,7 +7,8 @@ enqueued again, a branch's lease ends and its next attempt is published (an
 at-most-once branch's interrupted attempt is failed instead, as after any expired lease). The
 second look spares a live process that just reconnected after a database restart, before it
 took its lock again. Many processes may run the pass at once: ending a lease is conditional,
-so only one of them enqueues.
+so only one of them enqueues. A process takes over only the runs of the versions it serves:
+a dead v1 worker's runs go to another v1 worker, never to a v2 one.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ import uuid
 from django.utils import timezone
 
 from runtime import conf
+from runtime.core.versions import UNPINNED
 from runtime.dispatch import enqueue_run
 from runtime.fanout.interrupted import publish_next_attempts
 from runtime.process.background import BackgroundLoop
+from runtime.registry import versions
 from runtime.store.lifecycle.liveness import (
     expire_branch_leases,
     expire_run_leases,
@@ -49,7 +52,7 @@ class Takeover:
         return runs, branches
 
     def _take_runs(self) -> int:
-        orphans = set(orphaned_runs())
+        orphans = set(orphaned_runs(versions=(UNPINNED, *versions.served())))
         confirmed, self._suspect_runs = orphans & self._suspect_runs, orphans
         ended = expire_run_leases(sorted(confirmed), timezone.now())
         for run_id, priority in run_priorities(ended):

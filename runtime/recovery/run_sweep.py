@@ -6,6 +6,9 @@ Every worker process runs it on a timer; duplicates are harmless because executi
 a lease first, but each costs a worker a message, so the sweep sends as few as it can: a run
 it sends again is due anew from then (runtime.store.runs.run_queue), and while the run queue has
 messages waiting a run's message may be one of them, so it counts as lost only much later.
+
+It sends only the runs of the versions its process serves (runtime.registry.versions):
+another version's runs are its own workers' to send.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from datetime import timedelta
 from django.utils import timezone
 
 from runtime import conf
+from runtime.core.versions import UNPINNED
 from runtime.dispatch import enqueue_run, queue_depth
 from runtime.process.background import BackgroundLoop
+from runtime.registry import versions
 from runtime.store.runs.run_queue import take_due_runs
 
 log = logging.getLogger("fanfold.sweep")
@@ -50,7 +55,8 @@ def due_runs(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
     now (the next sweep waits for the message sent now as it waited for the first)."""
     now = timezone.now()
     grace = overdue_grace(queue_depth(conf.get().RUN_QUEUE or None))
-    return take_due_runs(now, now - timedelta(seconds=grace), limit)
+    served = (UNPINNED, *versions.served())
+    return take_due_runs(now, now - timedelta(seconds=grace), limit, served)
 
 
 def sweep_once() -> int:

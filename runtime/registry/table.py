@@ -78,6 +78,11 @@ class Registry:
         if not self._check_clash(self.steps, st.name, st.fn, "step"):
             self.steps[st.name] = st
 
+    def modules(self) -> set[str]:
+        """The names of the modules whose functions are registered (workflows and steps)."""
+        found = {wf.fn.__module__ for wf in self.workflows.values()}
+        return found | {st.fn.__module__ for st in self.steps.values()}
+
     def workflow(self, name_or_fn: str | WorkflowFunction[..., Any]) -> WorkflowFunction[..., Any]:
         if isinstance(name_or_fn, WorkflowFunction):
             return self.workflows.get(name_or_fn.name, name_or_fn)

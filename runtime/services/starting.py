@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext, suppress
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -26,7 +27,7 @@ from runtime.core.jsonvalues import checked
 from runtime.dispatch import enqueue_run, enqueue_run_soon
 from runtime.flow.admission import admission_terms, admit
 from runtime.models import Run
-from runtime.registry import WorkflowFunction, registry
+from runtime.registry import WorkflowFunction, registry, versions
 from runtime.services.cancelling import cancel_run
 from runtime.store.runs.run_rows import (
     NewRun,
@@ -37,6 +38,7 @@ from runtime.store.runs.run_rows import (
     keyed_run,
     slots_taken,
 )
+from runtime.versions import routing as version_routing
 
 
 def start_run(
@@ -50,6 +52,7 @@ def start_run(
     owner: Any = None,
     runtime_key: str | None = None,
     send_soon: bool = False,
+    app_version: str | None = None,
 ) -> tuple[Run, bool]:
     """Create a run and enqueue it; returns (run, created).
 
@@ -61,7 +64,8 @@ def start_run(
     anything is recorded. A run of a workflow with `concurrency=N` waits `pending` until
     admitted (runtime.flow.admission), by `priority` (0-9, higher first), then FIFO. With
     `send_soon` the run's message is handed to a background publisher once the run commits
-    (`dispatch.enqueue_run_soon`) instead of sent before this returns.
+    (`dispatch.enqueue_run_soon`) instead of sent before this returns. The run is pinned
+    to `app_version` (a child: its parent's), else to this process's (runtime.versions).
     """
     found, created = _start(
         workflow,
@@ -73,6 +77,7 @@ def start_run(
         owner=owner,
         runtime_key=runtime_key,
         send_soon=send_soon,
+        app_version=app_version,
     )
     return (found.as_model() if isinstance(found, NewRun) else found), created
 
@@ -101,6 +106,7 @@ def _start(
     owner: Any = None,
     runtime_key: str | None = None,
     send_soon: bool = False,
+    app_version: str | None = None,
 ) -> tuple[Run | NewRun, bool]:
     """`start_run`: the run its key names (created False), else the new one as inserted."""
     wf = registry.workflow(workflow)
@@ -113,7 +119,9 @@ def _start(
     )
     wf.check_arguments(run_input["args"], run_input["kwargs"])
     owner_id = owner if owner is None or isinstance(owner, int) else owner.pk
-    start = partial(_start_txn, wf, run_input, size, idem, key, priority, owner_id, send_soon)
+    version = versions.current() if app_version is None else app_version
+    terms = _Terms(idem, key, priority, owner_id, send_soon, version)
+    start = partial(_start_txn, wf, run_input, size, terms)
     try:
         with _transaction(idem):
             found, at_limit = start()
@@ -140,25 +148,31 @@ def _transaction(idempotency_key: str | None) -> AbstractContextManager[Any]:
     return transaction.atomic()
 
 
+@dataclass(frozen=True, slots=True)
+class _Terms:
+    """What a start was asked for beside the workflow and its input."""
+
+    idem: str | None
+    key: str | None
+    priority: int
+    owner_id: int | None
+    send_soon: bool
+    version: str
+
+
 def _start_txn(
-    wf: WorkflowFunction[..., Any],
-    run_input: Any,
-    size: int,
-    idem: str | None,
-    key: str | None,
-    priority: int,
-    owner_id: int | None,
-    send_soon: bool,
+    wf: WorkflowFunction[..., Any], run_input: Any, size: int, terms: _Terms
 ) -> tuple[Run | NewRun, bool]:
     """Inside the start's transaction: the run its key names, else the inserted one; and
-    whether the concurrency key's slots were full before its insert (a `skip` or
+    whether the concurrency key's slots were full before (a `skip` or
     `cancel_running` start then acts once it committed)."""
+    idem, key, owner_id = terms.idem, terms.key, terms.owner_id
     if idem:
         existing = _keyed_run(owner_id, wf.name, idem, run_input)
         if existing is not None:
             return existing, False
     at_limit = key is not None and wf.flow.on_limit != "queue" and _at_limit(wf, key)
-    new = _create_run(wf.name, run_input, idem, key, priority, owner_id, size, send_soon)
+    new = _create_run(wf.name, run_input, size, terms)
     return new, at_limit
 
 
@@ -212,18 +226,11 @@ def _skip_unless_admitted(run: Run) -> Run:
     return run
 
 
-def _create_run(
-    workflow: str,
-    run_input: Any,
-    idempotency_key: str | None,
-    concurrency_key: str | None,
-    priority: int,
-    owner_id: int | None,
-    size: int | None,
-    send_soon: bool,
-) -> NewRun:
+def _create_run(workflow: str, run_input: Any, size: int | None, terms: _Terms) -> NewRun:
     """Insert the run and its run_created event; enqueue it (or admit it) once that commits.
     `size` is the input's JSON bytes."""
+    idempotency_key, concurrency_key = terms.idem, terms.key
+    priority, owner_id = terms.priority, terms.owner_id
     payload: dict[str, Any] = {
         "workflow": workflow,
         "input": run_input,
@@ -242,11 +249,15 @@ def _create_run(
         priority=priority,
         owner_id=owner_id,
         bound=None if size is None else size + 1024,
+        app_version=terms.version,
     )
+    version_routing.remember(run.id, terms.version)
     then: Callable[[], object]
     if concurrency_key is not None:  # waits for a slot: not due until admitted
         then = partial(admit, workflow, concurrency_key)
     else:
-        then = partial(enqueue_run_soon if send_soon else enqueue_run, run.id, priority=priority)
+        then = partial(
+            enqueue_run_soon if terms.send_soon else enqueue_run, run.id, priority=priority
+        )
     transaction.on_commit(then)  # at once outside an atomic block: the insert committed
     return run

@@ -2,7 +2,8 @@
 
 One BackgroundLoop per worker process, no separate beat. Each pass takes due schedule ticks;
 every SWEEP_INTERVAL it also admits runs still waiting for a free slot (the backstop for an
-admission lost with a dead process) and forgets rate-limit turns long past; every minute it
+admission lost with a dead process), forgets rate-limit turns long past and records the
+deployment versions it serves (runtime.versions.listing); every minute it
 deletes finished runs past their retention, for a few seconds at most (runtime.lifecycle).
 A process's first retention pass comes a random part of that minute after its start, so that
 workers started together (a deployment) do not all purge at once while they take up work.
@@ -19,6 +20,7 @@ from runtime.flow import admission, ratelimit
 from runtime.lifecycle.retention import retention_pass
 from runtime.messaging import signals
 from runtime.process.background import BackgroundLoop
+from runtime.versions import listing
 
 
 class _Housekeeping:
@@ -41,9 +43,11 @@ class _Housekeeping:
             admission.admit_waiting()
             ratelimit.forget_old_turns()
             signals.purge_expired_signals()  # bounded: one batch per sweep
+            listing.heartbeat()  # the versions this worker serves, seen now
         if now >= self.next_retention:
             self.next_retention = now + RETENTION_INTERVAL
             retention_pass()
+            listing.forget_gone_workers()
 
 
 # How often each worker deletes the finished runs past their retention (a bounded pass).

@@ -13,6 +13,8 @@
     fanfold rekey                                           re-encrypt payloads with the first key
     fanfold send RUN TOPIC VALUE_JSON [--idempotency-key K] a message to a run's mailbox
     fanfold signal NAME PAYLOAD_JSON [--idempotency-key K]  emit a signal to the runs waiting
+    fanfold versions [upgrade FROM [--to V] [--dry-run] | retire FROM --cancel]
+                                                            deployment versions (docs/deploying.md)
 
 Every subcommand prints tables for people and, with `--json`, JSON for scripts (errors too:
 `{"error": {"code", "message"}}`, exit status 1).
@@ -30,7 +32,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from runtime.access import cli_actor
 from runtime.core.errors import FanfoldError
 from runtime.forks import fork_run, retry_run
-from runtime.management import lifecycle, messages, replay
+from runtime.management import lifecycle, messages, replay, versions
 from runtime.management.console import table
 from runtime.management.records import (
     error_text,
@@ -71,8 +73,9 @@ class Command(BaseCommand):
         )
         sub.add_parser("retry", help="fork a run from its first failed step").add_argument("run")
         check = replay.add_parser(sub)
+        listed = versions.add_parser(sub)
         shown = [sub.choices[n] for n in ("show", "cancel", "retry")]
-        parsers: list[ArgumentParser] = [runs, check, fork, *shown]
+        parsers: list[ArgumentParser] = [runs, check, fork, listed, *shown]
         for each in [*parsers, *messages.add_parsers(sub), *lifecycle.add_parsers(sub)]:
             each.add_argument("--json", action="store_true", help="JSON output")
 
@@ -91,6 +94,7 @@ class Command(BaseCommand):
             ),
             "retry": lambda o: self._one(retry_run(o["run"], by=cli_actor()), o),
             "replay": replay.action(self.stdout, self.stderr, self.style),
+            "versions": versions.action(self.stdout),
             **lifecycle.actions(self.stdout),
             **messages.actions(self.stdout),
         }
@@ -108,10 +112,18 @@ class Command(BaseCommand):
             write_json(self.stdout, [run_record(r) for r in runs])
             return
         rows = [
-            (r.id, r.workflow, r.status, when(r.created_at), when(r.finished_at), r.forked_from_id)
+            (
+                r.id,
+                r.workflow,
+                r.status,
+                r.app_version,
+                when(r.created_at),
+                when(r.finished_at),
+                r.forked_from_id,
+            )
             for r in runs
         ]
-        headers = ("run", "workflow", "status", "created", "finished", "forked from")
+        headers = ("run", "workflow", "status", "version", "created", "finished", "forked from")
         self.stdout.write(table(headers, rows), ending="")
 
     def _show(self, options: dict[str, Any]) -> None:

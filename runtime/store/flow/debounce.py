@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from runtime.models import Event, EventType, Run, RunStatus
+from runtime.registry import versions
 from runtime.store.history.payload_forms import StoredForms
 
 _ATTEMPTS = 3  # a first start racing another first start retries (the loser finds the run)
@@ -76,7 +77,7 @@ def _coalesce_txn(
     due = terms.due(now, now)
     run = Run(workflow=workflow, input=run_input, idempotency_key=key, created_at=now,
               updated_at=now, wake_at=due, last_seq=1, priority=priority,
-              owner_id=owner_id)  # fmt: skip
+              owner_id=owner_id, app_version=versions.current())  # fmt: skip
     forms = StoredForms()
     run.input = forms.form(run_input, run.id)  # the stored form; the caller sees the value
     run.save(force_insert=True)

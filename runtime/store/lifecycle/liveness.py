@@ -10,6 +10,7 @@ half in `classid` and its low half in `objid`, with `objsubid` 1.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -31,16 +32,23 @@ def lock_statement() -> str:
     return "SELECT pg_advisory_lock(%s)"
 
 
-def orphaned_runs(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
-    """Active runs leased by a process that no longer holds its liveness lock."""
+def orphaned_runs(
+    limit: int = 500, versions: Sequence[str] | None = None
+) -> list[tuple[uuid.UUID, int]]:
+    """Active runs leased by a process that no longer holds its liveness lock (of one of
+    `versions`, if given: a process takes over only the runs it may run)."""
     if not postgres():
         return []
     states, params = in_list(ACTIVE_RUN_STATES)
     held = _HELD.format(owner="r.lease_owner")
+    pinned = ""
+    if versions is not None:
+        listed, version_params = in_list(versions)
+        pinned, params = f"AND r.app_version IN ({listed}) ", [*params, *version_params]
     sql = (
         f"SELECT r.id, r.lease_owner FROM {Run._meta.db_table} r "
         f"WHERE r.lease_token IS NOT NULL AND r.lease_owner IS NOT NULL "
-        f"AND r.status IN ({states}) AND NOT EXISTS ({held}) LIMIT %s"
+        f"AND r.status IN ({states}) {pinned}AND NOT EXISTS ({held}) LIMIT %s"
     )
     return _rows(sql, [*params, limit])
 

@@ -17,6 +17,7 @@ from runtime import conf
 from runtime.core.callbacks import derive_token, token_digest
 from runtime.core.identity import step_id
 from runtime.models import Event, EventType, FanoutGroup, Run, Step, StepStatus
+from runtime.registry import versions
 from runtime.store.history.payload_forms import StoredForms
 
 
@@ -83,6 +84,7 @@ def insert_fork(
             forked_from_position=plan.position,
             priority=source.priority,  # a fork goes on with its source's work
             owner_id=source.owner_id,  # and belongs to the source's owner
+            app_version=versions.current(),  # but runs on this deployment's code
         )
         forms = StoredForms()
         run.input = forms.form(run_input, run.id)

@@ -74,7 +74,7 @@ def _batch_claim_statement(
         "lease_owner = %s "
         "FROM (SELECT * FROM unnest(%s::uuid[], %s::text[]) AS u(id, token) ORDER BY id) c "
         f"WHERE r.id = c.id AND {claimable} "
-        "RETURNING r.id, r.status, r.wakeups, r.workflow, r.input, r.priority"
+        "RETURNING r.id, r.status, r.wakeups, r.workflow, r.input, r.priority, r.app_version"
     )
     return sql, [lease_until, owner, ids, tokens, *params]
 

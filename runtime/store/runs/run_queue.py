@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
@@ -12,18 +13,22 @@ from runtime.models import Run
 
 
 def take_due_runs(
-    now: datetime, overdue_before: datetime, limit: int
+    now: datetime, overdue_before: datetime, limit: int, versions: Sequence[str] | None = None
 ) -> list[tuple[uuid.UUID, int]]:
     """(id, priority) of the active runs whose lease expired, or that are unleased and were
     due before `overdue_before`, oldest due first. The unleased ones are marked due `now`:
     their message is sent again now, and a later sweep gives that message as long as this one
-    gave the first before it sends one more. Rows another sweeper holds are left to it."""
+    gave the first before it sends one more. Rows another sweeper holds are left to it. With
+    `versions`, only runs pinned to one of them: a sweeper sends only what its workers run,
+    so a version nobody serves gets no messages piling up in its queues."""
     orphaned = Q(lease_token__isnull=False, lease_expires_at__lt=now)
     overdue = Q(lease_token__isnull=True, wake_at__lt=overdue_before)
+    runs = Run.objects.active()
+    if versions is not None:
+        runs = runs.filter(app_version__in=list(versions))
     with transaction.atomic():
         rows = list(
-            Run.objects.active()
-            .filter(orphaned | overdue)
+            runs.filter(orphaned | overdue)
             .order_by("wake_at")
             .select_for_update(skip_locked=True)
             .values_list("id", "priority", "lease_token")[:limit]

@@ -37,6 +37,7 @@ class NewRun:
     concurrency_key: str | None
     admitted: bool
     owner_id: int | None
+    app_version: str
 
     def columns(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _NEW_RUN_FIELDS}
@@ -60,6 +61,7 @@ def insert_run_txn(
     priority: int,
     owner_id: int | None,
     bound: int | None,
+    app_version: str = "",
 ) -> NewRun:
     """Insert a run and its run_created event (with `payload`) in the caller's transaction; the
     new row. A run with a `concurrency_key` waits unadmitted (not due) for a slot.
@@ -68,7 +70,8 @@ def insert_run_txn(
     runtime.store.history.payload_forms), `bound` their JSON size's bound. On PostgreSQL they
     are one statement, their values bound without a model instance built: one round trip for
     a start (a Django task's enqueue), which is a transaction of its own outside an atomic
-    block. A repeated idempotency key raises Django's IntegrityError.
+    block. A repeated idempotency key raises Django's IntegrityError. `app_version` is the
+    deployment version the run is pinned to (runtime.versions).
     """
     now = timezone.now()
     gated = concurrency_key is not None
@@ -83,6 +86,7 @@ def insert_run_txn(
         concurrency_key=concurrency_key,
         admitted=not gated,
         owner_id=owner_id,
+        app_version=app_version,
     )
     forms = StoredForms()
     run = {

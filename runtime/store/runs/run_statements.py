@@ -16,10 +16,12 @@ from django.db import connection
 from runtime import conf
 from runtime.core.history import RecordedStep
 from runtime.core.identity import DEBOUNCE_KEY_PREFIX
+from runtime.core.versions import UNPINNED
 from runtime.core.writes import Guard, LeaseGuard, RunPatch, SuspendGuard, UnfinishedGuard
 from runtime.models import ACTIVE_RUN_STATES, Run, RunStatus, Step
 from runtime.payloads.codec import STORED_FORM_MARK
 from runtime.payloads.packing import unpack
+from runtime.registry import versions
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import IDLE, Statement, adapter, in_list, postgres, uuid_param
 from runtime.store.history.columns import JSON_COLUMNS
@@ -79,6 +81,7 @@ class RunClaim:
     workflow: str
     input: dict[str, Any]
     priority: int = 0
+    app_version: str = ""
 
 
 def claim_run(
@@ -153,32 +156,41 @@ def claim_statement(
     sql = (
         f"UPDATE {Run._meta.db_table} SET lease_token = %s, lease_expires_at = %s, "
         f"lease_owner = %s WHERE id = %s AND {claimable} "
-        "RETURNING status, wakeups, workflow, input, priority"
+        "RETURNING status, wakeups, workflow, input, priority, app_version"
     )
     return sql, [token, lease_until, owner, uuid_param(run_id), *params]
 
 
 def claimable_condition(alias: str, now: datetime) -> tuple[str, list[Any]]:
     """The condition on a run row (`alias.` before its columns) that a claim may take it: it is
-    active, admitted (runtime.flow.admission) and nobody live holds its lease."""
+    active, admitted (runtime.flow.admission), of a version this process serves
+    (runtime.versions: a message that reached the wrong worker claims nothing) and nobody
+    live holds its lease."""
     states, state_params = in_list(ACTIVE_RUN_STATES)
+    served, served_params = in_list((UNPINNED, *versions.served()))
     a = alias
     sql = (
-        f"{a}status IN ({states}) AND ({a}lease_token IS NULL OR {a}lease_expires_at < %s) "
+        f"{a}status IN ({states}) AND {a}app_version IN ({served}) "
+        f"AND ({a}lease_token IS NULL OR {a}lease_expires_at < %s) "
         f"AND {a}admitted = %s "
         # A debounced run (runtime.messaging.debounce) starts no earlier than it is due.
         f"AND ({a}status <> %s OR {a}wake_at IS NULL OR {a}wake_at <= %s "
         f"OR {a}idempotency_key IS NULL OR {a}idempotency_key NOT LIKE %s)"
     )
     debounced = [str(RunStatus.PENDING.value), now, f"{DEBOUNCE_KEY_PREFIX}%"]
-    return sql, [*state_params, now, True, *debounced]
+    return sql, [*state_params, *served_params, now, True, *debounced]
 
 
 def claim_of(row: Sequence[Any]) -> RunClaim:
     """The `RunClaim` of a claim statement's returned row."""
     raw_input = unpack(json.loads(row[3]) if isinstance(row[3], str) else row[3])
     return RunClaim(
-        status=row[0], wakeups=int(row[1]), workflow=row[2], input=raw_input, priority=row[4]
+        status=row[0],
+        wakeups=int(row[1]),
+        workflow=row[2],
+        input=raw_input,
+        priority=row[4],
+        app_version=row[5],
     )
 
 

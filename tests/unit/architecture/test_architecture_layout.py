@@ -28,6 +28,8 @@ FUNCTION_IMPORTS_ALLOWED = {
     ("runtime.apps", "runtime.dispatch"): "AppConfig.ready: wires the dispatcher",
     ("runtime.apps", "runtime.embedded"): "AppConfig.ready: the embedded worker hook",
     ("runtime.apps", "runtime.django_tasks"): "AppConfig.ready: the Django Tasks workflow",
+    ("runtime.apps", "runtime.versions.routing"): "AppConfig.ready: the version routing",
+    ("runtime.apps", "runtime.registry.versions"): "AppConfig.ready: freezes the default version",
     ("runtime.agents", "runtime.agents.durability"): "on first use: the core never imports "
     "pydantic-ai (the agents extra)",
     ("runtime.agents", "runtime.agents.deferred"): "on first use, as runtime.agents.durability",
