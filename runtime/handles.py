@@ -12,12 +12,13 @@ from typing import Any, Generic, TypeVar, overload
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from runtime.core.errors import InvalidArguments, RunCancelled, RunFailed, RunNotFinished
+from runtime.core.errors import InvalidArguments
 from runtime.forks import fork_run, retry_run
 from runtime.messaging.debounce import DebounceTerms, start_debounced
 from runtime.messaging.values import get_value
 from runtime.models import Event, Run, RunStatus, Step
 from runtime.registry import WorkflowFunction
+from runtime.run_outcome import finished, outcome
 from runtime.selectors import events_of, run_status, steps_of
 from runtime.services import cancel_run, get_run_row, start_run
 from runtime.streaming import reader
@@ -58,23 +59,14 @@ class RunHandle(UpdateCalls, Generic[R_co]):
         """A finished run's result, read-only: a completed run's return value; a failed or
         cancelled run raises RunFailed / RunCancelled, as `wait()` does. Before the run has
         finished it raises RunNotFinished: `wait()` waits for the result."""
-        return _outcome(self._finished("result"))
+        return outcome(finished(self.refresh(), "result"))
 
     @property
     def error(self) -> dict[str, Any] | None:
         """A finished run's recorded error (`type`, `message`, ...), read-only: None for a
         completed or cancelled run. Before the run has finished it raises RunNotFinished."""
-        run = self._finished("error")
+        run = finished(self.refresh(), "error")
         return (run.error or {}) if run.status == RunStatus.FAILED else None
-
-    def _finished(self, attribute: str) -> Run:
-        run = self.refresh()
-        if not run.is_finished:
-            raise RunNotFinished(
-                f"run {run.id} is still {run.status}: .{attribute} is there once it has "
-                f"finished; call .wait(timeout=...) to wait for it"
-            )
-        return run
 
     def wait(self, timeout: float | None = None, poll_interval: float | None = None) -> R_co:
         """Block until the run finishes; return its result or raise RunFailed / RunCancelled.
@@ -93,7 +85,7 @@ class RunHandle(UpdateCalls, Generic[R_co]):
                 seen = hub.seen(self.id)
                 run = self.refresh()
                 if run.is_finished:
-                    result: R_co = _outcome(run)
+                    result: R_co = outcome(run)
                     return result
                 left = poll if deadline is None else deadline - time.monotonic()
                 if left <= 0:
@@ -155,16 +147,6 @@ def _closing(fn: Callable[..., T]) -> Callable[..., T]:
             connections.close_all()
 
     return closing
-
-
-def _outcome(run: Run) -> Any:
-    if run.status == RunStatus.COMPLETED:
-        return run.result
-    if run.status == RunStatus.FAILED:
-        error = run.error or {}
-        kind, message = error.get("type", "Error"), error.get("message", "")
-        raise RunFailed(f"run {run.id} failed: {kind}: {message}", error)
-    raise RunCancelled(f"run {run.id} was cancelled")
 
 
 # `start(fn, ...)` knows the run's result type; its arguments go unchecked (a ParamSpec cannot
