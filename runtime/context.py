@@ -24,7 +24,7 @@ from runtime.core.clock import Clock
 from runtime.core.conditions import PollTerms
 from runtime.core.identity import deterministic_uuid
 from runtime.core.retry import RetryPolicy
-from runtime.durable import calls, messaging, steps
+from runtime.durable import calls, messaging, search, steps
 from runtime.durable.callbacks import Callback, create_callback
 from runtime.durable.conditions import wait_for_condition
 from runtime.durable.cursor import ReplayCursor
@@ -242,6 +242,11 @@ class DurableContext:
         """Record `value` as this run's latest value of `key` (`value_set`), readable from
         outside with `get_run(id).get_value(key)` once it commits."""
         self._call_now(messaging.set_value, key, value)
+
+    def set_search(self, **values: Any) -> None:
+        """Change this run's search attributes (declared by its workflow), durably: recorded
+        as `search_set` and answered from the history on replay (runtime.durable.search)."""
+        self._call_now(search.set_search, values)
 
     def send_durably(
         self, run_id: uuid.UUID | str, topic: str, value: Any, idempotency_key: str | None

@@ -37,6 +37,7 @@ class StepKind(StrEnum):
     SIGNAL = "signal"  # `ctx.wait_for_signal`
     VALUE = "value"  # `ctx.set_value`
     SEND = "send"  # `send` from workflow code
+    SEARCH = "search"  # `ctx.set_search`
 
 
 class EventType(StrEnum):
@@ -58,6 +59,7 @@ class EventType(StrEnum):
     SIGNAL_RECEIVED = "signal_received"
     APPROVAL_REQUESTED = "approval_requested"  # runtime.agents: a tool call waits for a person
     APPROVAL_DECIDED = "approval_decided"
+    SEARCH_SET = "search_set"  # `ctx.set_search`: a run's search attributes changed
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"

@@ -24,7 +24,7 @@ from runtime.core.lifecycle_errors import (
     ArchiveStorageMissing,
     ArchiveUnreadable,
 )
-from runtime.models import Event, FanoutGroup, Run, Step, StreamChunk
+from runtime.models import Event, FanoutGroup, Run, SearchAttribute, Step, StreamChunk
 from runtime.models.messaging import Message, RunValue, SignalWait
 from runtime.models.payloads import PayloadField
 from runtime.payloads.codec import json_text
@@ -42,6 +42,7 @@ SECTIONS: dict[str, type[models.Model]] = {
     "messages": Message,
     "values": RunValue,
     "signal_waits": SignalWait,
+    "search_attributes": SearchAttribute,
 }
 _ORDER = {
     "steps": "position",

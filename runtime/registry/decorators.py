@@ -13,6 +13,7 @@ from runtime.core.identity import check_name
 from runtime.core.rates import parse_rate
 from runtime.core.retry import RetryPolicy
 from runtime.core.schedule import CatchUp, Schedule
+from runtime.core.search import declaration
 from runtime.registry.functions import (
     FlowOptions,
     OnLimit,
@@ -113,6 +114,7 @@ def workflow(
     retention: timedelta | str | None = None,
     start_permission: str | None = None,
     on_limit: OnLimit = "queue",
+    search: dict[str, type] | None = None,
 ) -> Callable[[Callable[..., R]], WorkflowFunction[R]]: ...
 
 
@@ -127,6 +129,7 @@ def workflow(
     retention: timedelta | str | None = None,
     start_permission: str | None = None,
     on_limit: OnLimit = "queue",
+    search: dict[str, type] | None = None,
 ) -> WorkflowFunction[R] | Callable[[Callable[..., R]], WorkflowFunction[R]]:
     """Register a workflow: ordinary Python whose first argument is the durable context.
 
@@ -138,6 +141,9 @@ def workflow(
     `start_permission="app.codename"` is a Django permission a user needs, besides
     `runtime.add_run`, to start it through the API or admin. `retention=` (a timedelta or text
     such as "7d") is how long its finished runs are kept; None keeps them for FANFOLD_RETENTION.
+    `search={"customer": int, ...}` declares the run's search attributes (int, str, float, bool
+    or datetime), set by `start(..., search=...)` and `ctx.set_search` and queried by
+    `list_runs` (docs/finding-runs.md).
     """
     flow = FlowOptions.checked(schedule, catchup, concurrency, on_limit)
     if start_permission is not None and (
@@ -147,6 +153,7 @@ def workflow(
             f'workflow(start_permission=...) must be "app_label.codename", not {start_permission!r}'
         )
     keep = None if retention is None else parse_duration(retention)
+    declared = declaration(search)
 
     def register(f: Callable[..., R]) -> WorkflowFunction[R]:
         if not callable(f):
@@ -155,6 +162,7 @@ def workflow(
         wf_name = check_name(name or default_name(f), "workflow")
         wf = WorkflowFunction(f, wf_name, flow, start_permission)
         wf.retention = keep
+        wf.search = declared
         if flow.schedule is not None:  # a tick starts it with no arguments
             try:
                 wf.check_arguments([], {})

@@ -134,6 +134,8 @@ class WorkflowFunction(Generic[R]):
     signature_kind: ClassVar[str] = "child"  # fanned out, it runs as a child workflow
     # How long its finished runs are kept (runtime.lifecycle); None: FANFOLD_RETENTION.
     retention: timedelta | None = None
+    # Its search attributes, name to kind (runtime.core.search): none unless declared.
+    search: dict[str, str] = {}
 
     def __init__(
         self,

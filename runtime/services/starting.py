@@ -15,6 +15,7 @@ from runtime import conf
 from runtime.core.errors import IdempotencyConflict, ReservedIdempotencyKey, RunAlreadyFinished
 from runtime.core.identity import RESERVED_KEY_PREFIXES, check_idempotency_key, is_reserved_key
 from runtime.core.jsonvalues import checked
+from runtime.core.search import checked_values
 from runtime.dispatch import enqueue_run, enqueue_run_soon
 from runtime.flow.admission import admission_terms, admit
 from runtime.models import Run
@@ -28,6 +29,7 @@ from runtime.store.runs.run_rows import (
     saved_run,
     slots_taken,
 )
+from runtime.store.runs.search_rows import attribute_rows
 
 _RUN_ID = Run._meta.get_field("id")
 
@@ -43,6 +45,7 @@ def start_run(
     owner: Any = None,
     runtime_key: str | None = None,
     send_soon: bool = False,
+    search: dict[str, Any] | None = None,
 ) -> tuple[Run, bool]:
     """Create a run and enqueue it; returns (run, created).
 
@@ -54,7 +57,8 @@ def start_run(
     anything is recorded. A run of a workflow with `concurrency=N` waits `pending` until
     admitted (runtime.flow.admission), by `priority` (0-9, higher first), then FIFO. With
     `send_soon` the run's message is handed to a background publisher once the run commits
-    (`dispatch.enqueue_run_soon`) instead of sent before this returns.
+    (`dispatch.enqueue_run_soon`) instead of sent before this returns. `search` sets the run's
+    search attributes (declared by the workflow; InvalidArguments if not, or of another type).
     """
     found, created = _start(
         workflow,
@@ -66,6 +70,7 @@ def start_run(
         owner=owner,
         runtime_key=runtime_key,
         send_soon=send_soon,
+        search=search,
     )
     return (found if isinstance(found, Run) else saved_run(found)), created
 
@@ -94,6 +99,7 @@ def _start(
     owner: Any = None,
     runtime_key: str | None = None,
     send_soon: bool = False,
+    search: dict[str, Any] | None = None,
 ) -> tuple[Run | dict[str, Any], bool]:
     """`start_run`; a new run as its columns unless it had to be read back (on_limit skip)."""
     wf = registry.workflow(workflow)
@@ -106,6 +112,7 @@ def _start(
         conf.get().MAX_PAYLOAD_BYTES,
     )
     wf.check_arguments(run_input["args"], run_input["kwargs"])
+    attributes = checked_values(wf.name, wf.search, search)
     owner_id = owner if owner is None or isinstance(owner, int) else owner.pk
     if idem:
         existing = _keyed_run(owner_id, wf.name, idem, run_input)
@@ -115,7 +122,7 @@ def _start(
     if at_limit and wf.flow.on_limit == "cancel_running":
         _cancel_key(wf, key or "", owner_id)
     try:
-        run = _create_run(wf.name, run_input, idem, key, priority, owner_id, size, send_soon)
+        run = _create_run(wf, run_input, idem, key, priority, owner_id, size, send_soon, attributes)
     except IntegrityError:
         if idem:
             existing = _keyed_run(owner_id, wf.name, idem, run_input)
@@ -173,7 +180,7 @@ def _skip_unless_admitted(run: Run) -> Run:
 
 
 def _create_run(
-    workflow: str,
+    wf: WorkflowFunction[Any],
     run_input: Any,
     idempotency_key: str | None,
     concurrency_key: str | None = None,
@@ -181,6 +188,7 @@ def _create_run(
     owner_id: int | None = None,
     size: int | None = None,
     send_soon: bool = False,
+    search: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Insert the run and its run_created event; enqueue it (or admit it) after commit; the
     run's columns.
@@ -189,7 +197,7 @@ def _create_run(
     payload storage when large: runtime.store.history.payload_forms); `size` is the input's JSON
     bytes.
     """
-    now = timezone.now()
+    workflow, now = wf.name, timezone.now()
     gated = concurrency_key is not None  # waits for a slot: not due until admitted
     run = {
         "id": _RUN_ID.get_default(),  # the model's default, as a Run() would take it
@@ -210,11 +218,14 @@ def _create_run(
         payload.update(concurrency_key=concurrency_key, priority=priority)
     if owner_id is not None:  # the log names the owner too: it is the source of truth
         payload["owner"] = owner_id
+    if search:
+        payload["search"] = search
     bound = None if size is None else size + 1024
     if gated:
         then: Callable[[], object] = partial(admit, workflow, concurrency_key or "")
     else:
         send = enqueue_run_soon if send_soon else enqueue_run
         then = partial(send, run["id"], priority=priority)
-    insert_run(run, payload, now, bound=bound, then=then)
+    rows = attribute_rows(run["id"], wf.search, search) if search else None
+    insert_run(run, payload, now, bound=bound, then=then, attributes=rows)
     return run

@@ -26,6 +26,7 @@ from typing import Any
 from django.db import DatabaseError, connections, models, transaction
 
 from runtime.models import Run
+from runtime.store.lifecycle.partitions import PARTITIONED
 
 _DELETE_CHUNK = 500  # keys per statement off PostgreSQL: below SQLite's parameter limit
 
@@ -110,8 +111,8 @@ def _statements(quote: Callable[[str], str], history: bool = True) -> list[tuple
     for relation in Run._meta.related_objects:
         model, rule = relation.related_model, relation.on_delete
         table, column = quote(model._meta.db_table), quote(str(relation.field.column))
-        if rule is models.CASCADE and not history:
-            continue
+        if rule is models.CASCADE and not history and model in PARTITIONED:
+            continue  # its rows go with their week's partition
         if rule is models.CASCADE:
             _refuse_further_cascades(model)
             delete = f"DELETE FROM {table} WHERE {column} {{keys}}"

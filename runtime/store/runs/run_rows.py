@@ -16,6 +16,7 @@ from runtime.models import ACTIVE_RUN_STATES, Event, EventType, Run, Step
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
+from runtime.store.runs.search_rows import insert_rows, insert_statement
 
 
 def insert_run(
@@ -25,11 +26,13 @@ def insert_run(
     *,
     bound: int | None,
     then: Callable[[], object],
+    attributes: list[dict[str, Any]] | None = None,
 ) -> None:
     """Insert the run of these `columns` (Run field names; the others get their defaults; its
     `id` given) and its run_created event (with `payload`) in one transaction, both in their
     stored forms (runtime.store.history.payload_forms), `bound` their JSON size's bound; `then()`
-    runs once that commits.
+    runs once that commits. `attributes` are its search attribute rows (runtime.store.runs.
+    search_rows), inserted with it.
 
     On PostgreSQL outside an atomic block both rows go in one statement, committed at once,
     their values bound without a model instance built: one round trip for a start (a Django
@@ -46,23 +49,31 @@ def insert_run(
         "created_at": now,
     }
     if postgres() and not connection.in_atomic_block:
-        _insert_together(run, created)
+        _insert_together(run, created, attributes or [])
         then()
     else:
         with transaction.atomic():
             Run(**run).save(force_insert=True)
             Event(**created).save(force_insert=True)
+            insert_rows(attributes or [])
             transaction.on_commit(then)
 
 
-def _insert_together(run: dict[str, Any], event: dict[str, Any]) -> None:
-    """The run's and its event's INSERTs as one prepared statement (the event's foreign key
-    is checked at its end, when the run's row is there), its values bound by the server."""
-    run_sql, run_params = _insert_statement(Run, run)
+def _insert_together(
+    run: dict[str, Any], event: dict[str, Any], attributes: list[dict[str, Any]]
+) -> None:
+    """The run's, its event's and its search attributes' INSERTs as one prepared statement
+    (the event's foreign key is checked at its end, when the run's row is there), its values
+    bound by the server."""
+    run_sql, params = _insert_statement(Run, run)
     event_sql, event_params = _insert_statement(Event, event)
-    sql = f"WITH new_run AS ({run_sql}) {event_sql}"
+    sql = f"WITH new_run AS ({run_sql}) "
+    if attributes:
+        attr_sql, attr_params = insert_statement(attributes)
+        sql += f", new_attributes AS ({attr_sql}) "
+        params += attr_params
     with psycopg.Cursor(raw_connection()) as cursor:
-        cursor.execute(sql, [*run_params, *event_params], prepare=True)
+        cursor.execute(sql + event_sql, [*params, *event_params], prepare=True)
 
 
 def _insert_statement(model: type[Run | Event], values: dict[str, Any]) -> tuple[str, list[Any]]:
