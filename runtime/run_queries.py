@@ -93,10 +93,10 @@ def run_query(
     parent: uuid.UUID | str | None = None,
     forked_from: uuid.UUID | str | None = None,
     text: bool = False,
-    **times: datetime | str | None,
+    **times: Any,
 ) -> QuerySet[Run]:
     """The runs that meet every filter given, newest first (see the module's docstring)."""
-    runs = Run.objects.all()
+    runs: QuerySet[Run] = Run.objects.all()
     if workflow is not None:
         if not isinstance(workflow, str) or not workflow:
             raise InvalidFilter("workflow takes a workflow name", "workflow")
