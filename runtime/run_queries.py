@@ -133,7 +133,7 @@ def list_runs(
     forked_from: uuid.UUID | str | None = None,
     user: Any = None,
     limit: int = 50,
-    **times: datetime | str | None,
+    **times: Any,
 ) -> list[RunHandle]:
     """Handles to the newest `limit` runs that meet every filter, newest first.
 
