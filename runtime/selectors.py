@@ -4,27 +4,22 @@ from __future__ import annotations
 
 import inspect
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db.models import QuerySet
 
 from runtime.core.schedule import describe
-from runtime.models import Event, Run, RunStatus, Step, StepStatus, values
+from runtime.models import Event, Run, Step, StepStatus, values
 from runtime.registry import WorkflowFunction, registry
 from runtime.services import get_run_row
+from runtime.store.runs.search_rows import attributes_of
 
 
-def list_runs(status: str | None = None, workflow: str | None = None) -> QuerySet[Run]:
-    """Runs, newest first, optionally only those with this status or workflow name."""
-    runs = Run.objects.all()
-    if status:
-        if status not in values(RunStatus):
-            raise ValueError(f"unknown status {status!r}; one of {', '.join(values(RunStatus))}")
-        runs = runs.filter(status=status)
-    if workflow:
-        runs = runs.filter(workflow=workflow)
-    return runs.order_by("-created_at", "-id")
+def search_attributes(run_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+    """The search attributes of these runs, {run id: {name: value}} (values in JSON form)."""
+    return attributes_of(run_ids)
 
 
 def step_counts(run_id: uuid.UUID) -> dict[str, int]:
