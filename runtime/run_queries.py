@@ -24,6 +24,7 @@ from runtime.core.search import InvalidFilter, conditions
 from runtime.handles import RunHandle
 from runtime.models import Run, RunStatus, values
 from runtime.registry import registry
+from runtime.selectors import every_run
 from runtime.store.runs.search_rows import matching
 
 TIME_FILTERS = {
@@ -96,7 +97,7 @@ def run_query(
     **times: Any,
 ) -> QuerySet[Run]:
     """The runs that meet every filter given, newest first (see the module's docstring)."""
-    runs: QuerySet[Run] = Run.objects.all()
+    runs = every_run()
     if workflow is not None:
         if not isinstance(workflow, str) or not workflow:
             raise InvalidFilter("workflow takes a workflow name", "workflow")

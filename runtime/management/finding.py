@@ -15,7 +15,6 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError, OutputWrapper
 
 from runtime.access import visible_runs
@@ -23,7 +22,7 @@ from runtime.core.search import InvalidFilter
 from runtime.management.console import table
 from runtime.management.records import run_record, when, write_json
 from runtime.run_queries import TIME_FILTERS, run_query
-from runtime.selectors import search_attributes
+from runtime.selectors import active_user, search_attributes
 
 
 def add_parsers(sub: Any) -> list[argparse.ArgumentParser]:
@@ -51,7 +50,7 @@ def add_parsers(sub: Any) -> list[argparse.ArgumentParser]:
 
 def user_named(name: str) -> Any:
     """The active user `name`; CommandError if there is none."""
-    user = get_user_model()._default_manager.filter(username=name, is_active=True).first()
+    user = active_user(name)
     if user is None:
         raise CommandError(f"no active user {name!r}")
     return user

@@ -109,9 +109,15 @@ def _lookup(cond: Condition) -> dict[str, Any]:
 
 
 def matching(runs: QuerySet[Run], conditions: list[Condition]) -> QuerySet[Run]:
-    """`runs` narrowed to those whose attributes meet every condition: each a semi-join on
-    the attribute's (name, value) index (docs/design/search.md)."""
+    """`runs` narrowed to those whose attributes meet every condition: per attribute one
+    semi-join on its (name, value) index, its conditions together (a range is one index
+    range, estimated as one: docs/design/search.md)."""
+    by_name: dict[str, list[Condition]] = {}
     for cond in conditions:
-        rows = SearchAttribute.objects.filter(name=cond.name, **_lookup(cond))
+        by_name.setdefault(cond.name, []).append(cond)
+    for name, terms in by_name.items():
+        rows = SearchAttribute.objects.filter(name=name)
+        for cond in terms:
+            rows = rows.filter(**_lookup(cond))
         runs = runs.filter(id__in=rows.values("run_id"))
     return runs
