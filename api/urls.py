@@ -15,6 +15,7 @@ from api.views.approvals import RunApprovalsView, RunApprovalView
 from api.views.callbacks import CallbackTokenView, CallbackView
 from api.views.docs import DocsView, SchemaView
 from api.views.forks import RunForkView, RunRetryView
+from api.views.mcp import McpView
 from api.views.messages import RunMessagesView, RunValueView, SignalsView
 from api.views.runs import (
     RunCancelView,
@@ -56,6 +57,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("signals/", SignalsView.as_view(), name="signals"),
     path("callbacks/<str:token>/", CallbackView.as_view(), name="callback"),
     path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
+    path("mcp/", McpView.as_view(), name="mcp"),
     path("schedules/", ScheduleListView.as_view(), name="schedule-list"),
     path("schedules/<str:workflow>/pause/", SchedulePauseView.as_view(), name="schedule-pause"),
     path("schedules/<str:workflow>/resume/", ScheduleResumeView.as_view(), name="schedule-resume"),

@@ -17,12 +17,22 @@ from runtime.models import Run, SearchAttribute
 
 WORKFLOW = "bench.search_order"
 REGIONS = ("eu-west", "eu-north", "us-east", "us-west", "ap-south", "ap-east", "sa-east", "af")
-_ID = "md5('bench-search-' || g)::uuid"
+# Time-ordered ids, as the runtime makes them (UUID version 7 of the run's creation time,
+# runtime.core.run_ids): the run id is what the attribute probes and the joins look up.
+_ID = (
+    "(lpad(to_hex(%(base)s - (%(runs)s - g) * 1000), 12, '0') || '7' "
+    "|| substr(md5('bench-search-' || g), 1, 3) || '8' "
+    "|| substr(md5('bench-search-' || g), 4, 15))::uuid"
+)
+_AT = "to_timestamp((%(base)s - (%(runs)s - g) * 1000) / 1000.0)"
 
 
 def loaded(workflow: str = WORKFLOW) -> int:
-    """How many runs of `workflow` the table holds (an estimate-free count)."""
-    return Run.objects.filter(workflow=workflow).count()
+    """How many runs of `workflow` the table holds, each with its 3 attributes (0 if any
+    lacks them)."""
+    runs = Run.objects.filter(workflow=workflow).count()
+    attributes = SearchAttribute.objects.filter(run__workflow=workflow).count()
+    return runs if attributes == 3 * runs else 0
 
 
 def clear(workflow: str = WORKFLOW) -> None:
@@ -43,18 +53,18 @@ def load(runs: int, workflow: str = WORKFLOW, seed: float = 0.42) -> float:
     customers = max(runs // 10, 1)
     regions = "ARRAY[" + ", ".join(f"'{r}'" for r in REGIONS) + "]"
     run_table, attributes = Run._meta.db_table, SearchAttribute._meta.db_table
+    values = {"base": int(time.time() * 1000), "runs": runs, "workflow": workflow}
+    statuses = "ARRAY['completed', 'failed', 'running', 'waiting'" + ", 'completed'" * 6 + "]"
     with connection.cursor() as cursor:
         cursor.execute("SELECT setseed(%s)", [seed])
         cursor.execute(
             f"INSERT INTO {run_table} (id, workflow, input, status, created_at, started_at, "
             "finished_at, updated_at, last_seq, wakeups, priority, admitted) "
-            f'SELECT {_ID}, %s, \'{{"args": [], "kwargs": {{}}}}\', '
-            "(ARRAY['completed', 'failed', 'running', 'waiting', 'completed', 'completed', "
-            "'completed', 'completed', 'completed', 'completed'])[g %% 10 + 1], "
-            "now() - (%s - g) * interval '1 second', now() - (%s - g) * interval '1 second', "
-            "CASE WHEN g %% 10 IN (2, 3) THEN NULL ELSE now() - (%s - g) * interval '1 second' "
-            "END, now(), 1, 0, 0, true FROM generate_series(1, %s) g",
-            [workflow, runs, runs, runs, runs],
+            f'SELECT {_ID}, %(workflow)s, \'{{"args": [], "kwargs": {{}}}}\', '
+            f"({statuses})[g %% 10 + 1], {_AT}, {_AT}, "
+            f"CASE WHEN g %% 10 IN (2, 3) THEN NULL ELSE {_AT} END, now(), 1, 0, 0, true "
+            "FROM generate_series(1, %(runs)s) g",
+            values,
         )
         cursor.execute(
             f"INSERT INTO {attributes} (run_id, name, kind, num, text, at, position) "
@@ -62,9 +72,9 @@ def load(runs: int, workflow: str = WORKFLOW, seed: float = 0.42) -> float:
             f"floor(random() * {customers})::int + 1 WHEN 'amount' THEN "
             "round((random() * 10000)::numeric, 2)::float8 END, CASE a.name WHEN 'region' THEN "
             f"({regions})[floor(random() * {len(REGIONS)})::int + 1] END, NULL, 0 "
-            "FROM generate_series(1, %s) g, (VALUES ('customer', 'int'), ('region', 'str'), "
-            "('amount', 'float')) AS a(name, kind)",
-            [runs],
+            "FROM generate_series(1, %(runs)s) g, (VALUES ('customer', 'int'), "
+            "('region', 'str'), ('amount', 'float')) AS a(name, kind)",
+            values,
         )
     with connection.cursor() as cursor:  # the visibility map too: index-only probes
         cursor.execute(f"VACUUM ANALYZE {run_table}, {attributes}")

@@ -2,6 +2,7 @@
 
     fanfold runs [--status S,S] [--workflow W] [--where NAME[__OP]=V ...] [--user NAME]
                  [--created-after T] ... [--limit N]    list runs, newest first (finding.py)
+    fanfold mcp --user NAME                                 the MCP server over stdio, as NAME
     fanfold show RUN                                        one run with its steps
     fanfold cancel RUN                                      cancel a run in flight
     fanfold fork RUN --from N [--args JSON] [--kwargs JSON] fork from a position
@@ -31,7 +32,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from runtime.access import cli_actor
 from runtime.core.errors import FanfoldError
 from runtime.forks import fork_run, retry_run
-from runtime.management import finding, lifecycle, messages, replay
+from runtime.management import finding, lifecycle, mcp_serve, messages, replay
 from runtime.management.console import table
 from runtime.management.records import (
     error_text,
@@ -54,6 +55,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
         (runs,) = finding.add_parsers(sub)
+        mcp_serve.add_parsers(sub)
         for name, text in (("show", "one run and its steps"), ("cancel", "cancel a run")):
             sub.add_parser(name, help=text).add_argument("run")
         fork = sub.add_parser("fork", help="fork a run from a position")
@@ -76,6 +78,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         actions: dict[str, Callable[[dict[str, Any]], Any]] = {
             **finding.actions(self.stdout),
+            **mcp_serve.actions(),
             "show": self._show,
             "cancel": lambda o: self._one(
                 cancel_run(o["run"], reason="cancelled from the CLI", by=cli_actor()), o
