@@ -53,7 +53,11 @@ def load(runs: int, workflow: str = WORKFLOW, seed: float = 0.42) -> float:
     customers = max(runs // 10, 1)
     regions = "ARRAY[" + ", ".join(f"'{r}'" for r in REGIONS) + "]"
     run_table, attributes = Run._meta.db_table, SearchAttribute._meta.db_table
-    values = {"base": int(time.time() * 1000), "runs": runs, "workflow": workflow}
+    values: dict[str, int | str] = {
+        "base": int(time.time() * 1000),
+        "runs": runs,
+        "workflow": workflow,
+    }
     statuses = "ARRAY['completed', 'failed', 'running', 'waiting'" + ", 'completed'" * 6 + "]"
     with connection.cursor() as cursor:
         cursor.execute("SELECT setseed(%s)", [seed])
