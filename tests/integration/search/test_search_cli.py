@@ -54,3 +54,18 @@ def test_search_cli_refuses_a_bad_where(runs: InMemoryDispatcher, where: str) ->
     with pytest.raises(CommandError, match="invalid_filter"):
         fanfold("runs", "--where", where)
     assert Run.objects.count() == 1
+
+
+def test_search_startrun_sets_attributes_and_refuses_wrong_ones(runs: InMemoryDispatcher) -> None:
+    from runtime.store.runs.search_rows import attributes_of
+
+    out = StringIO()
+    call_command("startrun", "tests.search.quick", "--search", '{"customer": 42}', stdout=out)
+    run_id = Run.objects.get().id
+    assert attributes_of([run_id])[run_id] == {"customer": 42}
+    with pytest.raises(CommandError, match="must be of type int"):
+        call_command("startrun", "tests.search.quick", "--search", '{"customer": "x"}',
+                     stdout=StringIO())  # fmt: skip
+    with pytest.raises(CommandError, match="--search must be a JSON object"):
+        call_command("startrun", "tests.search.quick", "--search", "[1]", stdout=StringIO())
+    assert Run.objects.count() == 1
