@@ -63,7 +63,15 @@ def build(user_of: UserOf) -> FastMCP:
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     call = functools.partial(_call, user_of)
+    _reading_tools(server, call)
+    _changing_tools(server, call)
+    return server
 
+
+Call = Callable[..., Any]
+
+
+def _reading_tools(server: FastMCP, call: Call) -> None:
     @server.tool()
     async def list_runs(
         ctx: Context[Any, Any, Any],
@@ -108,6 +116,8 @@ def build(user_of: UserOf) -> FastMCP:
         """The registered workflows: parameters, schedule and search attributes (with types)."""
         return {"workflows": await call(ctx, tools.list_workflows)}
 
+
+def _changing_tools(server: FastMCP, call: Call) -> None:
     @server.tool()
     async def start_run(
         ctx: Context[Any, Any, Any],
@@ -149,8 +159,6 @@ def build(user_of: UserOf) -> FastMCP:
         """Approve or deny an agent's tool call that waits for a person, once."""
         decision = {"approval_id": approval_id, "approved": approved, "reason": reason}
         return dict(await call(ctx, tools.decide_approval, run_id=run_id, **decision))
-
-    return server
 
 
 def request_user(ctx: Context[Any, Any, Any]) -> Any:
