@@ -6,7 +6,7 @@ its history without running finished steps again. See README.md for a tour.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.core.current import StepInfo, current_step
 from runtime.core.errors import (
@@ -32,6 +32,13 @@ from runtime.core.retry import RetryPolicy
 from runtime.core.schedule import Cron
 from runtime.registry import Signature, step, workflow
 
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers (PEP 562 hides them)
+    from runtime.async_context import AsyncDurableContext
+    from runtime.context import DurableContext
+    from runtime.handles import RunHandle, aget_run, astart, fork, get_run, start
+    from runtime.messaging.sending import emit_signal, send
+    from runtime.streaming.writer import Stream, stream
+
 _LAZY = {
     "start": "runtime.handles",
     "astart": "runtime.handles",
@@ -41,7 +48,7 @@ _LAZY = {
     "list_runs": "runtime.run_queries",
     "RunHandle": "runtime.handles",
     "DurableContext": "runtime.context",
-    "AsyncDurableContext": "runtime.context",
+    "AsyncDurableContext": "runtime.async_context",
     "stream": "runtime.streaming.writer",
     "send": "runtime.messaging.sending",
     "emit_signal": "runtime.messaging.sending",

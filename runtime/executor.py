@@ -22,7 +22,6 @@ from django.utils import timezone
 
 from runtime import conf
 from runtime.checkpoint.errors import CheckpointFailed
-from runtime.context import DurableContext
 from runtime.core.clock import Clock, SystemClock
 from runtime.core.control import Abort, Suspend
 from runtime.core.errors import LeaseLost, WokenUp, describe_exception
@@ -47,7 +46,7 @@ from runtime.store.lifecycle.leases import give_back_run_lease, run_wakeups
 from runtime.store.runs.run_statements import RunClaim, claim_run_with_history, load_history
 from runtime.streaming.wakeups import signal_local
 from runtime.streaming.writer import WorkflowScope, workflow_scope
-from runtime.workflow_call import call_workflow, workflow_context
+from runtime.workflow_call import WorkflowContext, call_workflow, new_workflow_context
 
 log = logging.getLogger("fanfold.executor")
 
@@ -151,7 +150,7 @@ def _execute_once(
     fn = known.fn if known is not None else _unknown
     if history is None:
         history = load_history(session.run_id)
-    ctx = workflow_context(fn, session, history, clock)
+    ctx = new_workflow_context(fn, session, history, clock)
     now = clock.now()
     try:
         _announce_start(session, claimed, now)
@@ -189,7 +188,7 @@ def _execute_once(
         return Execution(ExecutionOutcome.FAILED)
 
 
-def _continues_after(exc: BaseException, ctx: DurableContext) -> bool:
+def _continues_after(exc: BaseException, ctx: WorkflowContext) -> bool:
     """Whether a run goes on in a new pass after `exc` ended this one: Celery's soft time limit
     bounds a pass, not the run, so what the pass recorded stays and a new pass continues by
     replay. A pass that recorded nothing new would only be cut again: that fails the run."""
@@ -204,11 +203,11 @@ def _earliest(*moments: datetime | None) -> datetime | None:
     return min((m for m in moments if m is not None), default=None)
 
 
-def _unknown(ctx: DurableContext) -> None:
+def _unknown(ctx: WorkflowContext) -> None:
     """Stands for a workflow this worker does not know until _invoke reports it."""
 
 
-def _invoke(ctx: DurableContext, claimed: RunClaim) -> Any:
+def _invoke(ctx: WorkflowContext, claimed: RunClaim) -> Any:
     wf = registry.workflow(claimed.workflow)
     args = list(claimed.input.get("args", []))
     kwargs = dict(claimed.input.get("kwargs", {}))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from asgiref.sync import sync_to_async
 from django.db import connections
@@ -25,10 +25,13 @@ from runtime.streaming.wakeups import fallback_seconds, signals
 from runtime.streaming.writer import DEFAULT_STREAM
 
 T = TypeVar("T")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 
-class RunHandle:
-    """A reference to one run. Attribute reads go to the database, so they are always fresh."""
+class RunHandle(Generic[R_co]):
+    """A reference to one run whose result is an `R_co` (`start(workflow_fn, ...)` knows it;
+    `get_run(id)` does not: Any). Attribute reads go to the database, so they are fresh."""
 
     def __init__(self, run_id: uuid.UUID, created: bool = True) -> None:
         self.id = run_id
@@ -49,7 +52,7 @@ class RunHandle:
     def workflow(self) -> str:
         return self.refresh().workflow
 
-    def wait(self, timeout: float | None = None, poll_interval: float | None = None) -> Any:
+    def wait(self, timeout: float | None = None, poll_interval: float | None = None) -> R_co:
         """Block until the run finishes; return its result or raise RunFailed / RunCancelled.
 
         Woken the moment the run finishes (a PostgreSQL notification, or a signal from the
@@ -66,7 +69,8 @@ class RunHandle:
                 seen = hub.seen(self.id)
                 run = self.refresh()
                 if run.is_finished:
-                    return _outcome(run)
+                    result: R_co = _outcome(run)
+                    return result
                 left = poll if deadline is None else deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError(f"run {run.id} is still {run.status} after {timeout} s")
@@ -74,7 +78,7 @@ class RunHandle:
         finally:
             hub.unwatch(self.id)
 
-    async def aresult(self, timeout: float | None = None) -> Any:
+    async def aresult(self, timeout: float | None = None) -> R_co:
         """`wait()` for async callers (a Django async view): the run's result, or the errors
         `wait` raises. The wait happens in a thread of its own, so the event loop goes on."""
         return await sync_to_async(_closing(self.wait), thread_sensitive=False)(timeout)
@@ -104,7 +108,7 @@ class RunHandle:
         """Cancel the run; raises RunAlreadyFinished if it has finished."""
         cancel_run(self.id)
 
-    def retry(self) -> RunHandle:
+    def retry(self) -> RunHandle[R_co]:
         """Fork this run from its first failed or cancelled step (raises NothingToRetry)."""
         return RunHandle(retry_run(self.id).id)
 
@@ -139,8 +143,35 @@ def _outcome(run: Run) -> Any:
     raise RunCancelled(f"run {run.id} was cancelled")
 
 
+# `start(fn, ...)` knows the run's result type; its arguments go unchecked (a ParamSpec cannot
+# be followed by the keyword options).
+@overload
 def start(
-    workflow: str | WorkflowFunction[Any],
+    workflow: WorkflowFunction[..., Awaitable[R]], *args: Any, idempotency_key: str | None = ...,
+    concurrency_key: str | None = ..., priority: int = ..., owner: Any = ...,
+    debounce: float | timedelta | None = ..., debounce_key: str | None = ...,
+    debounce_max_wait: float | timedelta | None = ..., **kwargs: Any,
+) -> RunHandle[R]: ...  # fmt: skip
+@overload
+def start(
+    workflow: WorkflowFunction[..., R], *args: Any, idempotency_key: str | None = ...,
+    concurrency_key: str | None = ..., priority: int = ..., owner: Any = ...,
+    debounce: float | timedelta | None = ..., debounce_key: str | None = ...,
+    debounce_max_wait: float | timedelta | None = ..., **kwargs: Any,
+) -> RunHandle[R]: ...  # fmt: skip
+
+
+@overload
+def start(
+    workflow: str, *args: Any, idempotency_key: str | None = ..., concurrency_key: str | None = ...,
+    priority: int = ..., owner: Any = ..., debounce: float | timedelta | None = ...,
+    debounce_key: str | None = ..., debounce_max_wait: float | timedelta | None = ...,
+    **kwargs: Any,
+) -> RunHandle[Any]: ...  # fmt: skip
+
+
+def start(
+    workflow: str | WorkflowFunction[..., Any],
     *args: Any,
     idempotency_key: str | None = None,
     concurrency_key: str | None = None,
@@ -151,7 +182,7 @@ def start(
     debounce_max_wait: float | timedelta | None = None,
     search: dict[str, Any] | None = None,
     **kwargs: Any,
-) -> RunHandle:
+) -> RunHandle[Any]:
     """Start a run of `workflow` (a name or the decorated function) with these arguments.
 
     `concurrency_key` picks the slots of a workflow with `concurrency=N`; `priority` (0-9,
@@ -189,7 +220,7 @@ def fork(
     from_position: int,
     args: list[Any] | None = None,
     kwargs: dict[str, Any] | None = None,
-) -> RunHandle:
+) -> RunHandle[Any]:
     """A new run whose history starts with `run_id`'s records before `from_position`.
 
     Those records are copied as recorded, not run again; position `from_position` on runs
@@ -198,13 +229,38 @@ def fork(
     return RunHandle(fork_run(run_id, from_position, args, kwargs).id)
 
 
-def get_run(run_id: uuid.UUID | str) -> RunHandle:
+def get_run(run_id: uuid.UUID | str) -> RunHandle[Any]:
     """A handle to an existing run; raises RunNotFound."""
     return RunHandle(get_run_row(run_id).id, created=False)
 
 
+@overload
 async def astart(
-    workflow: str | WorkflowFunction[Any],
+    workflow: WorkflowFunction[..., Awaitable[R]], *args: Any, idempotency_key: str | None = ...,
+    concurrency_key: str | None = ..., priority: int = ..., owner: Any = ...,
+    debounce: float | timedelta | None = ..., debounce_key: str | None = ...,
+    debounce_max_wait: float | timedelta | None = ..., **kwargs: Any,
+) -> RunHandle[R]: ...  # fmt: skip
+@overload
+async def astart(
+    workflow: WorkflowFunction[..., R], *args: Any, idempotency_key: str | None = ...,
+    concurrency_key: str | None = ..., priority: int = ..., owner: Any = ...,
+    debounce: float | timedelta | None = ..., debounce_key: str | None = ...,
+    debounce_max_wait: float | timedelta | None = ..., **kwargs: Any,
+) -> RunHandle[R]: ...  # fmt: skip
+
+
+@overload
+async def astart(
+    workflow: str, *args: Any, idempotency_key: str | None = ..., concurrency_key: str | None = ...,
+    priority: int = ..., owner: Any = ..., debounce: float | timedelta | None = ...,
+    debounce_key: str | None = ..., debounce_max_wait: float | timedelta | None = ...,
+    **kwargs: Any,
+) -> RunHandle[Any]: ...  # fmt: skip
+
+
+async def astart(
+    workflow: str | WorkflowFunction[..., Any],
     *args: Any,
     idempotency_key: str | None = None,
     concurrency_key: str | None = None,
@@ -215,7 +271,7 @@ async def astart(
     debounce_max_wait: float | timedelta | None = None,
     search: dict[str, Any] | None = None,
     **kwargs: Any,
-) -> RunHandle:
+) -> RunHandle[Any]:
     """`start` for async callers (debounced starts too): the run is started (and committed) in
     Django's thread-sensitive thread, as the async ORM does its work."""
     begin = functools.partial(
@@ -235,6 +291,6 @@ async def astart(
     return await sync_to_async(begin)()
 
 
-async def aget_run(run_id: uuid.UUID | str) -> RunHandle:
+async def aget_run(run_id: uuid.UUID | str) -> RunHandle[Any]:
     """`get_run` for async callers; raises RunNotFound."""
     return await sync_to_async(get_run)(run_id)

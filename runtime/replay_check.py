@@ -32,7 +32,7 @@ from runtime.models import Run, RunStatus
 from runtime.registry import registry
 from runtime.services import get_run_row
 from runtime.store.runs.run_statements import load_histories, load_history
-from runtime.workflow_call import call_workflow, workflow_context
+from runtime.workflow_call import call_workflow, new_workflow_context
 
 # Why a replay did not match, as `Mismatch.reason` says it.
 CHANGED_NAME = "name"  # another step name at a recorded position
@@ -165,7 +165,7 @@ def check_history(
     except WorkflowNotFound as exc:
         return ReplayReport(run_id, workflow, status, 0, Mismatch(None, UNKNOWN_WORKFLOW, str(exc)))
     cursor = CheckingCursor(run_id, recorded, strict=status == RunStatus.COMPLETED)
-    ctx = workflow_context(wf.fn, cursor.session, recorded, cursor.clock, cursor=cursor)
+    ctx = new_workflow_context(wf.fn, cursor.session, recorded, cursor.clock, cursor=cursor)
     raised: BaseException | None = None
     try:
         call_workflow(wf.fn, ctx, run_input.get("args", []), run_input.get("kwargs", {}))

@@ -34,7 +34,7 @@ from runtime.store.flow.schedules import (
 log = logging.getLogger("fanfold.schedules")
 
 
-def scheduled_workflows() -> list[WorkflowFunction[object]]:
+def scheduled_workflows() -> list[WorkflowFunction[..., object]]:
     """The workflows registered in this process that declare a schedule."""
     return [wf for wf in registry.workflows.values() if wf.flow.schedule is not None]
 
@@ -92,7 +92,7 @@ def _take_ticks(row_id: int, now: datetime) -> int:
 
 def _start_due_ticks(
     row: Schedule, *, now: datetime
-) -> tuple[WorkflowFunction[object], Any] | None:
+) -> tuple[WorkflowFunction[..., object], Any] | None:
     """In the row's locked transaction: start a run per due tick and record them."""
     wf = registry.workflow(row.workflow)
     schedule = wf.flow.schedule

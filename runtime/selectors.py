@@ -145,7 +145,7 @@ def registered_workflows() -> list[WorkflowInfo]:
     ]
 
 
-def _schedule(wf: WorkflowFunction[Any]) -> dict[str, str] | None:
+def _schedule(wf: WorkflowFunction[..., Any]) -> dict[str, str] | None:
     if wf.flow.schedule is None:
         return None
     kind, expression, tz = describe(wf.flow.schedule)

@@ -78,7 +78,9 @@ def run_to_change(
     return run
 
 
-def check_start(user: Any, workflow: str | WorkflowFunction[Any]) -> WorkflowFunction[Any]:
+def check_start(
+    user: Any, workflow: str | WorkflowFunction[..., Any]
+) -> WorkflowFunction[..., Any]:
     """The workflow if `user` may start it (`runtime.add_run` and the workflow's own
     `start_permission`); NotPermitted otherwise, WorkflowNotFound for an unknown name."""
     if not (_active(user) and user.has_perm(ADD_RUN)):

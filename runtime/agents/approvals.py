@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.async_context import AsyncDurableContext
 from runtime.core.current import active_workflow
 from runtime.core.identity import as_run_id
 from runtime.messaging.mailbox import send_message
@@ -35,8 +36,8 @@ class Decision:
     reason: str | None = None
 
 
-def workflow_context() -> Any:
-    """The `ctx` of the async workflow running this code; LookupError outside one."""
+def current_workflow_context() -> AsyncDurableContext:
+    """Look up the `ctx` of the async workflow running this code; LookupError outside one."""
     ctx = active_workflow()
     if ctx is None:
         raise LookupError("this needs to run inside an async def Fanfold workflow")
@@ -79,7 +80,7 @@ async def wait_for_approvals(
     The asking step is named `name + ".ask"`; the wait is a `ctx.recv`, so the run suspends
     and a replay returns the recorded answer. At `timeout` (seconds) every call is denied.
     """
-    ctx = workflow_context()
+    ctx = current_workflow_context()
     request = str(ctx.uuid4())
     asked = [
         {"tool_call_id": c.tool_call_id, "tool_name": c.tool_name, "arguments": c.arguments}

@@ -16,7 +16,7 @@ from typing import Any
 import pydantic_ai.capabilities as capabilities
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, RunContext
 
-from runtime.agents.approvals import record_requests, workflow_context
+from runtime.agents.approvals import current_workflow_context, record_requests
 from runtime.durable.awaited import in_run_thread
 
 # The capability whose handler `(ctx, requests, token)` gets a resume token. pydantic-ai 2.78
@@ -40,7 +40,7 @@ async def ask_people(
         {"tool_call_id": c.tool_call_id, "tool_name": c.tool_name, "arguments": c.args_as_dict()}
         for c in requests.approvals
     ]
-    run_id = str(workflow_context().run_id)
+    run_id = str(current_workflow_context().run_id)
     await in_run_thread(record_requests, run_id, str(uuid.UUID(token)), calls)
     return None
 

@@ -38,7 +38,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import AgentDepsT, RunContext
 
-from runtime.agents.approvals import workflow_context
+from runtime.agents.approvals import current_workflow_context
 from runtime.agents.live import publish, publish_model_response
 from runtime.core.current import active_workflow
 from runtime.store.messaging.approvals import answer_topic
@@ -58,7 +58,7 @@ class FanfoldOperationBackend(JournalCallableOperationBackend[None]):
         cache_key: tuple[object, ...],
         config: None,
     ) -> object:
-        ctx = workflow_context()
+        ctx = current_workflow_context()
         if not self.live_events:
             return await ctx.step(body, name=name)
         if isinstance(operation_id, ModelRequestId):
@@ -100,7 +100,7 @@ class FanfoldEventWaiter(ExternalEventWaiter):
         ask: Callable[[str], Awaitable[JsonValue]],
         timeout: timedelta | None,
     ) -> JsonValue:
-        ctx = workflow_context()
+        ctx = current_workflow_context()
         token = str(ctx.uuid4())  # replay-stable: derived from the run and a counter
 
         async def asking() -> JsonValue:
@@ -173,14 +173,14 @@ class FanfoldDurability(BaseDurabilityCapability[AgentDepsT]):
 
     def get_default_run_id(self) -> str | None:
         ctx = active_workflow()
-        return None if ctx is None else f"{ctx.run_id}:{ctx.uuid4()}"  # type: ignore[attr-defined]
+        return None if ctx is None else f"{ctx.run_id}:{ctx.uuid4()}"
 
     def get_default_conversation_id(self, run_id: str) -> str | None:
         return conversation_id_from_run_id(run_id) if self.in_durable_context else None
 
     async def get_run_start_time(self, run_id: str) -> datetime | None:
         ctx = active_workflow()
-        return None if ctx is None else ctx.now()  # type: ignore[attr-defined]
+        return None if ctx is None else ctx.now()
 
     def get_durable_operation_backend(self) -> DurableOperationBackend[Any]:
         backend = FanfoldOperationBackend(

@@ -36,13 +36,13 @@ from agents.tool_context import ToolContext
 from agents.usage import Usage
 from pydantic import TypeAdapter
 
-from runtime.agents.approvals import ApprovalCall, wait_for_approvals, workflow_context
+from runtime.agents.approvals import ApprovalCall, current_workflow_context, wait_for_approvals
 from runtime.agents.live import publish, publish_response
 from runtime.agents.openai_order import CallOrder
 from runtime.agents.openai_stream import completed_event, read_stream, response_text
 from runtime.context import DurableContext
 from runtime.core.current import current_sender
-from runtime.workflow_call import AsyncDurableContext, run_async_from_sync
+from runtime.workflow_call import run_async_from_sync
 
 _OUTPUT_ITEM: TypeAdapter[TResponseOutputItem] = TypeAdapter(TResponseOutputItem)
 
@@ -98,7 +98,7 @@ class FanfoldModel(Model):
             await _publish_response(payload)
             return payload
 
-        return self._answer(await workflow_context().step(ask_model, name=self.step_name))
+        return self._answer(await current_workflow_context().step(ask_model, name=self.step_name))
 
     async def stream_response(
         self, *args: Any, **kwargs: Any
@@ -112,7 +112,7 @@ class FanfoldModel(Model):
             await _publish_response(payload, text_streamed=True)
             return payload
 
-        payload = await workflow_context().step(stream_model, name=self.step_name)
+        payload = await current_workflow_context().step(stream_model, name=self.step_name)
         yield completed_event(self._answer(payload))
 
     def _answer(self, payload: dict[str, Any]) -> ModelResponse:
@@ -140,7 +140,9 @@ def _durable_tool(tool: FunctionTool, agent_name: str, order: CallOrder) -> Func
 
         await order.turn(tool_ctx.tool_call_id)
         try:
-            pending = workflow_context().step(call_tool, name=step_name)  # takes its position
+            pending = current_workflow_context().step(
+                call_tool, name=step_name
+            )  # takes its position
         finally:
             order.taken(tool_ctx.tool_call_id)
         return await pending
@@ -181,7 +183,7 @@ def _arguments(raw: Any) -> Any:
 
 def _durable(agent: Agent[Any], run_config: RunConfig | None) -> tuple[Agent[Any], RunConfig]:
     """The durable clone of `agent`, and the run config that keeps its model calls steps."""
-    workflow_context()  # fail early outside a workflow
+    current_workflow_context()  # fail early outside a workflow
     config = run_config or RunConfig()
     durable = durable_agent(agent, config, CallOrder(), {})
     return durable, dataclasses.replace(config, model=None)  # else it would bypass the steps
@@ -219,7 +221,7 @@ class FanfoldRunner:
         """`run` from a sync (`def`) workflow: the agent's steps and approval waits take the
         workflow's next positions, as they would in an async one. Same options as `run`."""
         ctx = current_sender()
-        if not isinstance(ctx, DurableContext) or isinstance(ctx, AsyncDurableContext):
+        if not isinstance(ctx, DurableContext):
             raise LookupError(
                 "FanfoldRunner.run_sync runs inside a def workflow; in an async def workflow, "
                 "await FanfoldRunner.run"

@@ -12,9 +12,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from runtime.core.writes import ChunkDraft
+
+if TYPE_CHECKING:  # the core imports nothing above it at run time
+    from runtime.async_context import AsyncDurableContext
 
 T = TypeVar("T")
 
@@ -80,18 +83,19 @@ def running(info: StepInfo) -> AbstractContextManager[None]:
     return bound(_current, info)
 
 
-_workflow: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+_workflow: contextvars.ContextVar[AsyncDurableContext | None] = contextvars.ContextVar(
     "fanfold_current_workflow", default=None
 )
 
 
-def active_workflow() -> object | None:
-    """The `ctx` of the async workflow whose code is running in this task, or None (integrations
-    such as runtime.agents reach the run through it)."""
+def active_workflow() -> AsyncDurableContext | None:
+    """The `ctx` of the async workflow whose code is running in this task (an async view of a
+    sync workflow's, in `run_async_from_sync`), or None: integrations such as runtime.agents
+    reach the run through it."""
     return _workflow.get()
 
 
-def in_workflow(ctx: object) -> AbstractContextManager[None]:
+def in_workflow(ctx: AsyncDurableContext) -> AbstractContextManager[None]:
     return bound(_workflow, ctx)
 
 

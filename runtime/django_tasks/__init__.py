@@ -11,6 +11,7 @@ task's function a step of a workflow.
 from __future__ import annotations
 
 import importlib
+from importlib.util import find_spec
 from typing import Any
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from django.utils.module_loading import import_string
 
 from runtime import dispatch
 from runtime.django_tasks.options import BadTaskOptions, TaskOptions
+from runtime.registry import registry
 
 BACKEND_PATH = "runtime.django_tasks.backend.FanfoldBackend"
 
@@ -58,8 +60,12 @@ def check_options(**kwargs: Any) -> list[checks.CheckMessage]:
 
 def install() -> None:
     """Register the tasks' workflow when a TASKS backend is Fanfold's, and route its runs to
-    their tasks' queues."""
+    their tasks' queues; wherever Django's Tasks framework is, let a workflow `ctx.step` or
+    `ctx.map` a task (whatever its backend)."""
     checks.register(check_options)
+    if find_spec("django.tasks") is not None or find_spec("django_tasks") is not None:
+        steps = importlib.import_module("runtime.django_tasks.steps")
+        registry.add_step_source(steps.step_source)
     if configured_aliases():
         importlib.import_module("runtime.django_tasks.runner")
         queues = importlib.import_module("runtime.django_tasks.queues")

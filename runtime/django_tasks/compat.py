@@ -5,7 +5,7 @@ imports the framework's names from here, so one backend class serves both."""
 from __future__ import annotations
 
 from importlib.util import find_spec
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -63,6 +63,15 @@ else:
         "Django 5.2 the backport (pip install 'fanfold[tasks]')"
     )
 
+
+def set_return_value(result: TaskResult[Any, Any], value: Any) -> None:
+    """Give a (frozen) TaskResult its return value: `return_value` reads it once the status is
+    SUCCESSFUL. Django's backends set the private field themselves and the framework offers no
+    public way, so this is the one place Fanfold writes it (the Django releases that keep it
+    there are pinned in tests/unit/tasks_backend/test_tasks_backend_compat.py)."""
+    object.__setattr__(result, "_return_value", value)
+
+
 __all__ = [
     "DEFAULT_TASK_PRIORITY",
     "FRAMEWORK",
@@ -78,6 +87,7 @@ __all__ = [
     "TaskResultStatus",
     "default_task_backend",
     "normalize_json",
+    "set_return_value",
     "task",
     "task_backends",
     "task_enqueued",

@@ -15,7 +15,14 @@ from typing import Any
 
 from django.utils.module_loading import import_string
 
-from runtime.django_tasks.compat import InvalidTask, Task, TaskError, TaskResult, TaskResultStatus
+from runtime.django_tasks.compat import (
+    InvalidTask,
+    Task,
+    TaskError,
+    TaskResult,
+    TaskResultStatus,
+    set_return_value,
+)
 from runtime.models import RunStatus
 from runtime.store.runs.django_tasks import TaskRunRecord, load_task_run
 
@@ -70,7 +77,7 @@ def result_of(run_id: uuid.UUID) -> TaskResult | None:
         worker_ids=[str(a.worker_id) for a in attempts],
     )
     if record.status == RunStatus.COMPLETED:
-        object.__setattr__(result, "_return_value", record.result)
+        set_return_value(result, record.result)
     return result
 
 

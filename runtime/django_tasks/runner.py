@@ -28,6 +28,7 @@ from runtime.django_tasks.compat import (
     TaskResult,
     TaskResultStatus,
     normalize_json,
+    set_return_value,
     task_finished,
     task_started,
 )
@@ -59,8 +60,8 @@ def run_django_task(
         # A replay finds the recorded timer whatever the seconds: only the first pass counts.
         ctx.sleep(max((due - timezone.now()).total_seconds(), 0.0))
     body = functools.partial(attempt, task, ctx.run_id, meta)
-    # The step's result is the run's: both commit together (DurableContext._step_ending_run).
-    return ctx._step_ending_run(body, *args, name=path, retry=task_policy(task), **kwargs)
+    # The step's result is the run's: both commit together (DurableContext.step_ending_run).
+    return ctx.step_ending_run(body, *args, name=path, retry=task_policy(task), **kwargs)
 
 
 def attempt(
@@ -117,5 +118,5 @@ def _settled(
     object.__setattr__(result, "status", status)
     object.__setattr__(result, "finished_at", timezone.now())
     object.__setattr__(result, "errors", errors or [])
-    object.__setattr__(result, "_return_value", value)
+    set_return_value(result, value)
     task_finished.send(type(result.task.get_backend()), task_result=result)

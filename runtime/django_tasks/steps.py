@@ -1,9 +1,12 @@
 """`step_of(task)`: a Django task's function as a registered Fanfold step, so that a workflow
-can `ctx.step` it or `ctx.map` over it."""
+can `ctx.step` it or `ctx.map` over it. `step_source` lets the task itself be given:
+`ctx.step(task, ...)`, `ctx.map(task, items)` (runtime.registry's step sources)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from django.utils.module_loading import import_string
 
 from runtime.django_tasks.compat import Task
 from runtime.registry import StepFunction, WorkflowFunction, registry, step
@@ -24,7 +27,21 @@ def step_of(task: Task) -> StepFunction[..., Any]:
     if task.takes_context:
         raise TypeError(f"task {task.module_path} takes a TaskContext: it cannot be a step")
     name = task.module_path
-    known = registry.steps.get(name)
+    known = registry.steps.registered(name)
     if known is not None:
         return known
     return step(name=name, retry=getattr(task, "retry", None))(task.func)
+
+
+def step_source(value: object) -> StepFunction[..., Any] | None:
+    """The step of a Django task: given the task (`ctx.step(task)`), or its path as a step
+    name (a worker running a branch of `ctx.map(task, items)` that another process started:
+    the name is imported, and only a task there counts). None for anything else."""
+    if isinstance(value, str):
+        if "." not in value:
+            return None
+        try:
+            value = import_string(value)
+        except ImportError:
+            return None
+    return step_of(value) if isinstance(value, Task) else None

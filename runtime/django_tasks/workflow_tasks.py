@@ -15,7 +15,13 @@ from typing import Any
 
 from django.utils import timezone
 
-from runtime.django_tasks.compat import Task, TaskError, TaskResult, TaskResultStatus
+from runtime.django_tasks.compat import (
+    Task,
+    TaskError,
+    TaskResult,
+    TaskResultStatus,
+    set_return_value,
+)
 from runtime.django_tasks.results import TASK_META_KEY, load_task, task_error
 from runtime.messaging.debounce import DebounceTerms, start_debounced
 from runtime.models import RunStatus
@@ -38,14 +44,14 @@ _STATUS = {
 }
 
 
-def workflow_of(task: Task) -> WorkflowFunction[Any] | None:
+def workflow_of(task: Task) -> WorkflowFunction[..., Any] | None:
     """The Fanfold workflow the task's function is, or None for a plain function."""
     func = task.func
     return func if isinstance(func, WorkflowFunction) else None
 
 
 def start_workflow_task(
-    workflow: WorkflowFunction[Any],
+    workflow: WorkflowFunction[..., Any],
     args: list[Any],
     kwargs: dict[str, Any],
     meta: dict[str, Any],
@@ -89,7 +95,7 @@ def workflow_task_result(run_id: uuid.UUID) -> TaskResult | None:
         worker_ids=[record.started_by] if started and record.started_by else [],
     )
     if record.status == RunStatus.COMPLETED:
-        object.__setattr__(result, "_return_value", record.result)
+        set_return_value(result, record.result)
     return result
 
 

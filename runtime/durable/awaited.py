@@ -85,16 +85,23 @@ class AwaitedCalls:
         return [p.what for p in self._calls if not p.awaited]
 
 
-class AsyncCallback(Callback):
-    """A callback created by an async workflow: hand out `.token`, then `await .wait()`."""
+class AsyncCallback:
+    """A callback created by an async workflow: hand out `.token`, then `await .wait()`.
+    The async sibling of `Callback`, over the same record."""
 
     def __init__(self, callback: Callback, calls: AwaitedCalls) -> None:
-        self.__dict__.update(callback.__dict__)
+        self.name = callback.name
+        self.token = callback.token
+        self._callback = callback
         self._calls = calls
 
-    def wait(self) -> Pending[object]:
+    def __repr__(self) -> str:
+        return repr(self._callback)
+
+    def wait(self) -> Pending[Any]:
         """Await the posted result; raises CallbackFailed or CallbackTimedOut."""
-        return self._calls.start(f"callback {self.name!r}.wait()", in_run_thread(super().wait))
+        wait = in_run_thread(self._callback.wait)
+        return self._calls.start(f"callback {self.name!r}.wait()", wait)
 
 
 def earliest_wake(suspends: list[Suspend]) -> datetime | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+from typing import Any
 
 from runtime import conf
 from runtime.checkpoint.errors import CheckpointFailed
@@ -59,7 +60,7 @@ class Callback:
     def __repr__(self) -> str:
         return f"<Callback {self.name!r} at position {self._position}>"
 
-    def wait(self) -> object:
+    def wait(self) -> Any:
         """Return the posted result; raise CallbackFailed or CallbackTimedOut.
 
         Until something is posted the run suspends (no worker held) until the nearest

@@ -29,7 +29,7 @@ from runtime.durable.calls import DurableCall
 from runtime.durable.cursor import ReplayCursor
 from runtime.flow.ratelimit import turn_wait
 from runtime.process.identity import worker_id
-from runtime.registry import StepFunction, step_policy
+from runtime.registry import StepFunction, registry, step_policy
 
 
 @dataclass(frozen=True)
@@ -52,16 +52,18 @@ class StepCall:
 
 def resolve_step(
     cursor: ReplayCursor,
-    fn: Callable[..., Any],
+    fn: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     name: str | None,
     retry: RetryPolicy | None,
 ) -> StepCall:
     """The call `ctx.step(fn, *args, name=, retry=, **kwargs)` makes, at the next position."""
-    if not callable(fn):
-        raise TypeError("ctx.step takes a callable as its first argument")
     registered = fn if isinstance(fn, StepFunction) else None
+    if registered is None and not callable(fn):
+        registered = registry.step_for(fn)  # a Django task (runtime.django_tasks.steps)
+        if registered is None:
+            raise TypeError("ctx.step takes a callable, a registered step or a Django task")
     default_name = registered.name if registered else str(getattr(fn, "__name__", repr(fn)))
     return StepCall(
         position=cursor.next_position(),

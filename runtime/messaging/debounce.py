@@ -56,7 +56,7 @@ class DebounceTerms:
 
 
 def start_debounced(
-    workflow: str | WorkflowFunction[Any],
+    workflow: str | WorkflowFunction[..., Any],
     args: list[Any] | tuple[Any, ...],
     kwargs: dict[str, Any],
     terms: DebounceTerms,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from runtime.core.durations import parse_duration
 from runtime.core.errors import InvalidArguments
@@ -101,7 +101,7 @@ def step(
 
 
 @overload
-def workflow(fn: Callable[..., R], /) -> WorkflowFunction[R]: ...
+def workflow(fn: Callable[Concatenate[Any, P], R], /) -> WorkflowFunction[P, R]: ...
 
 
 @overload
@@ -115,11 +115,11 @@ def workflow(
     start_permission: str | None = None,
     on_limit: OnLimit = "queue",
     search: dict[str, type] | None = None,
-) -> Callable[[Callable[..., R]], WorkflowFunction[R]]: ...
+) -> Callable[[Callable[Concatenate[Any, P], R]], WorkflowFunction[P, R]]: ...
 
 
 def workflow(
-    fn: Callable[..., R] | None = None,
+    fn: Callable[Concatenate[Any, P], R] | None = None,
     /,
     *,
     name: str | None = None,
@@ -130,7 +130,7 @@ def workflow(
     start_permission: str | None = None,
     on_limit: OnLimit = "queue",
     search: dict[str, type] | None = None,
-) -> WorkflowFunction[R] | Callable[[Callable[..., R]], WorkflowFunction[R]]:
+) -> WorkflowFunction[P, R] | Callable[[Callable[Concatenate[Any, P], R]], WorkflowFunction[P, R]]:
     """Register a workflow: ordinary Python whose first argument is the durable context.
 
     `schedule=Cron(...)` or a timedelta starts a run per tick (`catchup` says what happens to
@@ -155,7 +155,7 @@ def workflow(
     keep = None if retention is None else parse_duration(retention)
     declared = declaration(search)
 
-    def register(f: Callable[..., R]) -> WorkflowFunction[R]:
+    def register(f: Callable[Concatenate[Any, P], R]) -> WorkflowFunction[P, R]:
         if not callable(f):
             raise TypeError("@workflow decorates a function")
         _refuse_generators(f, "workflow")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, ClassVar, Generic, Literal, ParamSpec, TypeVar
+from typing import Any, ClassVar, Concatenate, Generic, Literal, ParamSpec, TypeVar, overload
 
 from runtime.core.errors import InvalidArguments
 from runtime.core.rates import Rate
@@ -21,6 +21,9 @@ from runtime.core.schedule import CatchUp, Schedule, as_schedule, check_catchup
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+R_co = TypeVar("R_co", covariant=True)  # what a step or workflow returns
 
 
 def default_name(fn: Callable[..., Any]) -> str:
@@ -29,8 +32,9 @@ def default_name(fn: Callable[..., Any]) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Signature:
-    """A call of a registered step or workflow, to be fanned out (`ctx.all`)."""
+class Signature(Generic[T_co]):
+    """A call of a registered step or workflow, to be fanned out (`ctx.all`): its branch's
+    result is a `T_co` (what `.s(...)` of a step or workflow returning one makes)."""
 
     name: str
     kind: str  # "step" or "child"
@@ -54,14 +58,14 @@ class SignatureMap:
         return (Signature(self.name, self.kind, (item,)) for item in self.items)
 
 
-class StepFunction(Generic[P, R]):
+class StepFunction(Generic[P, R_co]):
     """A function registered as a step. Calling it runs the body directly, not durably."""
 
     signature_kind: ClassVar[str] = "step"
 
     def __init__(
         self,
-        fn: Callable[P, R],
+        fn: Callable[P, R_co],
         name: str,
         retry: RetryPolicy | None,
         at_most_once: bool,
@@ -76,10 +80,18 @@ class StepFunction(Generic[P, R]):
         self.timeout = timeout  # seconds an async body may run (runtime.eventloop.bounded)
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co:
         return self.fn(*args, **kwargs)
 
-    def s(self, *args: Any, **kwargs: Any) -> Signature:
+    @overload
+    def s(
+        self: StepFunction[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs
+    ) -> Signature[T]: ...
+
+    @overload
+    def s(self: StepFunction[P, T], *args: P.args, **kwargs: P.kwargs) -> Signature[T]: ...
+
+    def s(self, *args: Any, **kwargs: Any) -> Signature[Any]:
         """A signature of this step for `ctx.all`."""
         return Signature(self.name, self.signature_kind, args, kwargs)
 
@@ -128,8 +140,9 @@ class FlowOptions:
         return cls(sched, check_catchup(catchup), concurrency, on_limit)  # type: ignore[arg-type]
 
 
-class WorkflowFunction(Generic[R]):
-    """A function registered as a workflow; its first parameter is the durable context."""
+class WorkflowFunction(Generic[P, R_co]):
+    """A function registered as a workflow; its first parameter is the durable context, `P`
+    the parameters after it (what `start` and `.s(...)` take), `R_co` what it returns."""
 
     signature_kind: ClassVar[str] = "child"  # fanned out, it runs as a child workflow
     # How long its finished runs are kept (runtime.lifecycle); None: FANFOLD_RETENTION.
@@ -139,7 +152,7 @@ class WorkflowFunction(Generic[R]):
 
     def __init__(
         self,
-        fn: Callable[..., R],
+        fn: Callable[Concatenate[Any, P], R_co],
         name: str,
         flow: FlowOptions | None = None,
         start_permission: str | None = None,
@@ -152,10 +165,18 @@ class WorkflowFunction(Generic[R]):
         self.start_permission = start_permission
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> R:
-        return self.fn(*args, **kwargs)
+    def __call__(self, ctx: Any, /, *args: P.args, **kwargs: P.kwargs) -> R_co:
+        return self.fn(ctx, *args, **kwargs)
 
-    def s(self, *args: Any, **kwargs: Any) -> Signature:
+    @overload
+    def s(
+        self: WorkflowFunction[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs
+    ) -> Signature[T]: ...
+
+    @overload
+    def s(self: WorkflowFunction[P, T], *args: P.args, **kwargs: P.kwargs) -> Signature[T]: ...
+
+    def s(self, *args: Any, **kwargs: Any) -> Signature[Any]:
         """A child-workflow signature for `ctx.all`."""
         return Signature(self.name, self.signature_kind, args, kwargs)
 

@@ -35,7 +35,7 @@ _RUN_ID = Run._meta.get_field("id")
 
 
 def start_run(
-    workflow: str | WorkflowFunction[Any],
+    workflow: str | WorkflowFunction[..., Any],
     args: list[Any] | tuple[Any, ...] = (),
     kwargs: dict[str, Any] | None = None,
     *,
@@ -76,7 +76,7 @@ def start_run(
 
 
 def start_run_soon(
-    workflow: str | WorkflowFunction[Any],
+    workflow: str | WorkflowFunction[..., Any],
     args: list[Any] | tuple[Any, ...] = (),
     kwargs: dict[str, Any] | None = None,
     *,
@@ -89,7 +89,7 @@ def start_run_soon(
 
 
 def _start(
-    workflow: str | WorkflowFunction[Any],
+    workflow: str | WorkflowFunction[..., Any],
     args: list[Any] | tuple[Any, ...],
     kwargs: dict[str, Any] | None,
     *,
@@ -158,11 +158,11 @@ def _keyed_run(owner_id: int | None, workflow: str, key: str, run_input: Any) ->
     return run
 
 
-def _at_limit(wf: WorkflowFunction[Any], key: str) -> bool:
+def _at_limit(wf: WorkflowFunction[..., Any], key: str) -> bool:
     return slots_taken(wf.name, key) >= (wf.flow.concurrency or 0)
 
 
-def _cancel_key(wf: WorkflowFunction[Any], key: str, owner_id: int | None) -> None:
+def _cancel_key(wf: WorkflowFunction[..., Any], key: str, owner_id: int | None) -> None:
     """`on_limit="cancel_running"`: cancel the key's runs (running, and queued behind them)
     that this start's owner owns; another user's runs keep their slots (the start queues)."""
     for run_id in active_runs_of_key(wf.name, key, owner_id):
@@ -180,7 +180,7 @@ def _skip_unless_admitted(run: Run) -> Run:
 
 
 def _create_run(
-    wf: WorkflowFunction[Any],
+    wf: WorkflowFunction[..., Any],
     run_input: Any,
     idempotency_key: str | None,
     concurrency_key: str | None = None,

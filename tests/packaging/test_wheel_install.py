@@ -83,6 +83,8 @@ def test_wheel_ships_the_apps_and_nothing_that_collides(wheel: Path) -> None:
     assert "runtime/templates/admin/runtime/run/change_form.html" in names
     assert any(name.startswith("runtime/migrations/0001_") for name in names)
     assert "runtime/management/commands/startrun.py" in names
+    # PEP 561: users' type checkers read the shipped packages' annotations.
+    assert {f"{package}/py.typed" for package in SHIPPED} <= set(names)
 
 
 def test_wheel_runs_a_fanout_in_a_new_startproject_site(wheel: Path, tmp_path: Path) -> None:

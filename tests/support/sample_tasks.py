@@ -74,3 +74,9 @@ def order_total(ctx: Any, prices: list[int], discount: int = 0) -> int:
 @workflow(name="tests.tasks.refuses")
 def refuses(ctx: Any, reason: str) -> None:
     raise FatalError(reason)
+
+
+@_task()
+def triple(x: int) -> int:
+    """One argument: a workflow may `ctx.map` it (tests/integration/tasks_backend)."""
+    return x * 3

@@ -198,3 +198,89 @@ def data_access(path: Path) -> list[tuple[int, str]]:
             elif node.attr == "atomic" and ast.unparse(node.value).endswith("transaction"):
                 found.append((node.lineno, "transaction.atomic"))
     return found
+
+
+ATTRIBUTE_CALLS = frozenset({"getattr", "setattr", "delattr", "hasattr", "__setattr__"})
+
+
+def package_unit(module: str) -> str:
+    """A module's package for the private-name rule: the first two parts of its name
+    (`runtime.durable`, `api.views`), a top-level module of a package being its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_definitions(path: Path) -> set[str]:
+    """The private names a module defines: its functions, classes, module and class
+    attributes, and what its code assigns to `self.` (or `cls.`)."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+        ):
+            found.add(node.attr)
+    return {name for name in found if _is_private(name)}
+
+
+def private_uses(path: Path) -> list[tuple[int, str, str | None]]:
+    """Where a module uses a private name of something other than `self`/`cls`: an attribute
+    (`x._name`, or by string through getattr/setattr/`object.__setattr__`), with None; or a
+    private name imported from a module, with that module's name."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: list[tuple[int, str, str | None]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.append((node.lineno, node.attr, None))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            found += [
+                (node.lineno, alias.name, node.module or "")
+                for alias in node.names
+                if _is_private(alias.name)
+            ]
+        elif isinstance(node, ast.Call) and len(node.args) >= 2:
+            callee = node.func
+            name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+            key = node.args[1]
+            if (
+                name in ATTRIBUTE_CALLS
+                and isinstance(key, ast.Constant)
+                and isinstance(key.value, str)
+                and _is_private(key.value)
+            ):
+                found.append((node.lineno, key.value, None))
+    return found
+
+
+def private_reach_ins(
+    found: dict[str, Path], allowed_names: frozenset[str]
+) -> list[tuple[str, int, str]]:
+    """Uses of a private name across packages, as (module, line, what): an attribute whose
+    name no module of the user's package defines, or an import of a private name from another
+    package's module (or a library's). `allowed_names` are frameworks' documented
+    private-looking attributes (Django's `_meta`)."""
+    defined: dict[str, set[str]] = {}
+    for name, path in found.items():
+        defined.setdefault(package_unit(name), set()).update(private_definitions(path))
+    hits: list[tuple[str, int, str]] = []
+    for name, path in found.items():
+        unit = package_unit(name)
+        for line, private, source in private_uses(path):
+            if source is None:
+                if private in defined[unit] or private in allowed_names:
+                    continue
+            elif source in found and package_unit(source) == unit:
+                continue
+            hits.append((name, line, private if source is None else f"{source}.{private}"))
+    return hits

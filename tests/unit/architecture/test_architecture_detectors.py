@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from source_graph import cycles, data_access, imports, sql_literals
+from source_graph import cycles, data_access, imports, private_reach_ins, sql_literals
 
 
 def test_architecture_cycles_found_through_any_length() -> None:
@@ -62,4 +62,37 @@ def test_architecture_data_access_finds_managers_connections_and_atomic(tmp_path
         (2, ".objects"),
         (3, "transaction.atomic"),
         (5, "._default_manager"),
+    ]
+
+
+def test_architecture_private_reach_ins_found_across_packages_only(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "inner").mkdir(parents=True)
+    owner = tmp_path / "pkg" / "inner" / "owner.py"
+    owner.write_text(
+        "class Context:\n"
+        "    def __init__(self):\n"
+        "        self._rand = 1\n"
+        "    def sibling(self, other):\n"
+        "        return other._rand\n"  # the same package: its own name
+        "def _helper():\n"
+        "    return 1\n"
+    )
+    user = tmp_path / "pkg" / "user.py"
+    user.write_text(
+        "from pkg.inner.owner import Context, _helper\n"
+        "from django.utils.functional import _lazy_proxy\n"
+        "ctx = Context()\n"
+        "seed = ctx._rand\n"
+        "setattr(ctx, '_rand', 2)\n"
+        "object.__setattr__(ctx, '_return_value', 3)\n"
+        "meta = ctx._meta\n"
+        "self_like = ctx.rand\n"
+    )
+    found = {"pkg.inner.owner": owner, "pkg.user": user}
+    assert private_reach_ins(found, frozenset({"_meta"})) == [
+        ("pkg.user", 1, "pkg.inner.owner._helper"),
+        ("pkg.user", 2, "django.utils.functional._lazy_proxy"),
+        ("pkg.user", 4, "_rand"),
+        ("pkg.user", 5, "_rand"),
+        ("pkg.user", 6, "_return_value"),
     ]

@@ -16,6 +16,7 @@ from source_graph import (
     function_lengths,
     imports,
     modules,
+    private_reach_ins,
     sql_literals,
     unit_edges,
 )
@@ -204,3 +205,27 @@ def test_architecture_database_access_only_inside_the_boundary() -> None:
 def test_architecture_listed_database_access_exceptions_still_exist() -> None:
     # A stale entry would let new data access in unnoticed.
     assert set(DATA_ACCESS_ALLOWED) <= set(_data_access_outside_the_boundary())
+
+
+# Private-looking names that libraries document for use: Django's model options, managers and
+# instance state; Celery's proxy unwrapping; the OpenAI SDK's response request id.
+FRAMEWORK_PRIVATE_NAMES = frozenset(
+    {"_meta", "_default_manager", "_base_manager", "_state", "_get_current_object", "_request_id"}
+)
+# (module, private name it reaches into elsewhere): why it must.
+PRIVATE_REACH_INS_ALLOWED = {
+    ("runtime.django_tasks.compat", "_return_value"): "Django's TaskResult offers no public "
+    "way to set a return value; the one write, pinned to the supported Django releases by "
+    "tests/unit/tasks_backend/test_tasks_backend_compat.py",
+}
+
+
+def test_architecture_no_private_name_is_used_across_packages() -> None:
+    found = private_reach_ins(modules(), FRAMEWORK_PRIVATE_NAMES)
+    unexpected = [hit for hit in found if hit[::2] not in PRIVATE_REACH_INS_ALLOWED]
+    assert unexpected == []
+
+
+def test_architecture_listed_private_reach_ins_still_exist() -> None:
+    found = {hit[::2] for hit in private_reach_ins(modules(), FRAMEWORK_PRIVATE_NAMES)}
+    assert set(PRIVATE_REACH_INS_ALLOWED) <= found  # a stale entry would hide a new one
