@@ -15,6 +15,7 @@ from api.views.approvals import RunApprovalsView, RunApprovalView
 from api.views.callbacks import CallbackTokenView, CallbackView
 from api.views.docs import DocsView, SchemaView
 from api.views.forks import RunForkView, RunRetryView
+from api.views.mcp import McpView
 from api.views.messages import RunMessagesView, RunValueView, SignalsView
 from api.views.runs import (
     RunCancelView,
@@ -67,6 +68,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
     path("versions/", VersionListView.as_view(), name="version-list"),
     path("versions/<str:version>/upgrade/", VersionUpgradeView.as_view(), name="version-upgrade"),
+    path("mcp/", McpView.as_view(), name="mcp"),
     path("schedules/", ScheduleListView.as_view(), name="schedule-list"),
     path("schedules/<str:workflow>/pause/", SchedulePauseView.as_view(), name="schedule-pause"),
     path("schedules/<str:workflow>/resume/", ScheduleResumeView.as_view(), name="schedule-resume"),

@@ -19,7 +19,7 @@ from runtime.core.callbacks import as_seconds
 from runtime.core.conditions import PollTerms
 from runtime.core.errors import StepFailed
 from runtime.core.retry import RetryPolicy
-from runtime.durable import messaging, steps, updates
+from runtime.durable import messaging, search, steps, updates
 from runtime.durable.awaited import AsyncCallback, AwaitedCalls, Pending, in_run_thread
 from runtime.durable.awaited import in_run_thread_now as now_in_run_thread
 from runtime.durable.base_context import WorkflowContextBase, sleep_seconds
@@ -253,6 +253,10 @@ class AsyncDurableContext(WorkflowContextBase):
     def set_value(self, key: str, value: Any) -> None:
         """`DurableContext.set_value` (plain: it returns once the value is recorded)."""
         self._call_now(messaging.set_value, key, value)
+
+    def set_search(self, **values: Any) -> None:
+        """`DurableContext.set_search` (plain: it returns once the values are recorded)."""
+        self._call_now(search.set_search, values)
 
     def send_durably(
         self, run_id: uuid.UUID | str, topic: str, value: Any, idempotency_key: str | None

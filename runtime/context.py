@@ -20,7 +20,7 @@ from runtime.core.callbacks import as_seconds
 from runtime.core.conditions import PollTerms
 from runtime.core.errors import StepFailed
 from runtime.core.retry import RetryPolicy
-from runtime.durable import messaging, steps, updates
+from runtime.durable import messaging, search, steps, updates
 from runtime.durable.base_context import WorkflowContextBase, sleep_seconds
 from runtime.durable.callbacks import Callback, create_callback
 from runtime.durable.conditions import wait_for_condition
@@ -254,6 +254,11 @@ class DurableContext(WorkflowContextBase):
         """Record `value` as this run's latest value of `key` (`value_set`), readable from
         outside with `get_run(id).get_value(key)` once it commits."""
         messaging.set_value(self.cursor, key, value)
+
+    def set_search(self, **values: Any) -> None:
+        """Change this run's search attributes (declared by its workflow), durably: recorded
+        as `search_set` and answered from the history on replay (runtime.durable.search)."""
+        search.set_search(self.cursor, values)
 
     def send_durably(
         self, run_id: uuid.UUID | str, topic: str, value: Any, idempotency_key: str | None

@@ -24,7 +24,7 @@ from runtime import conf
 from runtime.core.errors import NothingToRetry, PositionOutOfRange, PositionUnfinished
 from runtime.core.jsonvalues import checked
 from runtime.dispatch import enqueue_run
-from runtime.models import Run, StepStatus
+from runtime.models import Run, StepKind, StepStatus
 from runtime.registry import registry
 from runtime.services import Actor, get_run_row, with_actor
 from runtime.store.runs.forks import (
@@ -35,6 +35,7 @@ from runtime.store.runs.forks import (
     last_position,
     steps_before,
 )
+from runtime.store.runs.search_rows import start_values
 
 
 def fork_run(
@@ -57,6 +58,7 @@ def fork_run(
     source = get_run_row(run_id)
     run_input = _fork_input(source, args, kwargs)
     plan = plan_fork(source, from_position)
+    started_with, attributes = _fork_search(plan)
     payload = with_actor(
         {
             "workflow": source.workflow,
@@ -67,10 +69,25 @@ def fork_run(
             "requested_position": plan.requested,
             "reason": reason,
             **({"owner": source.owner_id} if source.owner_id is not None else {}),
+            **({"search": started_with} if started_with else {}),
         },
         by,
     )
-    return insert_fork(plan, run_input, payload, then=_enqueue)
+    return insert_fork(plan, run_input, payload, then=_enqueue, attributes=attributes)
+
+
+def _fork_search(plan: ForkPlan) -> tuple[dict[str, Any], list[tuple[str, str, Any, int]]]:
+    """The source's start attributes (the fork starts with them) and the fork's attributes:
+    those, changed by the copied `ctx.set_search` records, as (name, kind, value, position);
+    names the workflow no longer declares are left out."""
+    declared = registry.workflow(plan.source.workflow).search
+    started = {k: v for k, v in start_values(plan.source).items() if k in declared}
+    values = {k: (v, 0) for k, v in started.items()}
+    for copied in plan.steps:
+        if copied.kind == StepKind.SEARCH and isinstance(copied.result, dict):
+            values.update({k: (v, copied.position) for k, v in copied.result.items()})
+    rows = [(k, declared[k], v, p) for k, (v, p) in values.items() if k in declared]
+    return started, rows
 
 
 def _enqueue(run: Run) -> None:

@@ -186,6 +186,7 @@ def start(
     debounce: float | timedelta | None = None,
     debounce_key: str | None = None,
     debounce_max_wait: float | timedelta | None = None,
+    search: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> RunHandle[Any]:
     """Start a run of `workflow` (a name or the decorated function) with these arguments.
@@ -197,11 +198,12 @@ def start(
     callers act as the operator. With `debounce` and `debounce_key`, starts with one key (of
     one owner) coalesce into one run that begins `debounce` after the last of them
     (at the latest `debounce_max_wait` after the first) with the last start's arguments;
-    every call returns that run's handle.
+    every call returns that run's handle. `search={"customer": 42}` sets the run's search
+    attributes, as the workflow declares them (docs/finding-runs.md).
     """
     if debounce is not None or debounce_key is not None or debounce_max_wait is not None:
-        if idempotency_key is not None or concurrency_key is not None:
-            raise InvalidArguments("debounce takes no idempotency_key or concurrency_key")
+        if idempotency_key is not None or concurrency_key is not None or search is not None:
+            raise InvalidArguments("debounce takes no idempotency_key, concurrency_key or search")
         terms = DebounceTerms.of(debounce, debounce_key, debounce_max_wait)
         owner_id = owner if owner is None or isinstance(owner, int) else owner.pk
         run, created = start_debounced(workflow, args, kwargs, terms, priority, owner_id)
@@ -214,6 +216,7 @@ def start(
         concurrency_key=concurrency_key,
         priority=priority,
         owner=owner,
+        search=search,
     )
     return RunHandle(run.id, created)
 
@@ -272,6 +275,7 @@ async def astart(
     debounce: float | timedelta | None = None,
     debounce_key: str | None = None,
     debounce_max_wait: float | timedelta | None = None,
+    search: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> RunHandle[Any]:
     """`start` for async callers (debounced starts too): the run is started (and committed) in
@@ -287,6 +291,7 @@ async def astart(
         debounce=debounce,
         debounce_key=debounce_key,
         debounce_max_wait=debounce_max_wait,
+        search=search,
         **kwargs,
     )
     return await sync_to_async(begin)()

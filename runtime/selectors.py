@@ -2,29 +2,37 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 
 from runtime.core.schedule import describe
-from runtime.models import Event, Run, RunStatus, Step, StepStatus, values
+from runtime.models import Event, Run, Step, StepStatus, values
 from runtime.registry import WorkflowFunction, registry
 from runtime.services import get_run_row
+from runtime.store.runs.search_rows import attributes_of
 
 
-def list_runs(status: str | None = None, workflow: str | None = None) -> QuerySet[Run]:
-    """Runs, newest first, optionally only those with this status or workflow name."""
-    runs = Run.objects.all()
-    if status:
-        if status not in values(RunStatus):
-            raise ValueError(f"unknown status {status!r}; one of {', '.join(values(RunStatus))}")
-        runs = runs.filter(status=status)
-    if workflow:
-        runs = runs.filter(workflow=workflow)
-    return runs.order_by("-created_at", "-id")
+def every_run() -> QuerySet[Run]:
+    """Every run, unordered: the start of a query that filters (runtime.run_queries)."""
+    return Run.objects.all()
+
+
+def active_user(username: str) -> Any:
+    """The active user of this username, or None."""
+    users = get_user_model()._default_manager
+    return users.filter(username=username, is_active=True).first()
+
+
+def search_attributes(run_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+    """The search attributes of these runs, {run id: {name: value}} (values in JSON form)."""
+    return attributes_of(run_ids)
 
 
 def step_counts(run_id: uuid.UUID) -> dict[str, int]:
@@ -111,6 +119,8 @@ class WorkflowInfo:
     # Flow control: {"kind", "expression", "timezone", "catchup"} or None; `concurrency=N`.
     schedule: dict[str, str] | None = None
     concurrency: int | None = None
+    # Its search attributes, name to type ("int", "str", "float", "bool", "datetime").
+    search: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 _KINDS = {
@@ -125,7 +135,12 @@ _KINDS = {
 def registered_workflows() -> list[WorkflowInfo]:
     """Every registered workflow with its parameters (after the context), sorted by name."""
     return [
-        replace(_describe(name, wf.fn), schedule=_schedule(wf), concurrency=wf.flow.concurrency)
+        replace(
+            _describe(name, wf.fn),
+            schedule=_schedule(wf),
+            concurrency=wf.flow.concurrency,
+            search=dict(wf.search),
+        )
         for name, wf in sorted(registry.workflows.items())
     ]
 

@@ -26,7 +26,6 @@ from api.serializers.history import (
 from api.serializers.runs import (
     ForkRunSerializer,
     RunDetailSerializer,
-    RunFilterSerializer,
     RunSerializer,
     RunSummarySerializer,
     StartRunSerializer,
@@ -52,7 +51,6 @@ __all__ = [
     "EventSerializer",
     "ForkRunSerializer",
     "RunDetailSerializer",
-    "RunFilterSerializer",
     "RunSerializer",
     "RunSummarySerializer",
     "ScheduleSerializer",

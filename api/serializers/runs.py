@@ -9,8 +9,8 @@ from rest_framework import serializers
 
 from api.includes import RUN_PARTS, left_out
 from runtime.django_tasks.results import task_run_view
-from runtime.models import Run, RunStatus, choices
-from runtime.selectors import step_counts
+from runtime.models import Run
+from runtime.selectors import search_attributes, step_counts
 
 
 class StartRunSerializer(serializers.Serializer[Any]):
@@ -33,6 +33,12 @@ class StartRunSerializer(serializers.Serializer[Any]):
     priority = serializers.IntegerField(
         min_value=0, max_value=9, default=0, help_text="0-9, higher is admitted first"
     )
+    search = serializers.DictField(
+        child=serializers.JSONField(),
+        required=False,
+        help_text="search attributes the workflow declares, name to value (a datetime as "
+        'ISO 8601 text with a time zone): {"customer": 42, "region": "eu"}',
+    )
 
 
 class ForkRunSerializer(serializers.Serializer[Any]):
@@ -47,11 +53,6 @@ class ForkRunSerializer(serializers.Serializer[Any]):
     kwargs = serializers.DictField(
         child=serializers.JSONField(), required=False, help_text="new keyword arguments"
     )
-
-
-class RunFilterSerializer(serializers.Serializer[Any]):
-    status = serializers.ChoiceField(choices=choices(RunStatus), required=False)
-    workflow = serializers.CharField(max_length=200, required=False)
 
 
 class StepCountsSerializer(serializers.Serializer[Any]):
@@ -77,6 +78,9 @@ class RunSerializer(serializers.ModelSerializer[Run]):
     kwargs = serializers.DictField(child=serializers.JSONField(), read_only=True)
     result = serializers.JSONField(read_only=True, allow_null=True)
     error = serializers.JSONField(read_only=True, allow_null=True)
+    search = serializers.SerializerMethodField(
+        help_text="the run's search attributes, name to value (a datetime as ISO 8601 text)"
+    )
 
     class Meta:
         model = Run
@@ -94,6 +98,7 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "app_version",
             "result",
             "error",
+            "search",
             "created_at",
             "started_at",
             "finished_at",
@@ -115,6 +120,14 @@ class RunSerializer(serializers.ModelSerializer[Run]):
                 if key in data:
                     data[key] = task.arguments[key]
         return data
+
+    @extend_schema_field(serializers.DictField(child=serializers.JSONField()))
+    def get_search(self, run: Run) -> dict[str, Any]:
+        # A list page reads its runs' attributes in one query (the view passes them).
+        known = self.context.get("search")
+        if known is None:
+            known = search_attributes([run.id])
+        return dict(known.get(run.id, {}))
 
 
 class RunDetailSerializer(RunSerializer):

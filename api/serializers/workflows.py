@@ -30,6 +30,10 @@ class WorkflowSerializer(serializers.Serializer[Any]):
     parameters = WorkflowParameterSerializer(many=True)
     schedule = WorkflowScheduleSerializer(allow_null=True)
     concurrency = serializers.IntegerField(allow_null=True)
+    search = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="its search attributes, name to type (int, str, float, bool, datetime)",
+    )
 
 
 class ScheduleSerializer(serializers.ModelSerializer[Schedule]):

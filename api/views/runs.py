@@ -17,11 +17,15 @@ from api.pagination import (
     RunCursorPagination,
     StepPagination,
 )
-from api.request_errors import InvalidQuery
+from api.run_filters import (
+    PARENT_PARAMETER,
+    SEARCH_PARAMETER,
+    RunFilterSerializer,
+    filtered_runs,
+)
 from api.serializers import (
     EventSerializer,
     RunDetailSerializer,
-    RunFilterSerializer,
     RunSummarySerializer,
     StartRunSerializer,
     StepSummarySerializer,
@@ -40,18 +44,23 @@ class RunListView(GenericAPIView[Any]):
 
     @extend_schema(
         operation_id="runs_list",
-        parameters=[RunFilterSerializer, include_parameter(RUN_PARTS)],
+        parameters=[
+            RunFilterSerializer,
+            PARENT_PARAMETER,
+            SEARCH_PARAMETER,
+            include_parameter(RUN_PARTS),
+        ],
         responses={200: RunSummarySerializer(many=True), **errors(400, *AUTH_ERRORS)},
-        summary="List the runs you may see, newest first (input, result, error with ?include=)",
+        summary="List the runs you may see, newest first, by workflow, status, times, owner, "
+        "parent, source run and search attributes (input, result, error with ?include=)",
     )
     def get(self, request: Request) -> Response:
         include = requested(request, RUN_PARTS)
-        filters = RunFilterSerializer(data=request.query_params)
-        if not filters.is_valid():
-            raise InvalidQuery(filters.errors)
-        runs = visible_runs(request.user, selectors.list_runs(**filters.validated_data))
-        page = self.paginate_queryset(runs)
-        rows = RunSummarySerializer(page, many=True, context={"include": include}).data
+        runs = visible_runs(request.user, filtered_runs(request))
+        page = self.paginate_queryset(runs) or []
+        search = selectors.search_attributes([run.id for run in page])
+        context = {"include": include, "search": search}
+        rows = RunSummarySerializer(page, many=True, context=context).data
         return self.get_paginated_response(_within_budget(self, rows))
 
     @extend_schema(
@@ -78,6 +87,7 @@ class RunListView(GenericAPIView[Any]):
             concurrency_key=data.get("concurrency_key") or None,
             priority=data["priority"],
             owner=request.user,
+            search=data.get("search"),
         )
         return Response(RunDetailSerializer(run).data, status=201 if created else 200)
 

@@ -39,6 +39,7 @@ from runtime.admin.display import (
 )
 from runtime.admin.forks import fork_from_form, source_and_fork_links
 from runtime.admin.run_pages import run_page_context
+from runtime.admin.search import SearchAttributeFilter, attributes_html, by_terms, value_matches
 from runtime.admin.versions import versions_page
 from runtime.admin.workflows import workflow_stats
 from runtime.core.identity import parse_uuid
@@ -64,10 +65,13 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         "step_counts",
     ]  # fmt: skip
     list_select_related = ["owner"]
-    list_filter = ["status", "workflow"]
+    list_filter = ["status", "workflow", SearchAttributeFilter]
     # Searching is done by get_search_results; this only turns the search box on.
     search_fields = ["=idempotency_key"]
-    search_help_text = "An exact run id or idempotency key."
+    search_help_text = (
+        "An exact run id, idempotency key or attribute value; or NAME[__OP]=VALUE terms "
+        "(customer=42 amount__gte=100)."
+    )
     show_full_result_count = False
     list_per_page = 50
     actions = [cancel_runs, rerun_runs, retry_runs]
@@ -89,6 +93,7 @@ class RunAdmin(ReadOnlyAdmin[Run]):
             },
         ),
         ("Input and outcome", {"fields": ["input_json", "outcome"]}),
+        ("Search attributes", {"fields": ["search_attributes"]}),
     ]
     readonly_fields = [
         "id",
@@ -104,6 +109,7 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         "input_json",
         "outcome",
         "fork_links",
+        "search_attributes",
     ]
 
     # --- who sees what (runtime.access): owners their runs, view_run every run --------------
@@ -217,7 +223,10 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         term = search_term.strip()
         if not term:
             return queryset, False
-        condition = Q(idempotency_key=term)
+        if "=" in term:  # attribute terms: customer=42 amount__gte=100
+            found = by_terms(request, queryset, term.split())
+            return (found if found is not None else queryset.none()), False
+        condition = Q(idempotency_key=term) | value_matches(term)
         run_id = parse_uuid(term)
         if run_id is not None:
             condition |= Q(id=run_id)
@@ -304,6 +313,10 @@ class RunAdmin(ReadOnlyAdmin[Run]):
         if run.status == RunStatus.COMPLETED:
             return format_html("<pre class='fanfold-json'>{}</pre>", pretty_json(run.result))
         return format_html("<em>{}</em>", f"none yet: the run is {run.status}")
+
+    @admin.display(description="Attributes")
+    def search_attributes(self, run: Run) -> SafeString:
+        return attributes_html(run)
 
     @admin.display(description="Fork links")
     def fork_links(self, run: Run) -> SafeString:

@@ -39,6 +39,7 @@ class StepKind(StrEnum):
     SEND = "send"  # `send` from workflow code
     UPDATE = "update"  # `ctx.next_update`
     REPLY = "reply"  # an update's `reply` or `reject`
+    SEARCH = "search"  # `ctx.set_search`
 
 
 class EventType(StrEnum):
@@ -62,6 +63,7 @@ class EventType(StrEnum):
     APPROVAL_DECIDED = "approval_decided"
     UPDATE_RECEIVED = "update_received"  # `ctx.next_update` took an accepted update
     UPDATE_REPLIED = "update_replied"  # its reply or rejection
+    SEARCH_SET = "search_set"  # `ctx.set_search`: a run's search attributes changed
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"

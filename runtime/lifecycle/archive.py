@@ -24,7 +24,7 @@ from runtime.core.lifecycle_errors import (
     ArchiveStorageMissing,
     ArchiveUnreadable,
 )
-from runtime.models import Event, FanoutGroup, Run, RunUpdate, Step, StreamChunk
+from runtime.models import Event, FanoutGroup, Run, RunUpdate, SearchAttribute, Step, StreamChunk
 from runtime.models.messaging import Message, RunValue, SignalWait
 from runtime.models.payloads import PayloadField
 from runtime.payloads.codec import json_text
@@ -43,6 +43,7 @@ SECTIONS: dict[str, type[models.Model]] = {
     "values": RunValue,
     "signal_waits": SignalWait,
     "updates": RunUpdate,  # absent from archives written before updates: restored as none
+    "search_attributes": SearchAttribute,
 }
 _ORDER = {
     "steps": "position",

@@ -11,6 +11,7 @@ from runtime.models.flow import ConcurrencySlot, RateBucket, RateReservation, Sc
 from runtime.models.history import Event, Step
 from runtime.models.messaging import Message, RunValue, Signal, SignalKeyset, SignalWait
 from runtime.models.runs import Run
+from runtime.models.search import SearchAttribute
 from runtime.models.states import (
     ACTIVE_RUN_STATES,
     FINISHED_RUN_STATES,
@@ -40,6 +41,7 @@ __all__ = [
     "RunUpdate",
     "RunValue",
     "Schedule",
+    "SearchAttribute",
     "ServedVersion",
     "Signal",
     "SignalKeyset",

@@ -13,6 +13,7 @@ from runtime.core.identity import check_name
 from runtime.core.rates import parse_rate
 from runtime.core.retry import RetryPolicy
 from runtime.core.schedule import CatchUp, Schedule
+from runtime.core.search import declaration
 from runtime.registry.functions import (
     FlowOptions,
     OnLimit,
@@ -116,6 +117,7 @@ def workflow(
     start_permission: str | None = None,
     on_limit: OnLimit = "queue",
     updates: Mapping[str, UpdateValidator | None] | None = None,
+    search: dict[str, type] | None = None,
 ) -> Callable[[Callable[Concatenate[Any, P], R]], WorkflowFunction[P, R]]: ...
 
 
@@ -131,6 +133,7 @@ def workflow(
     start_permission: str | None = None,
     on_limit: OnLimit = "queue",
     updates: Mapping[str, UpdateValidator | None] | None = None,
+    search: dict[str, type] | None = None,
 ) -> WorkflowFunction[P, R] | Callable[[Callable[Concatenate[Any, P], R]], WorkflowFunction[P, R]]:
     """Register a workflow: ordinary Python whose first argument is the durable context.
 
@@ -145,6 +148,9 @@ def workflow(
     `updates={"name": validator_or_None}` declares the updates its runs accept
     (`ctx.next_update`); a validator runs in the caller's process before anything is recorded
     and refuses the update by raising ValueError or UpdateRejected.
+    `search={"customer": int, ...}` declares the run's search attributes (int, str, float, bool
+    or datetime), set by `start(..., search=...)` and `ctx.set_search` and queried by
+    `list_runs` (docs/finding-runs.md).
     """
     flow = FlowOptions.checked(schedule, catchup, concurrency, on_limit)
     if start_permission is not None and (
@@ -155,6 +161,7 @@ def workflow(
         )
     keep = None if retention is None else parse_duration(retention)
     declared = declared_updates(updates)
+    declared_search = declaration(search)
 
     def register(f: Callable[Concatenate[Any, P], R]) -> WorkflowFunction[P, R]:
         if not callable(f):
@@ -164,6 +171,7 @@ def workflow(
         wf = WorkflowFunction(f, wf_name, flow, start_permission)
         wf.retention = keep
         wf.updates = declared
+        wf.search = declared_search
         if flow.schedule is not None:  # a tick starts it with no arguments
             try:
                 wf.check_arguments([], {})

@@ -171,6 +171,8 @@ class WorkflowFunction(Generic[P, R_co]):
     retention: timedelta | None = None
     # The updates its runs accept, each with its validator or None (contract section 2l).
     updates: Mapping[str, UpdateValidator | None] = MappingProxyType({})
+    # Its search attributes, name to kind (runtime.core.search): none unless declared.
+    search: dict[str, str] = {}
 
     def __init__(
         self,

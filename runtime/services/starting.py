@@ -24,6 +24,7 @@ from runtime import conf
 from runtime.core.errors import IdempotencyConflict, ReservedIdempotencyKey, RunAlreadyFinished
 from runtime.core.identity import RESERVED_KEY_PREFIXES, check_idempotency_key, is_reserved_key
 from runtime.core.jsonvalues import checked
+from runtime.core.search import checked_values
 from runtime.dispatch import enqueue_run, enqueue_run_soon
 from runtime.flow.admission import admission_terms, admit
 from runtime.models import Run
@@ -53,6 +54,7 @@ def start_run(
     runtime_key: str | None = None,
     send_soon: bool = False,
     app_version: str | None = None,
+    search: dict[str, Any] | None = None,
 ) -> tuple[Run, bool]:
     """Create a run and enqueue it; returns (run, created).
 
@@ -66,6 +68,8 @@ def start_run(
     `send_soon` the run's message is handed to a background publisher once the run commits
     (`dispatch.enqueue_run_soon`) instead of sent before this returns. The run is pinned
     to `app_version` (a child: its parent's), else to this process's (runtime.versions).
+    `search` sets the run's search attributes (declared by the workflow; InvalidArguments if
+    not, or of another type).
     """
     found, created = _start(
         workflow,
@@ -78,6 +82,7 @@ def start_run(
         runtime_key=runtime_key,
         send_soon=send_soon,
         app_version=app_version,
+        search=search,
     )
     return (found.as_model() if isinstance(found, NewRun) else found), created
 
@@ -107,6 +112,7 @@ def _start(
     runtime_key: str | None = None,
     send_soon: bool = False,
     app_version: str | None = None,
+    search: dict[str, Any] | None = None,
 ) -> tuple[Run | NewRun, bool]:
     """`start_run`: the run its key names (created False), else the new one as inserted."""
     wf = registry.workflow(workflow)
@@ -118,9 +124,11 @@ def _start(
         conf.get().MAX_PAYLOAD_BYTES,
     )
     wf.check_arguments(run_input["args"], run_input["kwargs"])
+    attributes = checked_values(wf.name, wf.search, search)
     owner_id = owner if owner is None or isinstance(owner, int) else owner.pk
     version = versions.current() if app_version is None else app_version
-    terms = _Terms(idem, key, priority, owner_id, send_soon, version)
+    searched = (wf.search, attributes) if attributes else None
+    terms = _Terms(idem, key, priority, owner_id, send_soon, version, searched)
     start = partial(_start_txn, wf, run_input, size, terms)
     try:
         with _transaction(idem):
@@ -158,6 +166,7 @@ class _Terms:
     owner_id: int | None
     send_soon: bool
     version: str
+    search: tuple[dict[str, str], dict[str, Any]] | None  # declared kinds, checked values
 
 
 def _start_txn(
@@ -240,6 +249,8 @@ def _create_run(workflow: str, run_input: Any, size: int | None, terms: _Terms) 
         payload.update(concurrency_key=concurrency_key, priority=priority)
     if owner_id is not None:  # the log names the owner too: it is the source of truth
         payload["owner"] = owner_id
+    if terms.search:  # replayed and forked from the log like the rest of the start
+        payload["search"] = terms.search[1]
     run = insert_run_txn(
         workflow,
         run_input,
@@ -250,6 +261,7 @@ def _create_run(workflow: str, run_input: Any, size: int | None, terms: _Terms) 
         owner_id=owner_id,
         bound=None if size is None else size + 1024,
         app_version=terms.version,
+        search=terms.search,
     )
     version_routing.remember(run.id, terms.version)
     then: Callable[[], object]

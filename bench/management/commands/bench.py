@@ -20,6 +20,7 @@ from bench.io_fanout import run_io_fanout
 from bench.observe import observe_fanout, observe_sequential
 from bench.options import flatten, pool_of, refuse
 from bench.replaycheck import run_replay_check
+from bench.search import run_search
 from bench.sequential import run_concurrent, run_sequential
 from bench.signals import run_signals
 from bench.streams import run_stream
@@ -38,7 +39,7 @@ def _sample_traces(ratio: float) -> None:
 class Command(BaseCommand):
     help = (
         "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream, flow, "
-        "history, signals, update, tasks, agents or workers."
+        "history, search, signals, update, tasks, agents or workers."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -168,6 +169,15 @@ class Command(BaseCommand):
         )
         history.add_argument("--timeout", type=float, default=600.0)
         history.add_argument("--json", action="store_true")
+        search = sub.add_parser("search", help="queries by search attribute on 1M runs, starts")
+        for flag, default in (
+            ("runs", 1_000_000),
+            ("samples", 200),
+            ("starts", 500),
+            ("rounds", 4),
+        ):
+            search.add_argument(f"--{flag}", type=int, default=default)
+        search.add_argument("--reload", action="store_true", help="load the runs again")
         flow = sub.add_parser("flow", help="admission and rate-limit overhead, limits off vs on")
         flow.add_argument("--runs", type=int, default=100)
         flow.add_argument("--steps", type=int, default=20)
@@ -191,6 +201,7 @@ class Command(BaseCommand):
             scale,
             start,
             upd,
+            search,
         ):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
@@ -240,6 +251,9 @@ class Command(BaseCommand):
                 options["purge_pace"],
                 options["due_events"],
             )
+        if scenario == "search":
+            keys = ("runs", "samples", "starts", "rounds", "reload")
+            return run_search(*(options[k] for k in keys))
         if scenario == "flow":
             return run_flow(
                 options["runs"], options["steps"], options["repeat"], options["timeout"]

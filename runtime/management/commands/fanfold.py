@@ -1,6 +1,8 @@
 """`python manage.py fanfold ...`: the operator's command line.
 
-    fanfold runs [--status S] [--workflow W] [--limit N]    list runs, newest first
+    fanfold runs [--status S,S] [--workflow W] [--where NAME[__OP]=V ...] [--user NAME]
+                 [--created-after T] ... [--limit N]    list runs, newest first (finding.py)
+    fanfold mcp --user NAME                                 the MCP server over stdio, as NAME
     fanfold show RUN                                        one run with its steps
     fanfold cancel RUN                                      cancel a run in flight
     fanfold fork RUN --from N [--args JSON] [--kwargs JSON] fork from a position
@@ -32,18 +34,17 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from runtime.access import cli_actor
 from runtime.core.errors import FanfoldError
 from runtime.forks import fork_run, retry_run
-from runtime.management import lifecycle, messages, replay, versions
+from runtime.management import finding, lifecycle, mcp_serve, messages, replay, versions
 from runtime.management.console import table
 from runtime.management.records import (
     error_text,
     run_record,
     run_summary,
     step_record,
-    when,
     write_json,
 )
-from runtime.models import Run, RunStatus, values
-from runtime.selectors import fork_ids, list_runs, steps_of
+from runtime.models import Run
+from runtime.selectors import fork_ids, steps_of
 from runtime.services import cancel_run, get_run_row
 
 
@@ -55,10 +56,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
-        runs = sub.add_parser("runs", help="list runs, newest first")
-        runs.add_argument("--status", choices=values(RunStatus))
-        runs.add_argument("--workflow")
-        runs.add_argument("--limit", type=int, default=50)
+        (runs,) = finding.add_parsers(sub)
+        mcp_serve.add_parsers(sub)
         for name, text in (("show", "one run and its steps"), ("cancel", "cancel a run")):
             sub.add_parser(name, help=text).add_argument("run")
         fork = sub.add_parser("fork", help="fork a run from a position")
@@ -81,7 +80,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         actions: dict[str, Callable[[dict[str, Any]], Any]] = {
-            "runs": self._runs,
+            **finding.actions(self.stdout),
+            **mcp_serve.actions(),
             "show": self._show,
             "cancel": lambda o: self._one(
                 cancel_run(o["run"], reason="cancelled from the CLI", by=cli_actor()), o
@@ -105,26 +105,6 @@ class Command(BaseCommand):
             if options.get("json"):
                 write_json(self.stdout, {"error": {"code": code, "message": str(exc)}})
             raise CommandError(f"{code}: {exc}") from exc
-
-    def _runs(self, options: dict[str, Any]) -> None:
-        runs = list(list_runs(options.get("status"), options.get("workflow"))[: options["limit"]])
-        if options["json"]:
-            write_json(self.stdout, [run_record(r) for r in runs])
-            return
-        rows = [
-            (
-                r.id,
-                r.workflow,
-                r.status,
-                r.app_version,
-                when(r.created_at),
-                when(r.finished_at),
-                r.forked_from_id,
-            )
-            for r in runs
-        ]
-        headers = ("run", "workflow", "status", "version", "created", "finished", "forked from")
-        self.stdout.write(table(headers, rows), ending="")
 
     def _show(self, options: dict[str, Any]) -> None:
         run = get_run_row(options["run"])

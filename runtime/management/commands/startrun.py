@@ -1,4 +1,5 @@
-"""`python manage.py startrun NAME [--args JSON] [--kwargs JSON] [--idempotency-key K] [--wait]`."""
+"""`python manage.py startrun NAME [--args JSON] [--kwargs JSON] [--idempotency-key K]
+[--search JSON] [--wait]`."""
 
 from __future__ import annotations
 
@@ -34,16 +35,21 @@ class Command(BaseCommand):
             "--kwargs", dest="wf_kwargs", default="{}", help="keyword arguments, a JSON object"
         )
         parser.add_argument("--idempotency-key", default=None)
+        parser.add_argument(
+            "--search", default=None, help='search attributes, a JSON object: {"customer": 42}'
+        )
         parser.add_argument("--wait", action="store_true", help="wait for the result")
         parser.add_argument("--timeout", type=float, default=None, help="seconds to --wait")
 
     def handle(self, *args: Any, **options: Any) -> None:
         wf_args = _json_arg(options["wf_args"], list, "--args")
         wf_kwargs = _json_arg(options["wf_kwargs"], dict, "--kwargs")
+        search = (
+            None if options["search"] is None else _json_arg(options["search"], dict, "--search")
+        )
         try:
-            handle = start(
-                options["name"], *wf_args, idempotency_key=options["idempotency_key"], **wf_kwargs
-            )
+            handle = start(options["name"], *wf_args, idempotency_key=options["idempotency_key"],
+                           search=search, **wf_kwargs)  # fmt: skip
         except (FanfoldError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         verb = "started" if handle.created else "exists (same idempotency key)"

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -19,6 +19,7 @@ from runtime.core.identity import step_id
 from runtime.models import Event, EventType, FanoutGroup, Run, Step, StepStatus
 from runtime.registry import versions
 from runtime.store.history.payload_forms import StoredForms
+from runtime.store.runs.search_rows import attribute_rows, insert_rows
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,11 @@ def insert_fork(
     payload: dict[str, Any],
     *,
     then: Callable[[Run], object],
+    attributes: Sequence[tuple[str, str, Any, int]] = (),
 ) -> Run:
     """Insert the fork of `plan` with its copied records in one transaction, its run_created
-    event carrying `payload`; `then(run)` runs once that commits."""
+    event carrying `payload`, its search `attributes` (name, kind, value, position); `then(run)`
+    runs once that commits."""
     now = timezone.now()
     source = plan.source
     with transaction.atomic():
@@ -100,6 +103,8 @@ def insert_fork(
         Step.objects.bulk_create([_copied_step(s, run.id, forms) for s in plan.steps])
         Event.objects.bulk_create(_copied_events(plan, events, run.id, forms))
         FanoutGroup.objects.bulk_create([g.copied_to(run.id) for g in plan.groups])
+        for name, kind, value, position in attributes:
+            insert_rows(attribute_rows(run.id, {name: kind}, {name: value}, position))
         transaction.on_commit(partial(then, run))
     return run
 

@@ -18,6 +18,7 @@ from runtime.models import ACTIVE_RUN_STATES, Event, EventType, Run, Step
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
+from runtime.store.runs.search_rows import attribute_rows, insert_rows, insert_statement
 
 _RUN_ID = Run._meta.get_field("id")
 
@@ -62,6 +63,7 @@ def insert_run_txn(
     owner_id: int | None,
     bound: int | None,
     app_version: str = "",
+    search: tuple[dict[str, str], dict[str, Any]] | None = None,
 ) -> NewRun:
     """Insert a run and its run_created event (with `payload`) in the caller's transaction; the
     new row. A run with a `concurrency_key` waits unadmitted (not due) for a slot.
@@ -71,7 +73,9 @@ def insert_run_txn(
     are one statement, their values bound without a model instance built: one round trip for
     a start (a Django task's enqueue), which is a transaction of its own outside an atomic
     block. A repeated idempotency key raises Django's IntegrityError. `app_version` is the
-    deployment version the run is pinned to (runtime.versions).
+    deployment version the run is pinned to (runtime.versions). `search` is the workflow's
+    declared attribute kinds and the run's checked values (runtime.store.runs.search_rows),
+    inserted with it (on PostgreSQL in the same statement).
     """
     now = timezone.now()
     gated = concurrency_key is not None
@@ -102,11 +106,13 @@ def insert_run_txn(
         "payload": forms.form(payload, new.id, bound),
         "created_at": now,
     }
+    attributes = attribute_rows(new.id, *search) if search else []
     if postgres():
-        _insert_together(run, created)
+        _insert_together(run, created, attributes)
     else:
         Run(**run).save(force_insert=True)
         Event(**created).save(force_insert=True)
+        insert_rows(attributes)
     return new
 
 
@@ -115,15 +121,22 @@ def inserts_in_one_statement() -> bool:
     return postgres()
 
 
-def _insert_together(run: dict[str, Any], event: dict[str, Any]) -> None:
-    """The run's and its event's INSERTs as one prepared statement (the event's foreign key
-    is checked at its end, when the run's row is there), its values bound by the server."""
-    run_sql, run_params = _insert_statement(Run, run)
+def _insert_together(
+    run: dict[str, Any], event: dict[str, Any], attributes: list[dict[str, Any]]
+) -> None:
+    """The run's, its event's and its search attributes' INSERTs as one prepared statement
+    (the event's foreign key is checked at its end, when the run's row is there), its values
+    bound by the server."""
+    run_sql, params = _insert_statement(Run, run)
     event_sql, event_params = _insert_statement(Event, event)
-    sql = f"WITH new_run AS ({run_sql}) {event_sql}"
+    sql = f"WITH new_run AS ({run_sql}) "
+    if attributes:
+        attr_sql, attr_params = insert_statement(attributes)
+        sql += f", new_attributes AS ({attr_sql}) "
+        params += attr_params
     try:
         with psycopg.Cursor(raw_connection()) as cursor:
-            cursor.execute(sql, [*run_params, *event_params], prepare=True)
+            cursor.execute(sql + event_sql, [*params, *event_params], prepare=True)
     except psycopg.IntegrityError as exc:  # as Django's cursor would raise it
         raise IntegrityError(*exc.args) from exc
 

@@ -191,6 +191,8 @@ def test_history_partitions_hold_each_run_in_its_weeks_partition(
     week = period_of(weeks_ago(3))
 
     for name, model in SECTIONS.items():
+        if model not in PARTITIONED:  # search attributes: one small table, queried across runs
+            continue
         rows = model._default_manager.filter(run_id=run_id).count()
         assert rows_in(week.table(model), run_id) == rows, name
         assert rows or name not in ("steps", "events", "stream_chunks"), name

@@ -37,6 +37,10 @@ FUNCTION_IMPORTS_ALLOWED = {
     ("runtime.agents", "runtime.agents.approvals"): "on first use: it imports Django's models, "
     "and the package is imported before the apps load",
     ("runtime.agents", "runtime.agents.live"): "on first use, as runtime.agents.approvals",
+    ("runtime.management.mcp_serve", "api.mcp.server"): "`fanfold mcp` only: the core never "
+    "imports the MCP SDK (the mcp extra)",
+    ("api.mcp.http", "api.mcp.server"): "on the first /api/mcp/ request: the API loads without "
+    "the MCP SDK (the mcp extra)",
 }
 # Pairs of runtime's units (a subpackage, or a top-level module) that may import each other:
 # why the two cannot be one unit or be layered. Longer cycles are never allowed.

@@ -1,0 +1,123 @@
+"""Search attribute rows (runtime.models.search): written at a start, by `ctx.set_search` and
+by a fork; read for a run's page; and the filter a list query adds for each condition."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+
+from runtime.core.search import Condition
+from runtime.models import Event, Run, SearchAttribute
+
+_COLUMNS = ("run_id", "name", "kind", "num", "text", "at", "position")
+_TABLE = SearchAttribute._meta.db_table
+
+
+def _typed(kind: str, value: Any) -> dict[str, Any]:
+    """The typed column that holds a value of `kind` (in its JSON form)."""
+    if kind == "str":
+        return {"num": None, "text": value, "at": None}
+    if kind == "datetime":
+        return {"num": None, "text": None, "at": datetime.fromisoformat(value)}
+    return {"num": float(value), "text": None, "at": None}
+
+
+def attribute_rows(
+    run_id: uuid.UUID, kinds: Mapping[str, str], values: Mapping[str, Any], position: int = 0
+) -> list[dict[str, Any]]:
+    """The rows (column values) of a run's attributes `values`, of the declared `kinds`."""
+    return [
+        {
+            "run_id": run_id,
+            "name": name,
+            "kind": kinds[name],
+            "position": position,
+            **_typed(kinds[name], value),
+        }
+        for name, value in values.items()
+    ]
+
+
+def insert_statement(rows: list[dict[str, Any]]) -> tuple[str, list[Any]]:
+    """One multi-row INSERT of these rows, with its params (PostgreSQL's start path puts it
+    in the statement that inserts the run: runtime.store.runs.run_rows)."""
+    values = ", ".join(["(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"] * len(rows))
+    sql = f"INSERT INTO {_TABLE} ({', '.join(_COLUMNS)}) VALUES {values}"
+    return sql, [row[c] for row in rows for c in _COLUMNS]
+
+
+def insert_rows(rows: list[dict[str, Any]]) -> None:
+    """Insert these attribute rows (inside the caller's transaction)."""
+    if rows:
+        SearchAttribute.objects.bulk_create([SearchAttribute(**row) for row in rows])
+
+
+def set_attributes(rows: list[dict[str, Any]]) -> None:
+    """Set these attribute rows of one run, each unless a later position set the attribute
+    (a replay of an older `ctx.set_search` never overwrites a newer value)."""
+    with transaction.atomic():
+        for row in rows:
+            fields = {k: row[k] for k in ("kind", "num", "text", "at", "position")}
+            mine = SearchAttribute.objects.filter(run_id=row["run_id"], name=row["name"])
+            if mine.filter(position__lte=row["position"]).update(**fields) or mine.exists():
+                continue
+            try:
+                with transaction.atomic():
+                    SearchAttribute.objects.create(**row)
+            except IntegrityError:  # set meanwhile by a newer execution: it holds the lease
+                continue
+
+
+def attributes_of(run_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+    """The attributes of these runs, {run id: {name: value}} (runs without any left out)."""
+    found: dict[uuid.UUID, dict[str, Any]] = {}
+    for row in SearchAttribute.objects.filter(run_id__in=list(run_ids)).order_by("name"):
+        found.setdefault(row.run_id, {})[row.name] = row.value
+    return found
+
+
+def start_values(run: Run) -> dict[str, Any]:
+    """The attributes `run` was started with (its run_created event's `search`)."""
+    created = Event.objects.filter(run_id=run.id, seq=1).only("payload").first()
+    payload = created.payload if created is not None else None
+    search = payload.get("search") if isinstance(payload, dict) else None
+    return dict(search) if isinstance(search, dict) else {}
+
+
+def run_workflow(run_id: uuid.UUID) -> str | None:
+    """The workflow name of a run, or None."""
+    return Run.objects.filter(id=run_id).values_list("workflow", flat=True).first()
+
+
+def _lookup(cond: Condition) -> dict[str, Any]:
+    column = {"str": "text", "datetime": "at"}.get(cond.kind, "num")
+
+    def stored(value: Any) -> Any:
+        return _typed(cond.kind, value)[column]
+
+    if cond.op == "in":
+        return {f"{column}__in": [stored(v) for v in cond.value]}
+    if cond.op == "contains":
+        return {f"{column}__contains": cond.value}
+    op = {"eq": "", "gte": "__gte", "lte": "__lte"}[cond.op]
+    return {f"{column}{op}": stored(cond.value)}
+
+
+def matching(runs: QuerySet[Run], conditions: list[Condition]) -> QuerySet[Run]:
+    """`runs` narrowed to those whose attributes meet every condition: per attribute one
+    semi-join on its (name, value) index, its conditions together (a range is one index
+    range, estimated as one: docs/design/search.md)."""
+    by_name: dict[str, list[Condition]] = {}
+    for cond in conditions:
+        by_name.setdefault(cond.name, []).append(cond)
+    for name, terms in by_name.items():
+        rows = SearchAttribute.objects.filter(name=name)
+        for cond in terms:
+            rows = rows.filter(**_lookup(cond))
+        runs = runs.filter(id__in=rows.values("run_id"))
+    return runs

@@ -1,0 +1,51 @@
+"""The attribute queries use the attribute indexes on a loaded table (EXPLAIN, as the history
+pruning tests read their plans): 20,000 runs with 3 attributes, loaded as `bench search` does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from bench.search import WORKFLOW  # registers the loaded runs' workflow
+from bench.search_load import clear, load
+from runtime.run_queries import run_query
+
+pytestmark = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="the plans are PostgreSQL's"
+)
+
+
+@pytest.fixture
+def loaded(transactional_db: Any) -> None:
+    load(20_000)
+    yield
+    clear()
+
+
+def plan(**filters: Any) -> str:
+    sql, params = run_query(workflow=WORKFLOW, **filters)[:51].query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (COSTS OFF) {sql}", params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+@pytest.mark.parametrize(
+    ("filters", "index"),
+    [
+        ({"status": "failed", "search": {"customer": 42}}, "search_num_idx"),
+        ({"status": "failed,running", "search": {"customer__in": [4, 2]}}, "search_num_idx"),
+        ({"search": {"amount__gte": 5000, "amount__lte": 5010}}, "search_num_idx"),
+        ({"search": {"amount__gte": 5000, "amount__lte": 5100}}, "search_"),
+        ({"status": "failed", "search": {"region": "eu-west"}}, "search_"),
+    ],
+)
+def test_search_plan_attribute_queries_use_an_attribute_index(
+    loaded: None, filters: dict[str, Any], index: str
+) -> None:
+    shown = plan(**filters)
+    assert "runtime_searchattribute" in shown
+    assert "Seq Scan on runtime_searchattribute" not in shown, shown
+    assert "Seq Scan on runtime_run" not in shown, shown
+    assert index in shown, shown
