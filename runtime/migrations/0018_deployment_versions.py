@@ -34,7 +34,12 @@ class Migration(migrations.Migration):
             model_name="run",
             name="app_version",
             field=models.CharField(
-                blank=True, default="", editable=False, max_length=64, verbose_name="version"
+                blank=True,
+                db_default="",
+                default="",
+                editable=False,
+                max_length=64,
+                verbose_name="version",
             ),
         ),
         migrations.AlterField(

@@ -152,7 +152,10 @@ class Run(models.Model):
     admitted = models.BooleanField(default=True)
     # The deployment version whose code runs this run (runtime.versions, docs/deploying.md):
     # only workers serving it execute it. "" for runs recorded before versions existed.
-    app_version = models.CharField("version", max_length=64, default="", blank=True, editable=False)
+    # db_default too: rows inserted by plain SQL (bulk loads, other tools) are of no version.
+    app_version = models.CharField(
+        "version", max_length=64, default="", db_default="", blank=True, editable=False
+    )
 
     objects = RunQuerySet.as_manager()
 

@@ -303,7 +303,8 @@ def test_tasks_backend_admin_lists_a_task_by_its_path_with_its_arguments_as_inpu
     looker = Client()
     looker.force_login(operator("looker", is_staff=True))
     listed = looker.get(reverse("admin:runtime_run_changelist")).content.decode()
-    assert "tests.support.sample_tasks.add (task)" in listed
+    # The list may break a name after its dots (<wbr>), never inside a word.
+    assert "tests.support.sample_tasks.add (task)" in listed.replace("<wbr>", "")
     page = looker.get(reverse("admin:runtime_run_change", args=[result.id])).content.decode()
     inputs = page.split("Input", 1)[1]
     shown = inputs.split("<details>", 1)[0]
