@@ -13,18 +13,31 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 
 from runtime.core.errors import InvalidArguments, RunCancelled, RunFailed
+from runtime.core.waiting import Waiting
 from runtime.forks import fork_run, retry_run
 from runtime.messaging.debounce import DebounceTerms, start_debounced
 from runtime.messaging.values import get_value
 from runtime.models import Event, Run, RunStatus, Step
 from runtime.registry import WorkflowFunction
-from runtime.selectors import events_of, run_status, steps_of
+from runtime.selectors import events_of, run_status, steps_of, waiting_on
 from runtime.services import cancel_run, get_run_row, start_run
 from runtime.streaming import reader
 from runtime.streaming.wakeups import fallback_seconds, signals
 from runtime.streaming.writer import DEFAULT_STREAM
 
 T = TypeVar("T")
+
+# Drives runs in this thread while a caller waits (runtime.testing's WorkflowEnvironment):
+# called with the run's id and the wait's timeout, it returns once the run finished, or raises.
+Driver = Callable[[uuid.UUID, float | None], None]
+_driver: Driver | None = None
+
+
+def install_driver(driver: Driver | None) -> Driver | None:
+    """Make `RunHandle.wait()` call `driver` first; returns the one it replaces."""
+    global _driver
+    previous, _driver = _driver, driver
+    return previous
 
 
 class RunHandle:
@@ -57,6 +70,8 @@ class RunHandle:
         (default 1 s on PostgreSQL, 0.2 s elsewhere).
         Raises TimeoutError if it is still going after `timeout` seconds.
         """
+        if _driver is not None:
+            _driver(self.id, timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         poll = poll_interval if poll_interval is not None else fallback_seconds()
         hub = signals()
@@ -99,6 +114,12 @@ class RunHandle:
         raises TimeoutError.
         """
         return get_value(self.id, key, wait)
+
+    def waiting_on(self) -> Waiting | None:
+        """What the run waits for while it is suspended (`.kind`, `.name`, `.until`): a
+        sleep, a callback, a message, a signal, an approval, a condition or children; None
+        when it is not waiting."""
+        return waiting_on(self.id)
 
     def cancel(self) -> None:
         """Cancel the run; raises RunAlreadyFinished if it has finished."""

@@ -10,6 +10,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from runtime.core.schedule import describe
+from runtime.core.waiting import OpenStep, Waiting, waiting_for
 from runtime.models import Event, Run, RunStatus, Step, StepStatus, values
 from runtime.registry import WorkflowFunction, registry
 from runtime.services import get_run_row
@@ -50,6 +51,21 @@ def run_events(run_id: uuid.UUID | str) -> QuerySet[Event]:
 def run_status(run_id: uuid.UUID) -> str:
     """The run's status now; Run.DoesNotExist if there is no such run."""
     return str(Run.objects.filter(id=run_id).values_list("status", flat=True).get())
+
+
+def waiting_on(run_id: uuid.UUID) -> Waiting | None:
+    """What run `run_id` waits for while it is suspended (None when it is not)."""
+    run = get_run_row(run_id)
+    if run.status != RunStatus.WAITING:
+        return None
+    rows = Step.objects.filter(
+        run_id=run_id, status__in=(StepStatus.PENDING, StepStatus.RUNNING)
+    ).values_list("position", "kind", "name", "wake_at", "input", "lease_owner")
+    open_steps = [
+        OpenStep(position, kind, name, wake_at, step_input, branch=owner is not None)
+        for position, kind, name, wake_at, step_input, owner in rows
+    ]
+    return waiting_for(open_steps, run.wake_at)
 
 
 def steps_of(run_id: uuid.UUID) -> list[Step]:

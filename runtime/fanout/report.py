@@ -16,10 +16,9 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
 
-from django.utils import timezone
-
 from publisher import PublishError
 from runtime.core.branch_dispatch import BranchDispatch
+from runtime.core.clock import current_time
 from runtime.core.errors import describe_exception
 from runtime.core.identity import group_id, step_id
 from runtime.core.jsonvalues import encoded_size
@@ -106,7 +105,7 @@ def branch_report(
         attempt=branch.attempt,
         outcome=outcome,
         started_at=claimed.started_at,
-        finished_at=timezone.now(),
+        finished_at=current_time(),
         result_bytes=size,
         **values,
     )
@@ -137,7 +136,7 @@ def report_failure(
             lease_expired_by=lease_expired_by,
         )  # fmt: skip
         return "failed" if receipt.recorded else "stale"
-    wake_at = timezone.now() + timedelta(seconds=decision.delay)
+    wake_at = current_time() + timedelta(seconds=decision.delay)
     receipt = report(
         branch, claimed, "retrying", error=error, wake_at=wake_at,
         lease_expired_by=lease_expired_by,

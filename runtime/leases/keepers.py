@@ -15,9 +15,8 @@ from collections.abc import Callable, Hashable
 from datetime import datetime, timedelta
 from typing import Generic, TypeVar
 
-from django.utils import timezone
-
 from runtime import conf
+from runtime.core.clock import current_time
 from runtime.process.background import BackgroundLoop
 from runtime.store.lifecycle.leases import renew_branch_leases, renew_run_leases
 
@@ -58,7 +57,7 @@ class LeaseKeeper(Generic[K]):
             keys = list(self._live)
         if not keys:
             return 0
-        return self._renew(keys, timezone.now() + timedelta(seconds=conf.get().LEASE_SECONDS))
+        return self._renew(keys, current_time() + timedelta(seconds=conf.get().LEASE_SECONDS))
 
     def _beat(self) -> None:
         with self._lock:

@@ -9,9 +9,9 @@ from functools import partial
 from typing import Any, cast
 
 from django.db import IntegrityError
-from django.utils import timezone
 
 from runtime import conf
+from runtime.core.clock import current_time
 from runtime.core.errors import IdempotencyConflict, ReservedIdempotencyKey, RunAlreadyFinished
 from runtime.core.identity import RESERVED_KEY_PREFIXES, check_idempotency_key, is_reserved_key
 from runtime.core.jsonvalues import checked
@@ -189,7 +189,7 @@ def _create_run(
     payload storage when large: runtime.store.history.payload_forms); `size` is the input's JSON
     bytes.
     """
-    now = timezone.now()
+    now = current_time()
     gated = concurrency_key is not None  # waits for a slot: not due until admitted
     run = {
         "id": _RUN_ID.get_default(),  # the model's default, as a Run() would take it

@@ -40,6 +40,7 @@ from django.db import (
     connections,
 )
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
 
 from runtime.store.direct import pooled
 
@@ -146,3 +147,26 @@ def close_stale_connections() -> None:
     or outlived CONN_MAX_AGE are closed, the others kept for the next task (with
     CELERY_DB_REUSE_MAX set, Celery's fix-up no longer closes them all around every task)."""
     close_old_connections()
+
+
+@contextmanager
+def commits_without_flush() -> Iterator[None]:
+    """In the block, PostgreSQL connections (this thread's, and every one opened meanwhile)
+    commit without waiting for their WAL to reach the disk (`synchronous_commit = off`): a
+    test database needs no durability across a server crash, and a test environment's
+    workflows commit once or twice a step. Other databases: nothing changes."""
+    connection_created.connect(_without_flush)
+    try:
+        _without_flush(None, connection)
+        yield
+    finally:
+        connection_created.disconnect(_without_flush)
+        if connection.vendor == "postgresql" and connection.connection is not None:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET synchronous_commit")
+
+
+def _without_flush(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit TO off")
