@@ -40,6 +40,10 @@ class Queued:
     group_position: int = 0
     dispatch: BranchDispatch | None = None
 
+    @property
+    def child_poll(self) -> bool:
+        return self.dispatch is not None and self.dispatch.poll > 0
+
 
 class VirtualDispatcher:
     """A `runtime.dispatch.Dispatcher` whose countdowns run on `clock`."""
@@ -78,10 +82,11 @@ class VirtualDispatcher:
 
     def take_due(self) -> Queued | None:
         """The next due message (highest priority, then first sent), removed from the queue;
-        a run's other due executions go with it (one pass serves them all)."""
+        a run's other due executions go with it (one pass serves them all). Child polls are
+        not taken here (`take_child_polls`)."""
         now = self.clock.now()
         with self._lock:
-            due = [m for m in self._queue if m.due <= now]
+            due = [m for m in self._queue if m.due <= now and not m.child_poll]
             if not due:
                 return None
             first = min(due, key=lambda m: (-m.priority, m.order))
@@ -92,9 +97,19 @@ class VirtualDispatcher:
                 self._queue.remove(first)
             return first
 
-    def next_due(self) -> datetime | None:
+    def take_child_polls(self) -> list[Queued]:
+        """Every kept look at a child run (a fan-out branch's poll of its child), whenever
+        due: removed from the queue."""
         with self._lock:
-            return min((m.due for m in self._queue), default=None)
+            polls = [m for m in self._queue if m.child_poll]
+            self._queue = [m for m in self._queue if not m.child_poll]
+        return polls
+
+    def next_due(self) -> datetime | None:
+        """The earliest kept message's time; child polls are no timers (a child moves by
+        its own)."""
+        with self._lock:
+            return min((m.due for m in self._queue if not m.child_poll), default=None)
 
 
 class Driver:
@@ -178,15 +193,7 @@ class Driver:
         """Deliver one due message, or execute the runs the database has due; False if none."""
         message = self.dispatcher.take_due()
         if message is not None:
-            self._count()
-            if message.dispatch is None:
-                executor.execute(message.run_id)
-            else:
-                d = message.dispatch
-                first = BranchAttempt(
-                    message.run_id, d.position, d.attempt, message.group_position, message.priority
-                )
-                chunk.run_message(first, d.count, d.poll)
+            self._deliver(message)
             return True
         if not async_branches.drain(self.wall_timeout):
             raise TimeoutError(f"async branch bodies still running after {self.wall_timeout} s")
@@ -195,11 +202,25 @@ class Driver:
             return True  # an async branch's report sent something
         timers = run_timers(now)
         self._next_wake = min((t for t in (queued, timers.next_wake) if t), default=None)
+        # A child poll moves its fan-out only once the child finished: looked at when idle,
+        # it counts as progress only then (a poll of a running child sends itself again).
         ran = False
+        for poll in self.dispatcher.take_child_polls():
+            ran = self._deliver(poll) != "polling" or ran
         for run_id in timers.due:
             self._count()
             ran = executor.execute(run_id).outcome != executor.ExecutionOutcome.SKIPPED or ran
         return ran
+
+    def _deliver(self, message: Queued) -> str:
+        self._count()
+        if message.dispatch is None:
+            return executor.execute(message.run_id).outcome.value
+        d = message.dispatch
+        first = BranchAttempt(
+            message.run_id, d.position, d.attempt, message.group_position, message.priority
+        )
+        return chunk.run_message(first, d.count, d.poll)
 
     def _count(self) -> None:
         self.delivered += 1

@@ -7,6 +7,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
+
 from runtime.agents.approvals import approvals, decide
 from runtime.handles import RunHandle
 from runtime.messaging.mailbox import send_message
@@ -31,7 +33,7 @@ class OutsideWorld:
     ) -> CallbackReceipt:
         """Complete run `run`'s callback `name` (its only open one if None) with `result`, or
         fail it with `error` (`{"type", "message"}`), as a POST to its URL does."""
-        token = callback_token(_id(run), name)
+        token = _token(run, name)
         if error is not None:
             return post_callback(token, error=error)
         if result is _NO_RESULT:
@@ -41,7 +43,7 @@ class OutsideWorld:
     def heartbeat(self, run: RunHandle | uuid.UUID | str, name: str | None = None) -> Any:
         """Post a heartbeat to run `run`'s callback `name`: its heartbeat deadline moves on
         from the environment's now. Returns the callback's new deadline."""
-        receipt = post_callback(callback_token(_id(run), name), heartbeat=True)
+        receipt = post_callback(_token(run, name), heartbeat=True)
         return receipt.deadline
 
     def send(
@@ -74,6 +76,15 @@ class OutsideWorld:
         if not pending:
             raise LookupError(f"run {rid} has no pending approval to decide")
         return [decide(rid, a.id, approved, reason) for a in pending]
+
+
+def _token(run: RunHandle | uuid.UUID | str, name: str | None) -> str:
+    rid = _id(run)
+    try:
+        return callback_token(rid, name)
+    except ObjectDoesNotExist:
+        which = "no callback" if name is None else f"no callback {name!r}"
+        raise LookupError(f"run {rid} has {which} (yet): drive it first") from None
 
 
 def _id(run: RunHandle | uuid.UUID | str) -> uuid.UUID:
