@@ -34,6 +34,10 @@ FUNCTION_IMPORTS_ALLOWED = {
     ("runtime.agents", "runtime.agents.approvals"): "on first use: it imports Django's models, "
     "and the package is imported before the apps load",
     ("runtime.agents", "runtime.agents.live"): "on first use, as runtime.agents.approvals",
+    ("runtime.testing.agents", "runtime.testing.agents.pydantic_ai"): "on first use: the "
+    "test kit imports pydantic-ai only for its scripted model (the agents extra)",
+    ("runtime.testing.agents", "runtime.testing.agents.openai_agents"): "on first use: nor "
+    "the OpenAI Agents SDK",
 }
 # Pairs of runtime's units (a subpackage, or a top-level module) that may import each other:
 # why the two cannot be one unit or be layered. Longer cycles are never allowed.
