@@ -46,6 +46,10 @@ class LeaseKeeper(Generic[K]):
             else:
                 self._live[key] = count
 
+    def stop(self) -> None:
+        """Stop the renewal thread (it closes its connection); a later `hold` starts it again."""
+        self._loop.stop()  # not under the lock: a pass takes it
+
     @property
     def running(self) -> bool:
         """Whether this process's renewal thread is alive."""

@@ -3,7 +3,7 @@
 - `WorkflowEnvironment`: runs, branches, children, schedules, Django tasks and agent steps of a
   test in its own process, on its own database, with every durable timer on a virtual clock;
   step and workflow mocks; the outside world delivered by the test. The pytest plugin
-  (`runtime.testing.plugin`, fixture `fanfold_env`) and `WorkflowTestCase` give one per test.
+  (`runtime.pytest_plugin`, fixture `fanfold_env`) and `WorkflowTestCase` give one per test.
 - `runtime.testing.agents`: scripted pydantic-ai and OpenAI Agents SDK models.
 - `use_dispatcher(d)`, `InMemoryDispatcher`, `use_writer(sink=...)`, `callback_token(run_id,
   name=None)`, `replay(run_id)`: the lower seams (runtime.testing.seams).

@@ -21,11 +21,16 @@ from runtime.core.errors import RunNotFound
 from runtime.core.waiting import Waiting
 from runtime.durable.body import install_body_substitute
 from runtime.handles import RunHandle, get_run, start
+from runtime.leases.keepers import branch_leases, run_leases
+from runtime.leases.liveness import release_process_liveness
 from runtime.registry import WorkflowFunction
 from runtime.registry.stand_ins import install_workflow_substitute
 from runtime.schedules import scheduled_workflows, sync_schedules
 from runtime.selectors import run_status, waiting_on
+from runtime.store import writer
 from runtime.store.connection import commits_without_flush
+from runtime.store.messaging.stream_slots import close_slot_session
+from runtime.streaming.wakeups import stop_listening
 from runtime.testing.driver import Driver, VirtualDispatcher
 from runtime.testing.mocks import _UNSET, Outcome, StepMocks, WorkflowMocks, target_of
 from runtime.testing.outside import OutsideWorld
@@ -170,6 +175,18 @@ class WorkflowEnvironment(OutsideWorld):
                 f"run {run_id} cannot finish: it waits for {_describe(waiting)} and no timer "
                 "is pending (deliver it with the environment: post_callback, send, ...)"
             )
+
+
+def release_connections() -> None:
+    """Close the connections this process's runtime keeps beside Django's (its liveness lock,
+    lease renewals, stream listener and slots, the process writer): before a test database
+    is dropped. Each opens again on its next use."""
+    writer().close()
+    run_leases.stop()
+    branch_leases.stop()
+    release_process_liveness()
+    stop_listening()
+    close_slot_session()
 
 
 def _run_id(run: RunHandle | uuid.UUID | str) -> uuid.UUID:

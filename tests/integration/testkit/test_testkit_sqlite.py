@@ -14,12 +14,12 @@ HERE = Path(__file__).parent
 ROOT = HERE.parents[2]
 
 
-@pytest.mark.skipif(os.environ.get("FANFOLD_TESTKIT_INNER") == "1", reason="the inner run")
+@pytest.mark.skipif(os.environ.get("TESTKIT_INNER_RUN") == "1", reason="the inner run")
 def test_testkit_tests_pass_on_sqlite(tmp_path: Path) -> None:
     env = {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{tmp_path / 'testkit.sqlite3'}",
-        "FANFOLD_TESTKIT_INNER": "1",
+        "TESTKIT_INNER_RUN": "1",
     }
     env.pop("PYTEST_XDIST_WORKER", None)
     files = sorted(str(p) for p in HERE.glob("test_testkit_*.py") if p.name != Path(__file__).name)

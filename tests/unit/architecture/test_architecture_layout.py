@@ -34,6 +34,8 @@ FUNCTION_IMPORTS_ALLOWED = {
     ("runtime.agents", "runtime.agents.approvals"): "on first use: it imports Django's models, "
     "and the package is imported before the apps load",
     ("runtime.agents", "runtime.agents.live"): "on first use, as runtime.agents.approvals",
+    ("runtime.pytest_plugin", "runtime.testing.environment"): "pytest loads its plugins "
+    "before Django's apps, which the test kit needs: imported when a fixture runs",
     ("runtime.testing.agents", "runtime.testing.agents.pydantic_ai"): "on first use: the "
     "test kit imports pydantic-ai only for its scripted model (the agents extra)",
     ("runtime.testing.agents", "runtime.testing.agents.openai_agents"): "on first use: nor "
