@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 
 from runtime.core.schedule import describe
 from runtime.core.waiting import OpenStep, Waiting, waiting_for
-from runtime.models import Event, Run, RunStatus, Step, StepStatus, values
+from runtime.models import Event, FanoutGroup, Run, RunStatus, Step, StepStatus, values
 from runtime.registry import WorkflowFunction, registry
 from runtime.services import get_run_row
 
@@ -58,12 +58,16 @@ def waiting_on(run_id: uuid.UUID) -> Waiting | None:
     run = get_run_row(run_id)
     if run.status != RunStatus.WAITING:
         return None
+    groups = FanoutGroup.objects.filter(run_id=run_id, verdict__isnull=True)
+    spans = [
+        (first, first + total) for first, total in groups.values_list("first_position", "total")
+    ]
     rows = Step.objects.filter(
         run_id=run_id, status__in=(StepStatus.PENDING, StepStatus.RUNNING)
-    ).values_list("position", "kind", "name", "wake_at", "input", "lease_owner")
+    ).values_list("position", "kind", "name", "wake_at", "input")
     open_steps = [
-        OpenStep(position, kind, name, wake_at, step_input, branch=owner is not None)
-        for position, kind, name, wake_at, step_input, owner in rows
+        OpenStep(p, kind, name, wake, given, branch=any(a <= p < b for a, b in spans))
+        for p, kind, name, wake, given in rows
     ]
     return waiting_for(open_steps, run.wake_at)
 

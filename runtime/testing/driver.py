@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -121,26 +121,28 @@ class Driver:
         self.wall_timeout = wall_timeout
         self.delivered = 0
         self._next_wake: datetime | None = None  # as the last idle step saw it
+        self._watched: uuid.UUID | None = None  # the run a wait is for
+        self._watched_finished = False
         self._at_instant = (clock.now(), 0)
 
     @property
     def virtual(self) -> bool:
         return isinstance(self.clock, FakeClock)
 
-    def drive(self, done: Callable[[], bool], auto_skip: bool, timeout: float | None) -> bool:
-        """Run due work until `done()`; then True. False when nothing can move any more
-        (without moving the clock, unless `auto_skip`). TimeoutError after `timeout` (or the
-        environment's) wall seconds."""
+    def drive(self, run_id: uuid.UUID, auto_skip: bool, timeout: float | None) -> bool:
+        """Run due work until run `run_id` finished; then True. False when nothing can move
+        any more (without moving the clock, unless `auto_skip`). TimeoutError after `timeout`
+        (or the environment's) wall seconds."""
         limit = self.wall_timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
-        if done():
-            return True
+        self._watched = run_id
         while True:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"runs still moving after {limit} s of wall time")
             if self._step():
                 continue
-            if done():  # checked when nothing is left to run: a finished run leaves nothing
+            # Nothing is left to run now: the idle step read whether the run finished.
+            if self._watched_finished:
                 return True
             if not auto_skip:
                 return False
@@ -200,7 +202,8 @@ class Driver:
         now, queued = self.clock.now(), self.dispatcher.next_due()
         if queued is not None and queued <= now:
             return True  # an async branch's report sent something
-        timers = run_timers(now)
+        timers = run_timers(now, self._watched)
+        self._watched_finished = timers.watched_finished
         self._next_wake = min((t for t in (queued, timers.next_wake) if t), default=None)
         # A child poll moves its fan-out only once the child finished: looked at when idle,
         # it counts as progress only then (a poll of a running child sends itself again).

@@ -26,17 +26,15 @@ from runtime.leases.liveness import release_process_liveness
 from runtime.registry import WorkflowFunction
 from runtime.registry.stand_ins import install_workflow_substitute
 from runtime.schedules import scheduled_workflows, sync_schedules
-from runtime.selectors import run_status, waiting_on
+from runtime.selectors import waiting_on
 from runtime.store import writer
 from runtime.store.connection import commits_without_flush
 from runtime.store.messaging.stream_slots import close_slot_session
 from runtime.streaming.wakeups import stop_listening
 from runtime.testing.driver import Driver, VirtualDispatcher
-from runtime.testing.mocks import _UNSET, Outcome, StepMocks, WorkflowMocks, target_of
+from runtime.testing.mocks import UNSET, Outcome, StepMocks, WorkflowMocks, target_of
 from runtime.testing.outside import OutsideWorld
 from runtime.testing.seams import use_writer
-
-FINISHED = frozenset({"completed", "failed", "cancelled"})
 
 
 class RunBlocked(TimeoutError):
@@ -78,7 +76,8 @@ class WorkflowEnvironment(OutsideWorld):
         # A fresh checkpoint writer (closed, drained, at the exit), on connections that
         # commit without waiting for the disk.
         self._stack.enter_context(commits_without_flush())
-        self._stack.enter_context(use_writer())
+        # No async window: nothing else writes beside the test's one thread of work.
+        self._stack.enter_context(use_writer(async_window=0.0))
         if scheduled_workflows():
             sync_schedules(self.clock.now())
         return self
@@ -125,7 +124,7 @@ class WorkflowEnvironment(OutsideWorld):
         """Run everything due until run `run` finishes or cannot move without time passing or
         the outside world; returns what it waits for (None once finished)."""
         run_id = _run_id(run)
-        self.driver.drive(lambda: run_status(run_id) in FINISHED, False, None)
+        self.driver.drive(run_id, False, None)
         return waiting_on(run_id)
 
     def settle(self) -> None:
@@ -138,7 +137,7 @@ class WorkflowEnvironment(OutsideWorld):
     # Mocks
 
     def mock_step(
-        self, step: Any, *, returns: Any = _UNSET, raises: Any = _UNSET, side_effect: Any = _UNSET
+        self, step: Any, *, returns: Any = UNSET, raises: Any = UNSET, side_effect: Any = UNSET
     ) -> None:
         """Replace the body of `step` (a step, a Django task used as a step, a function or a
         registered name) for this environment: return `returns`, raise `raises`, or call
@@ -151,9 +150,9 @@ class WorkflowEnvironment(OutsideWorld):
         self,
         workflow: Any,
         *,
-        returns: Any = _UNSET,
-        raises: Any = _UNSET,
-        side_effect: Any = _UNSET,
+        returns: Any = UNSET,
+        raises: Any = UNSET,
+        side_effect: Any = UNSET,
     ) -> None:
         """Replace workflow `workflow`'s code in every run of it (a child's, typically) with
         a stand-in called without `ctx`: as `mock_step`."""
@@ -166,9 +165,7 @@ class WorkflowEnvironment(OutsideWorld):
         return self.step_mocks.calls(target) + self.workflow_mocks.calls(target)
 
     def _drive_run(self, run_id: uuid.UUID, timeout: float | None) -> None:
-        finished = self.driver.drive(
-            lambda: run_status(run_id) in FINISHED, self.time_skipping, timeout
-        )
+        finished = self.driver.drive(run_id, self.time_skipping, timeout)
         if not finished:
             waiting = waiting_on(run_id)
             raise RunBlocked(

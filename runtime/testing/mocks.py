@@ -17,7 +17,7 @@ from runtime.durable.body import BodyCall
 from runtime.registry import StepFunction, WorkflowFunction
 from runtime.registry.functions import default_name
 
-_UNSET: Any = object()
+UNSET: Any = object()  # "not given" for the keyword options
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Outcome:
     returned."""
 
     def __init__(self, returns: Any, raises: Any, side_effect: Any) -> None:
-        given = sum(x is not _UNSET for x in (returns, raises, side_effect))
+        given = sum(x is not UNSET for x in (returns, raises, side_effect))
         if given != 1:
             raise TypeError("give exactly one of returns=, raises= or side_effect=")
         self.returns, self.raises = returns, raises
@@ -60,7 +60,7 @@ class Outcome:
         self.items: Iterator[Any] | None = None
         if callable(side_effect):
             self.effect = side_effect
-        elif side_effect is not _UNSET:
+        elif side_effect is not UNSET:
             if not isinstance(side_effect, Iterable):
                 raise TypeError("side_effect= is a function or an iterable of outcomes")
             self.items = iter(list(side_effect))
@@ -71,11 +71,11 @@ class Outcome:
             return self.effect(*args, **kwargs)
         if self.items is not None:
             with self._lock:
-                item = next(self.items, _UNSET)
-            if item is _UNSET:
+                item = next(self.items, UNSET)
+            if item is UNSET:
                 raise RuntimeError("the mock's side_effect list ran out of outcomes")
             return _give(item)
-        if self.raises is not _UNSET:
+        if self.raises is not UNSET:
             return _give(self.raises)
         return self.returns
 

@@ -102,3 +102,12 @@ def test_testkit_django_task_run_after_waits_on_the_clock(env: WorkflowEnvironme
     assert env.calls(sample_tasks.add) == []
     assert run.wait() == 42
     assert env.now() == due
+
+
+def test_testkit_a_branch_waiting_for_its_retry_is_children(env: WorkflowEnvironment) -> None:
+    env.mock_step(square, side_effect=[RuntimeError("once"), 4, 1])
+    run = env.start(fan_out, 2)
+    waiting = env.run_until_blocked(run)
+    assert waiting is not None and waiting.kind == "children"
+    assert sorted(run.wait()) == [1, 4]
+    assert len(env.calls(square)) == 3
