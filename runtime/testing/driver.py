@@ -23,6 +23,7 @@ from runtime.core.clock import Clock, FakeClock
 from runtime.fanout import async_branches, chunk
 from runtime.fanout.report import BranchAttempt
 from runtime.schedules import scheduled_workflows, tick_once
+from runtime.store.flow.schedules import next_schedule_tick
 from runtime.store.runs.due_runs import run_timers
 
 # Deliveries at one instant of the clock after which a run is taken to loop without waiting.
@@ -158,7 +159,7 @@ class Driver:
             raise RuntimeError("skip() needs a time-skipping environment")
         while True:
             self.settle()
-            wake = self._next_wake
+            wake = _earliest(self._next_wake, self._next_tick())
             if wake is None or wake > target:
                 break
             self._move(max(wake, self.clock.now()))
@@ -174,6 +175,12 @@ class Driver:
         """The earliest pending timer: a kept message's, or a run's."""
         queued, runs = self.dispatcher.next_due(), run_timers(self.clock.now()).next_wake
         return min((t for t in (queued, runs) if t is not None), default=None)
+
+    def _next_tick(self) -> datetime | None:
+        """A schedule's next tick: a timer `skip` fires at its time (auto-skip does not
+        jump to ticks, or a test waiting on one run would tick its schedules on forever)."""
+        workflows = [wf.name for wf in scheduled_workflows()]
+        return next_schedule_tick(workflows) if workflows else None
 
     def _reach(self, wake: datetime, deadline: float) -> bool:
         if isinstance(self.clock, FakeClock):
@@ -236,3 +243,7 @@ class Driver:
                 f"{count} executions at {now.isoformat()} without the clock moving: "
                 "a workflow loops without waiting"
             )
+
+
+def _earliest(*moments: datetime | None) -> datetime | None:
+    return min((m for m in moments if m is not None), default=None)
