@@ -10,6 +10,7 @@ import enum
 import logging
 import secrets
 import uuid
+from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -18,11 +19,10 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError
-from django.utils import timezone
 
 from runtime import conf
 from runtime.checkpoint.errors import CheckpointFailed
-from runtime.core.clock import Clock, SystemClock
+from runtime.core.clock import Clock, current_clock, current_time
 from runtime.core.control import Abort, Suspend
 from runtime.core.errors import LeaseLost, WokenUp, describe_exception
 from runtime.core.history import RecordedStep
@@ -41,6 +41,7 @@ from runtime.observe import metrics
 from runtime.observe.attempts import RunPass
 from runtime.process.identity import worker_id
 from runtime.registry import registry
+from runtime.registry.stand_ins import workflow_code
 from runtime.store import writer
 from runtime.store.lifecycle.leases import give_back_run_lease, run_wakeups
 from runtime.store.runs.run_statements import RunClaim, claim_run_with_history, load_history
@@ -69,7 +70,7 @@ class Execution:
 def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
     """Run (or resume) `run_id` until it finishes, suspends, or loses its lease."""
     token = secrets.token_hex(16)
-    found = claim_run_with_history(run_id, token, timezone.now(), process_key())
+    found = claim_run_with_history(run_id, token, current_time(), process_key())
     if found is None:
         return Execution(ExecutionOutcome.SKIPPED)
     run_leases.hold(token)
@@ -86,7 +87,7 @@ def execute_claimed(
     """`execute` of a run whose lease `token` was taken (with its history) already, and is
     held in `run_leases`: released here (runtime.worker.run_batch claims a batch's at once)."""
     version_routing.remember(run_id, claimed.app_version)
-    clock = clock or SystemClock()
+    clock = clock or current_clock()
     try:
         epoch = 0
         while True:
@@ -149,7 +150,7 @@ def _execute_once(
 ) -> Execution:
     """One pass over the run's history (read with the claim, or now: None)."""
     known = registry.workflows.get(claimed.workflow)  # an unknown one fails in _invoke
-    fn = known.fn if known is not None else _unknown
+    fn = workflow_code(claimed.workflow, known.fn) if known is not None else _unknown
     if history is None:
         history = load_history(session.run_id)
     ctx = new_workflow_context(fn, session, history, clock)
@@ -157,7 +158,7 @@ def _execute_once(
     try:
         _announce_start(session, claimed, now)
         expire_due_callbacks(ctx.cursor)  # time-outs are recorded when they happen
-        result = _invoke(ctx, claimed)
+        result = _invoke(ctx, claimed, fn)
         if ctx.fatal is not None:
             raise ctx.fatal
         result, size = checked(result, "workflow result", conf.get().MAX_PAYLOAD_BYTES)
@@ -209,13 +210,13 @@ def _unknown(ctx: WorkflowContext) -> None:
     """Stands for a workflow this worker does not know until _invoke reports it."""
 
 
-def _invoke(ctx: WorkflowContext, claimed: RunClaim) -> Any:
-    wf = registry.workflow(claimed.workflow)
+def _invoke(ctx: WorkflowContext, claimed: RunClaim, fn: Callable[..., Any]) -> Any:
+    registry.workflow(claimed.workflow)  # raises WorkflowNotFound for an unknown one
     args = list(claimed.input.get("args", []))
     kwargs = dict(claimed.input.get("kwargs", {}))
     cursor = ctx.cursor
     with workflow_scope(WorkflowScope(cursor.run_id, lambda: cursor.position)):
-        return call_workflow(wf.fn, ctx, args, kwargs)
+        return call_workflow(fn, ctx, args, kwargs)
 
 
 def _announce_start(session: ExecutionSession, claimed: RunClaim, now: datetime) -> None:

@@ -5,22 +5,24 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Iterator
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, overload
 
 from asgiref.sync import sync_to_async
-from django.db import connections
 
+from runtime.core import wait_driver
 from runtime.core.errors import InvalidArguments
+from runtime.core.waiting import Waiting
 from runtime.forks import fork_run, retry_run
 from runtime.messaging.debounce import DebounceTerms, start_debounced
 from runtime.messaging.values import get_value
 from runtime.models import Event, Run, RunStatus, Step
 from runtime.registry import WorkflowFunction
-from runtime.run_outcome import finished, outcome
-from runtime.selectors import events_of, run_status, steps_of
+from runtime.selectors import events_of, run_status, steps_of, waiting_on
 from runtime.services import cancel_run, get_run_row, start_run
+from runtime.services.outcome import finished, outcome
+from runtime.store.connection import closing_connections
 from runtime.streaming import reader
 from runtime.streaming.wakeups import fallback_seconds, signals
 from runtime.streaming.writer import DEFAULT_STREAM
@@ -76,6 +78,7 @@ class RunHandle(UpdateCalls, Generic[R_co]):
         (default 1 s on PostgreSQL, 0.2 s elsewhere).
         Raises TimeoutError if it is still going after `timeout` seconds.
         """
+        wait_driver.drive(self.id, timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         poll = poll_interval if poll_interval is not None else fallback_seconds()
         hub = signals()
@@ -97,7 +100,7 @@ class RunHandle(UpdateCalls, Generic[R_co]):
     async def aresult(self, timeout: float | None = None) -> R_co:
         """`wait()` for async callers (a Django async view): the run's result, or the errors
         `wait` raises. The wait happens in a thread of its own, so the event loop goes on."""
-        return await sync_to_async(_closing(self.wait), thread_sensitive=False)(timeout)
+        return await sync_to_async(closing_connections(self.wait), thread_sensitive=False)(timeout)
 
     async def acancel(self) -> None:
         """`cancel()` for async callers."""
@@ -120,6 +123,12 @@ class RunHandle(UpdateCalls, Generic[R_co]):
         """
         return get_value(self.id, key, wait)
 
+    def waiting_on(self) -> Waiting | None:
+        """What the run waits for while it is suspended (`.kind`, `.name`, `.until`): a
+        sleep, a callback, a message, a signal, an approval, a condition or children; None
+        when it is not waiting."""
+        return waiting_on(self.id)
+
     def cancel(self) -> None:
         """Cancel the run; raises RunAlreadyFinished if it has finished."""
         cancel_run(self.id)
@@ -133,20 +142,6 @@ class RunHandle(UpdateCalls, Generic[R_co]):
 
     def events(self, after: int = 0) -> list[Event]:
         return events_of(self.id, after)
-
-
-def _closing(fn: Callable[..., T]) -> Callable[..., T]:
-    """`fn`, closing the database connections of the thread it ran in (a thread of
-    asgiref's pool, which Django never closes on its own)."""
-
-    @functools.wraps(fn)
-    def closing(*args: Any, **kwargs: Any) -> T:
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            connections.close_all()
-
-    return closing
 
 
 # `start(fn, ...)` knows the run's result type; its arguments go unchecked (a ParamSpec cannot

@@ -14,9 +14,8 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from django.utils import timezone
-
 from runtime import conf
+from runtime.core.clock import current_time
 from runtime.core.errors import ScheduleNotFound
 from runtime.core.schedule import describe, due_ticks, tick_key
 from runtime.models import Schedule
@@ -45,7 +44,7 @@ def sync_schedules(now: datetime | None = None) -> list[Schedule]:
     A new row starts at `now`: ticks before a schedule existed are not missed ones. A changed
     expression, time zone or policy keeps `paused` and the last tick, and recomputes the next.
     """
-    now = now or timezone.now()
+    now = now or current_time()
     rows = []
     for wf in scheduled_workflows():
         schedule = wf.flow.schedule
@@ -73,7 +72,7 @@ def sync_schedules(now: datetime | None = None) -> list[Schedule]:
 
 def tick_once(now: datetime | None = None) -> int:
     """Start the runs of every due tick of the schedules this process knows; how many."""
-    now = now or timezone.now()
+    now = now or current_time()
     names = [wf.name for wf in scheduled_workflows()]
     if not names:
         return 0
@@ -121,14 +120,14 @@ def _row(workflow: str) -> Schedule:
 def pause_schedule(workflow: str) -> Schedule:
     """Stop starting runs for this schedule's ticks until it is resumed."""
     row = _row(workflow)
-    return update_schedule(row, paused=True, updated_at=timezone.now())
+    return update_schedule(row, paused=True, updated_at=current_time())
 
 
 def resume_schedule(workflow: str) -> Schedule:
     """Start ticking again from now: ticks that fell while paused are not caught up."""
     row = _row(workflow)
     wf = registry.workflows.get(workflow)
-    now = timezone.now()
+    now = current_time()
     changes: dict[str, object] = {"paused": False, "updated_at": now}
     if row.paused and wf is not None and wf.flow.schedule is not None:
         changes.update(last_tick=now, next_tick=wf.flow.schedule.next_after(now))

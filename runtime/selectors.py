@@ -13,7 +13,8 @@ from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 
 from runtime.core.schedule import describe
-from runtime.models import Event, Run, Step, StepStatus, values
+from runtime.core.waiting import OpenStep, Waiting, waiting_for
+from runtime.models import Event, FanoutGroup, Run, RunStatus, Step, StepStatus, values
 from runtime.registry import WorkflowFunction, registry
 from runtime.services import get_run_row
 from runtime.store.runs.search_rows import attributes_of
@@ -58,6 +59,25 @@ def run_events(run_id: uuid.UUID | str) -> QuerySet[Event]:
 def run_status(run_id: uuid.UUID) -> str:
     """The run's status now; Run.DoesNotExist if there is no such run."""
     return str(Run.objects.filter(id=run_id).values_list("status", flat=True).get())
+
+
+def waiting_on(run_id: uuid.UUID) -> Waiting | None:
+    """What run `run_id` waits for while it is suspended (None when it is not)."""
+    run = get_run_row(run_id)
+    if run.status != RunStatus.WAITING:
+        return None
+    groups = FanoutGroup.objects.filter(run_id=run_id, verdict__isnull=True)
+    spans = [
+        (first, first + total) for first, total in groups.values_list("first_position", "total")
+    ]
+    rows = Step.objects.filter(
+        run_id=run_id, status__in=(StepStatus.PENDING, StepStatus.RUNNING)
+    ).values_list("position", "kind", "name", "wake_at", "input")
+    open_steps = [
+        OpenStep(p, kind, name, wake, given, branch=any(a <= p < b for a, b in spans))
+        for p, kind, name, wake, given in rows
+    ]
+    return waiting_for(open_steps, run.wake_at)
 
 
 def steps_of(run_id: uuid.UUID) -> list[Step]:

@@ -10,8 +10,8 @@ from asgiref.sync import sync_to_async
 
 from runtime.handles import RunHandle
 from runtime.registry import WorkflowFunction
+from runtime.store.connection import closing_connections
 from runtime.updates.calling import DEFAULT_TIMEOUT
-from runtime.updates.handle_calls import closing
 from runtime.updates.starting import start_and_update
 
 
@@ -40,4 +40,4 @@ async def astart_with_update(
 ) -> tuple[RunHandle[Any], Any]:
     """`start_with_update` for async callers; the wait happens in a thread of its own."""
     call = functools.partial(start_with_update, workflow, *args, **options)
-    return await sync_to_async(closing(call), thread_sensitive=False)()
+    return await sync_to_async(closing_connections(call), thread_sensitive=False)()

@@ -23,7 +23,7 @@ from django.http import (
 )
 from django.shortcuts import render
 from django.urls import URLPattern, path
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from runtime.access import can_change, can_see, sees_every_run, visible_runs
@@ -31,13 +31,11 @@ from runtime.admin.actions import cancel_runs, rerun_runs, retry_runs
 from runtime.admin.approvals import approvals_context, decide_from_form
 from runtime.admin.base import ReadOnlyAdmin, count_subquery
 from runtime.admin.display import (
-    breakable_name,
     error_summary,
     pretty_json,
-    seconds_between,
-    timestamp,
 )
 from runtime.admin.forks import fork_from_form, source_and_fork_links
+from runtime.admin.run_columns import RunListColumns
 from runtime.admin.run_pages import run_page_context
 from runtime.admin.search import SearchAttributeFilter, attributes_html, by_terms, value_matches
 from runtime.admin.versions import versions_page
@@ -58,7 +56,7 @@ def _step_count(status: str | None = None) -> Coalesce:
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyAdmin[Run]):
+class RunAdmin(RunListColumns, ReadOnlyAdmin[Run]):
     change_form_template = "admin/runtime/run/change_form.html"
     list_display = [
         "short_id", "workflow_name", "status", "app_version", "owner", "created", "duration",
@@ -232,38 +230,6 @@ class RunAdmin(ReadOnlyAdmin[Run]):
             condition |= Q(id=run_id)
         return queryset.filter(condition), False
 
-    @admin.display(description="Run", ordering="id")
-    def short_id(self, run: Run) -> SafeString:
-        # The id's end: its start is its creation time (runtime.core.run_ids), the same for
-        # every run of a minute.
-        return format_html("<code title='{}'>…{}</code>", run.id, str(run.id)[-8:])
-
-    @admin.display(description="Workflow", ordering="workflow")
-    def workflow_name(self, run: Run) -> SafeString:
-        return breakable_name(self.name(run))
-
-    @admin.display(description="Created", ordering="created_at")
-    def created(self, run: Run) -> str:
-        return timestamp(run.created_at)
-
-    @admin.display(description="Duration")
-    def duration(self, run: Run) -> str:
-        return seconds_between(run.started_at or run.created_at, run.finished_at)
-
-    @admin.display(description="Steps")
-    def step_counts(self, run: Run) -> str:
-        total = getattr(run, "steps_total", None)
-        if total is None:
-            return "—"
-        parts = [str(total)]
-        if run.steps_completed:  # type: ignore[attr-defined]
-            parts.append(f"{run.steps_completed} completed")  # type: ignore[attr-defined]
-        if run.steps_failed:  # type: ignore[attr-defined]
-            parts.append(f"{run.steps_failed} failed")  # type: ignore[attr-defined]
-        # A narrow list wraps the cell between the counts, never inside one.
-        count = "<span class='fanfold-count'>{}</span>"
-        return format_html_join(" · ", count, ([part] for part in parts))
-
     # --- the run's page ----------------------------------------------------------------------
 
     def change_view(
@@ -279,12 +245,6 @@ class RunAdmin(ReadOnlyAdmin[Run]):
             context.update(run_page_context(request, run))
             context.update(approvals_context(run))
         return super().change_view(request, object_id, form_url, context)
-
-    @admin.display(description="Workflow", ordering="workflow")
-    def name(self, run: Run) -> str:
-        """The workflow's name; a Django task's path (its runs share one workflow)."""
-        task = task_run_view(run.workflow, run.input)
-        return f"{task.path} (task)" if task else run.workflow
 
     @admin.display(description="Input")
     def input_json(self, run: Run) -> SafeString:

@@ -36,3 +36,28 @@ class FakeClock:
     def set(self, moment: datetime) -> None:
         with self._lock:
             self._now = moment
+
+
+# The process's clock: every durable timer (sleeps, retry delays, callback, heartbeat and wait
+# time-outs, run_after, debounce windows, schedule ticks) and every lease reads it, so that a
+# test environment (runtime.testing.WorkflowEnvironment) can install a virtual one.
+_installed: Clock = SystemClock()
+_install_lock = threading.Lock()
+
+
+def current_time() -> datetime:
+    """Now, on the process's clock (the wall clock unless a test installed another)."""
+    return _installed.now()
+
+
+def current_clock() -> Clock:
+    """The process's clock."""
+    return _installed
+
+
+def install_clock(clock: Clock) -> Clock:
+    """Make `clock` the process's clock; returns the one it replaces."""
+    global _installed
+    with _install_lock:
+        previous, _installed = _installed, clock
+    return previous

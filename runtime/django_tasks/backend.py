@@ -19,8 +19,8 @@ from typing import Any, cast
 
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from django.utils import timezone
 
+from runtime.core.clock import current_time
 from runtime.core.retry import RetryPolicy
 from runtime.django_tasks import queues
 from runtime.django_tasks.compat import (
@@ -103,7 +103,7 @@ class FanfoldBackend(BaseTaskBackend):
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
         """Start the task's run (in the caller's transaction, sent when it commits)."""
         self.validate_task(task)
-        enqueued_at = timezone.now()
+        enqueued_at = current_time()
         # As TaskResult does: a value that is not JSON raises TypeError, before any write.
         call_args = cast(list[Any], normalize_json(list(args)))  # a list stays a list
         call_kwargs = cast(dict[str, Any], normalize_json(dict(kwargs)))

@@ -15,9 +15,8 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from django.utils import timezone
-
 from runtime.context import DurableContext
+from runtime.core.clock import current_time
 from runtime.core.current import current_step
 from runtime.core.errors import describe_exception
 from runtime.core.retry import DEFAULT_POLICY, GiveUp, RetryPolicy, decide
@@ -58,7 +57,7 @@ def run_django_task(
     if meta.get("run_after"):
         due = datetime.fromisoformat(meta["run_after"])
         # A replay finds the recorded timer whatever the seconds: only the first pass counts.
-        ctx.sleep(max((due - timezone.now()).total_seconds(), 0.0))
+        ctx.sleep(max((due - current_time()).total_seconds(), 0.0))
     body = functools.partial(attempt, task, ctx.run_id, meta)
     # The step's result is the run's: both commit together (DurableContext.step_ending_run).
     return ctx.step_ending_run(body, *args, name=path, retry=task_policy(task), **kwargs)
@@ -75,7 +74,7 @@ def attempt(
     signals sent, the context given when the task takes one."""
     number = current_step().attempt
     me = worker_id()
-    now = timezone.now()
+    now = current_time()
     # This attempt's start (naming its worker) may not be committed yet: it is queued, and
     # usually commits with the attempt's end.
     earlier = [] if number == 1 else attempt_workers(run_id)
@@ -116,7 +115,7 @@ def _settled(
     errors: list[Any] | None = None,
 ) -> None:
     object.__setattr__(result, "status", status)
-    object.__setattr__(result, "finished_at", timezone.now())
+    object.__setattr__(result, "finished_at", current_time())
     object.__setattr__(result, "errors", errors or [])
     set_return_value(result, value)
     task_finished.send(type(result.task.get_backend()), task_result=result)

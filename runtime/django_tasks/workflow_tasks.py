@@ -13,8 +13,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from django.utils import timezone
-
+from runtime.core.clock import current_time
 from runtime.django_tasks.compat import (
     Task,
     TaskError,
@@ -60,7 +59,7 @@ def start_workflow_task(
 ) -> uuid.UUID:
     """Start the task's run of `workflow` with its meta, in one transaction (the caller's
     when there is one: the run is sent when that commits); its id."""
-    delay = 0.0 if run_after is None else (run_after - timezone.now()).total_seconds()
+    delay = 0.0 if run_after is None else (run_after - current_time()).total_seconds()
     with one_transaction():
         if delay > 0:
             terms = DebounceTerms.of(delay, f"{TASK_META_KEY}:{uuid.uuid4()}", None)

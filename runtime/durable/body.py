@@ -72,13 +72,26 @@ class BodyOutcome:
         return self.error is None
 
 
+# Chooses what one attempt runs (runtime.testing's step mocks, which also count the calls).
+BodySubstitute = Callable[[BodyCall], BodyCall]
+_substitute: BodySubstitute | None = None
+
+
+def install_body_substitute(substitute: BodySubstitute | None) -> BodySubstitute | None:
+    """Pass every body call through `substitute` before it runs (a test environment's mocks
+    and call log); returns the one it replaces."""
+    global _substitute
+    previous, _substitute = _substitute, substitute
+    return previous
+
+
 class StepBody:
     """`with StepBody(call) as body: outcome = body.run(limit); ...; body.outcome = "..."`."""
 
     __slots__ = ("_observed", "call")
 
     def __init__(self, call: BodyCall, traceparent: str | None = None) -> None:
-        self.call = call
+        self.call = call if _substitute is None else _substitute(call)
         info = call.info
         self._observed = StepAttempt(
             info.run_id, info.name, info.position, info.attempt, traceparent

@@ -19,10 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.utils import timezone
-
 from runtime import conf
 from runtime.core.branches import BranchAttempt, BranchClaim, ClaimedBranch, ClaimReceipt, Recorded
+from runtime.core.clock import current_time
 from runtime.core.current import StepInfo, current_step
 from runtime.core.errors import FatalError
 from runtime.durable.body import BodyCall, StepBody, is_async_callable
@@ -68,7 +67,7 @@ def claimed_branch(receipt: ClaimReceipt) -> ClaimedBranch | None:
     """What a committed claim hands its branch; None if it lost."""
     if not receipt.won:
         return None
-    started_at = receipt.started_at or timezone.now()
+    started_at = receipt.started_at or current_time()
     return ClaimedBranch(receipt.name, receipt.kind, receipt.input, started_at)
 
 

@@ -69,7 +69,8 @@ def drive_child(
         }
         finish(branch, claimed, "failed", error=error, reason=f"child {child.status}")
         return "failed"
-    delay = min(0.05 * 2**poll, CHILD_POLL_MAX)
+    # 0.05 s doubling up to the cap; past 2**10 the cap (a float cannot hold 2**1100).
+    delay = min(0.05 * 2 ** min(poll, 10), CHILD_POLL_MAX)
     publish_later(
         run_id, branch.group_position, branch.position, branch.attempt, delay, poll + 1,
         priority=branch.priority,

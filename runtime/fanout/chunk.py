@@ -24,12 +24,11 @@ import logging
 from collections import Counter
 from dataclasses import replace
 
-from django.utils import timezone
-
 from publisher import PublishError
 from runtime import conf
 from runtime.core.branch_dispatch import BranchDispatch, outcome_summary
 from runtime.core.branches import BranchAttempt, ClaimedBranch
+from runtime.core.clock import current_time
 from runtime.dispatch import publish_branches
 from runtime.durable.body import is_async_callable
 from runtime.fanout.branch import (
@@ -127,5 +126,5 @@ def _publish_rest(first: BranchAttempt, start: int, count: int) -> int:
         log.warning("run %s: publishing branches %s failed; the sweep retries", first.run_id,
                     positions, exc_info=True)  # fmt: skip
         return 0
-    record_dispatch(first.run_id, positions, timezone.now())  # their lost-message clock
+    record_dispatch(first.run_id, positions, current_time())  # their lost-message clock
     return len(positions)

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import uuid
 
-from django.utils import timezone
-
 from runtime.core.branch_dispatch import BranchDispatch
 from runtime.core.branches import BranchAttempt, ClaimedBranch
+from runtime.core.clock import current_time
 from runtime.core.errors import StepInterrupted
 from runtime.dispatch import publish_branches
 from runtime.fanout.report import report_failure
@@ -44,7 +43,7 @@ def interrupt_at_most_once(
             f"attempt {attempt} of at-most-once step {fn.name!r} was interrupted; "
             "it is not run again"
         )
-        now = timezone.now()
+        now = current_time()
         branch = BranchAttempt(run_id, d.position, attempt, group_position)
         claimed = ClaimedBranch(fn.name, "step", {}, now)
         report_failure(branch, claimed, exc, step_policy(fn), lease_expired_by=now)

@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.utils import timezone
-
 from publisher import PublishError
 from runtime.core.branch_dispatch import BranchDispatch
 from runtime.core.branches import (
@@ -27,6 +25,7 @@ from runtime.core.branches import (
     ClaimedBranch,
     Recorded,
 )
+from runtime.core.clock import current_time
 from runtime.core.errors import describe_exception
 from runtime.core.jsonvalues import encoded_size
 from runtime.core.retry import GiveUp, RetryPolicy, decide
@@ -66,7 +65,7 @@ def branch_report(
         attempt=branch.attempt,
         outcome=outcome,
         started_at=claimed.started_at,
-        finished_at=timezone.now(),
+        finished_at=current_time(),
         result_bytes=size,
         **values,
     )
@@ -97,7 +96,7 @@ def report_failure(
             lease_expired_by=lease_expired_by,
         )  # fmt: skip
         return "failed" if receipt.recorded else "stale"
-    wake_at = timezone.now() + timedelta(seconds=decision.delay)
+    wake_at = current_time() + timedelta(seconds=decision.delay)
     receipt = report(
         branch, claimed, "retrying", error=error, wake_at=wake_at,
         lease_expired_by=lease_expired_by,

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
-from django.utils import timezone
-
 from publisher import PublishError
 from runtime import conf
 from runtime.core.branch_dispatch import BranchDispatch, due_dispatches, republished_pending
+from runtime.core.clock import current_time
 from runtime.core.settle import BranchState
 from runtime.dispatch import publish_branches, queue_depth
 from runtime.fanout.interrupted import interrupt_at_most_once
@@ -91,7 +90,7 @@ def republish_rule(depth: int | None, *, replay: bool = False) -> RepublishRule:
 
 def sweep_fanouts_once(limit: int = 200) -> int:
     """Republish the lost or orphaned branches of open groups that are due; returns how many."""
-    now = timezone.now()
+    now = current_time()
     due_groups = take_due_groups(now, limit, _interval())
     if not due_groups:
         return 0

@@ -20,8 +20,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.utils import timezone
-
+from runtime.core.clock import current_time
 from runtime.core.identity import step_id
 from runtime.dispatch import publish_later
 from runtime.registry import StepFunction, registry
@@ -55,12 +54,12 @@ def turn_wait(
     if not isinstance(fn, StepFunction) or fn.rate_limit is None:
         return None
     spacing, sid = fn.rate_limit.spacing, step_id(run_id, position)
-    turn = reserve_turn(fn.name, spacing, sid, attempt, timezone.now())
+    turn = reserve_turn(fn.name, spacing, sid, attempt, current_time())
     retakes = 0
     while True:
         # Lateness is measured after the reservation and after every wait, right before the
         # body would start: time spent in the query or oversleeping counts.
-        now = timezone.now()
+        now = current_time()
         if now - turn > LATE:
             if retakes == MAX_RETAKES:
                 return now  # a stalled process: suspend, and take a turn when back
@@ -78,7 +77,7 @@ def turn_wait(
 
 def forget_old_turns() -> int:
     """Drop reservations of turns long past (their attempts started or were abandoned)."""
-    return forget_reservations(timezone.now() - KEEP_RESERVATIONS)
+    return forget_reservations(current_time() - KEEP_RESERVATIONS)
 
 
 def branch_turn_later(
@@ -105,6 +104,6 @@ def branch_turn_later(
         return False
     # False: the branch was cancelled meanwhile.
     if hand_back_claim(run_id, step_id(run_id, position), attempt, wake):
-        countdown = max((wake - timezone.now()).total_seconds(), 0.0)
+        countdown = max((wake - current_time()).total_seconds(), 0.0)
         publish_later(run_id, group_position, position, attempt, countdown, priority=priority)
     return True

@@ -15,9 +15,8 @@ from collections.abc import Callable, Hashable
 from datetime import datetime, timedelta
 from typing import Generic, TypeVar
 
-from django.utils import timezone
-
 from runtime import conf
+from runtime.core.clock import current_time
 from runtime.process.background import BackgroundLoop
 from runtime.store.lifecycle.leases import renew_branch_leases, renew_run_leases
 
@@ -47,6 +46,10 @@ class LeaseKeeper(Generic[K]):
             else:
                 self._live[key] = count
 
+    def stop(self) -> None:
+        """Stop the renewal thread (it closes its connection); a later `hold` starts it again."""
+        self._loop.stop()  # not under the lock: a pass takes it
+
     @property
     def running(self) -> bool:
         """Whether this process's renewal thread is alive."""
@@ -58,7 +61,7 @@ class LeaseKeeper(Generic[K]):
             keys = list(self._live)
         if not keys:
             return 0
-        return self._renew(keys, timezone.now() + timedelta(seconds=conf.get().LEASE_SECONDS))
+        return self._renew(keys, current_time() + timedelta(seconds=conf.get().LEASE_SECONDS))
 
     def _beat(self) -> None:
         with self._lock:

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.utils import timezone
-
 from runtime import conf
 from runtime.core.callbacks import as_seconds
+from runtime.core.clock import current_time
 from runtime.core.errors import InvalidArguments
 from runtime.core.identity import debounce_run_key
 from runtime.core.jsonvalues import checked
@@ -83,5 +82,5 @@ def start_debounced(
 
 def _enqueue_at(run_id: Any, due: datetime, priority: int) -> None:
     # Every start enqueues its own wake-up; those that come early find the run not yet due.
-    countdown = max((due - timezone.now()).total_seconds(), 0.0)
+    countdown = max((due - current_time()).total_seconds(), 0.0)
     enqueue_run(run_id, countdown=countdown, priority=priority)

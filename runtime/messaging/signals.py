@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.utils import timezone
-
 from runtime import conf
+from runtime.core.clock import current_time
 from runtime.core.errors import InvalidArguments
 from runtime.core.identity import check_idempotency_key, check_name
 from runtime.core.jsonvalues import checked
@@ -62,7 +61,7 @@ def emit(
             raise InvalidArguments(str(exc)) from None
     payload, _ = checked(payload, f"signal {name!r} payload", conf.get().MAX_PAYLOAD_BYTES)
     signal = Signal(name=name, payload=payload, idempotency_key=idempotency_key,
-                    emitted_by=by, created_at=timezone.now())  # fmt: skip
+                    emitted_by=by, created_at=current_time())  # fmt: skip
     earlier = insert_signal(signal)
     if earlier is not None:
         return EmittedSignal(earlier, 0, created=False)
@@ -71,4 +70,4 @@ def emit(
 
 def purge_expired_signals(now: datetime | None = None, batch: int = PURGE_BATCH) -> int:
     """Delete up to `batch` signals older than FANFOLD_SIGNAL_RETENTION; how many."""
-    return purge_signals_before((now or timezone.now()) - conf.get().SIGNAL_RETENTION, batch)
+    return purge_signals_before((now or current_time()) - conf.get().SIGNAL_RETENTION, batch)

@@ -16,9 +16,8 @@ from __future__ import annotations
 import logging
 import uuid
 
-from django.utils import timezone
-
 from runtime import conf
+from runtime.core.clock import current_time
 from runtime.core.versions import UNPINNED
 from runtime.dispatch import enqueue_run
 from runtime.fanout.interrupted import publish_next_attempts
@@ -54,7 +53,7 @@ class Takeover:
     def _take_runs(self) -> int:
         orphans = set(orphaned_runs(versions=(UNPINNED, *versions.served())))
         confirmed, self._suspect_runs = orphans & self._suspect_runs, orphans
-        ended = expire_run_leases(sorted(confirmed), timezone.now())
+        ended = expire_run_leases(sorted(confirmed), current_time())
         for run_id, priority in run_priorities(ended):
             enqueue_run(run_id, priority=priority)
         if ended:
@@ -65,7 +64,7 @@ class Takeover:
     def _take_branches(self) -> int:
         orphans = set(orphaned_branches())
         confirmed, self._suspect_branches = orphans & self._suspect_branches, orphans
-        ended = expire_branch_leases(sorted(confirmed), timezone.now())
+        ended = expire_branch_leases(sorted(confirmed), current_time())
         self._suspect_branches -= confirmed
         if ended:
             published = publish_next_attempts(ended)

@@ -17,9 +17,8 @@ import logging
 import uuid
 from datetime import timedelta
 
-from django.utils import timezone
-
 from runtime import conf
+from runtime.core.clock import current_time
 from runtime.core.versions import UNPINNED
 from runtime.dispatch import enqueue_run, queue_depth
 from runtime.process.background import BackgroundLoop
@@ -53,7 +52,7 @@ def overdue_grace(depth: int | None) -> float:
 def due_runs(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
     """(id, priority) of the runs to enqueue again, oldest due first; each is due anew from
     now (the next sweep waits for the message sent now as it waited for the first)."""
-    now = timezone.now()
+    now = current_time()
     grace = overdue_grace(queue_depth(conf.get().RUN_QUEUE or None))
     served = (UNPINNED, *versions.served())
     return take_due_runs(now, now - timedelta(seconds=grace), limit, served)

@@ -153,12 +153,7 @@ def workflow(
     `list_runs` (docs/finding-runs.md).
     """
     flow = FlowOptions.checked(schedule, catchup, concurrency, on_limit)
-    if start_permission is not None and (
-        not isinstance(start_permission, str) or start_permission.count(".") != 1
-    ):
-        raise ValueError(
-            f'workflow(start_permission=...) must be "app_label.codename", not {start_permission!r}'
-        )
+    _check_permission_name(start_permission)
     keep = None if retention is None else parse_duration(retention)
     declared = declared_updates(updates)
     declared_search = declaration(search)
@@ -183,3 +178,12 @@ def workflow(
         return wf
 
     return register(fn) if fn is not None else register
+
+
+def _check_permission_name(start_permission: str | None) -> None:
+    if start_permission is not None and (
+        not isinstance(start_permission, str) or start_permission.count(".") != 1
+    ):
+        raise ValueError(
+            f'workflow(start_permission=...) must be "app_label.codename", not {start_permission!r}'
+        )

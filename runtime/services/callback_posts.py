@@ -11,7 +11,7 @@ from typing import Any
 from runtime import conf
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.core.callbacks import CallbackTerms, token_digest, token_run
-from runtime.core.clock import Clock, SystemClock
+from runtime.core.clock import Clock, current_clock
 from runtime.core.errors import (
     CallbackAlreadyCompleted,
     CallbackNotFound,
@@ -63,7 +63,7 @@ def post_callback(
     given = (result is not _MISSING) + (error is not None) + bool(heartbeat)
     if given != 1:
         raise PayloadError("post exactly one of a result, an error or a heartbeat")
-    now = (clock or SystemClock()).now()
+    now = (clock or current_clock()).now()
     step = _open_step(token)
     limit = conf.get().MAX_PAYLOAD_BYTES
     current = step.as_row()

@@ -6,9 +6,8 @@ import uuid
 from contextlib import suppress
 from typing import Any
 
-from django.utils import timezone
-
 from runtime.checkpoint.errors import CheckpointFailed
+from runtime.core.clock import current_time
 from runtime.core.errors import RunAlreadyFinished, RunNotFound
 from runtime.core.identity import as_run_id, child_run_key_prefix
 from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, UnfinishedGuard
@@ -51,7 +50,7 @@ def cancel_run(
     Child runs started by the run's fan-outs are cancelled with it.
     """
     run = get_run_row(run_id)
-    now = timezone.now()
+    now = current_time()
     write = HistoryWrite(
         run.id,
         UnfinishedGuard(),

@@ -17,13 +17,16 @@ from runtime.process.local import ProcessLocal
 from runtime.store.history.sink import DatabaseSink
 
 
-def new_writer(sink: Callable[[], Sink] = DatabaseSink) -> CheckpointWriter:
-    """A checkpoint writer over a new `sink()`, with the configured batch limits."""
+def new_writer(
+    sink: Callable[[], Sink] = DatabaseSink, async_window: float | None = None
+) -> CheckpointWriter:
+    """A checkpoint writer over a new `sink()`, with the configured batch limits (its async
+    window `async_window` seconds instead, if given)."""
     settings = conf.get()
     limits = BatchLimits(
         max_items=settings.CHECKPOINT_MAX_ITEMS,
         max_bytes=settings.CHECKPOINT_MAX_BYTES,
-        async_window=settings.CHECKPOINT_ASYNC_WINDOW,
+        async_window=settings.CHECKPOINT_ASYNC_WINDOW if async_window is None else async_window,
     )
     return CheckpointWriter(sink(), limits)
 

@@ -23,12 +23,14 @@ them), so the threshold stays off and psycopg ignores the asking.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import psycopg
 from django.db import (
@@ -40,8 +42,11 @@ from django.db import (
     connections,
 )
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
 
 from runtime.store.direct import pooled
+
+T = TypeVar("T")
 
 NEVER_AUTOMATICALLY = 2**31 - 1
 
@@ -152,3 +157,40 @@ def close_thread_connections() -> None:
     """Close this thread's database connections (a thread of asgiref's pool, which Django
     never closes on its own)."""
     connections.close_all()
+
+
+def closing_connections(fn: Callable[..., T]) -> Callable[..., T]:
+    """`fn`, closing the database connections of the thread it ran in (for a sync call an
+    async caller hands to asgiref's pool)."""
+
+    @functools.wraps(fn)
+    def closing(*args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            close_thread_connections()
+
+    return closing
+
+
+@contextmanager
+def commits_without_flush() -> Iterator[None]:
+    """In the block, PostgreSQL connections (this thread's, and every one opened meanwhile)
+    commit without waiting for their WAL to reach the disk (`synchronous_commit = off`): a
+    test database needs no durability across a server crash, and a test environment's
+    workflows commit once or twice a step. Other databases: nothing changes."""
+    connection_created.connect(_without_flush)
+    try:
+        _without_flush(None, connection)
+        yield
+    finally:
+        connection_created.disconnect(_without_flush)
+        if connection.vendor == "postgresql" and connection.connection is not None:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET synchronous_commit")
+
+
+def _without_flush(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit TO off")

@@ -5,28 +5,14 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 
-from runtime.store.connection import close_thread_connections
+from runtime.store.connection import closing_connections
 from runtime.updates.calling import DEFAULT_TIMEOUT, send_update
 
 T = TypeVar("T")
-
-
-def closing(fn: Callable[..., T]) -> Callable[..., T]:
-    """`fn`, closing the database connections of the thread it ran in (asgiref's pool)."""
-
-    @functools.wraps(fn)
-    def closed(*args: Any, **kwargs: Any) -> T:
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            close_thread_connections()
-
-    return closed
 
 
 class UpdateCalls:
@@ -64,4 +50,4 @@ class UpdateCalls:
         """`update()` for async callers; the wait happens in a thread of its own."""
         call = functools.partial(send_update, self.id, name, payload, update_id=update_id,
                                  timeout=timeout)  # fmt: skip
-        return await sync_to_async(closing(call), thread_sensitive=False)()
+        return await sync_to_async(closing_connections(call), thread_sensitive=False)()

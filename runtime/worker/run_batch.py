@@ -32,9 +32,8 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 
-from django.utils import timezone
-
 from runtime import conf, dispatch, executor
+from runtime.core.clock import current_time
 from runtime.durable import body_time
 from runtime.leases.keepers import run_leases
 from runtime.leases.liveness import process_key
@@ -83,7 +82,7 @@ class _ClaimedAhead:
     def claim(self) -> None:
         claims = list(self._tokens.items())
         self._claimed_at = _clock()
-        self._found = claim_runs_with_history(claims, timezone.now(), process_key())
+        self._found = claim_runs_with_history(claims, current_time(), process_key())
 
     def execute(self, run_id: uuid.UUID) -> executor.Execution:
         if _clock() - self._claimed_at > conf.get().LEASE_SECONDS / 3:

@@ -25,6 +25,7 @@ from bench.sequential import run_concurrent, run_sequential
 from bench.signals import run_signals
 from bench.streams import run_stream
 from bench.tasks_backend import run_tasks
+from bench.testkit import measure_here, run_testkit
 from bench.updates import run_update
 from bench.worker_scale import run_pooled_vs_direct, run_worker_scale
 from bench.worker_start import run_worker_start
@@ -39,7 +40,7 @@ def _sample_traces(ratio: float) -> None:
 class Command(BaseCommand):
     help = (
         "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream, flow, "
-        "history, search, signals, update, tasks, agents or workers."
+        "history, search, signals, update, tasks, agents, testkit or workers."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -185,6 +186,9 @@ class Command(BaseCommand):
         agents = sub.add_parser("agents", help="a durable pydantic-ai agent's cost per step")
         agents.add_argument("--rounds", type=int, default=5)
         agents.add_argument("--concurrency", type=int, default=2, help="prefork -c")
+        kit = sub.add_parser("testkit", help="the test kit's time skipping, SQLite and PostgreSQL")
+        kit.add_argument("--rounds", type=int, default=5)
+        kit.add_argument("--here", action="store_true", help="on this DATABASE_URL only")
         start = sub.add_parser("worker-start", help="a worker's launch-to-ready time")
         start.add_argument("--rounds", type=int, default=3)
         for p in (
@@ -202,6 +206,7 @@ class Command(BaseCommand):
             start,
             upd,
             search,
+            kit,
         ):
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--timeout", type=float, default=600.0)
@@ -258,6 +263,10 @@ class Command(BaseCommand):
             return run_flow(
                 options["runs"], options["steps"], options["repeat"], options["timeout"]
             )
+        if scenario == "testkit":
+            if options["here"]:
+                return measure_here(options["rounds"])
+            return run_testkit(options["rounds"], options["timeout"])
         if scenario == "workers":
             return self._workers(options)
         if scenario == "worker-start":

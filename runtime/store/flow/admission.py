@@ -14,8 +14,8 @@ from datetime import datetime
 from functools import partial
 
 from django.db import connection, transaction
-from django.utils import timezone
 
+from runtime.core.clock import current_time
 from runtime.models import ACTIVE_RUN_STATES, ConcurrencySlot, Run, RunStatus
 from runtime.store.dialect import as_uuid, execute, in_list, postgres, time_param
 
@@ -98,7 +98,7 @@ def admit_next(
     """Admit the next pending runs of (workflow, key) into its free slots, in a transaction of
     its own; `then(run_id, priority)` runs for each once that commits. (id, priority) of each."""
     with transaction.atomic():
-        admitted = admit_next_txn(workflow, key, capacity, timezone.now())
+        admitted = admit_next_txn(workflow, key, capacity, current_time())
         for run_id, priority in admitted:
             transaction.on_commit(partial(then, run_id, priority))
     return admitted
@@ -114,7 +114,7 @@ def release_all(workflow: str, then: Callable[[uuid.UUID, int], object]) -> int:
             .values_list("id", "priority")
         )
         Run.objects.filter(id__in=[run_id for run_id, _ in rows]).update(
-            admitted=True, wake_at=timezone.now()
+            admitted=True, wake_at=current_time()
         )
         for run_id, priority in rows:
             transaction.on_commit(partial(then, run_id, priority))

@@ -11,8 +11,8 @@ from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
+from runtime.core.clock import current_time
 from runtime.models import Event, EventType, Run, RunStatus
 from runtime.registry import versions
 from runtime.store.history.payload_forms import StoredForms
@@ -62,7 +62,7 @@ def _coalesce_txn(
     owner_id: int | None,
     enqueue_at: Callable[[uuid.UUID, datetime, int], object],
 ) -> tuple[Run, bool]:
-    now = timezone.now()
+    now = current_time()
     mine = Run.objects.filter(owner_id=owner_id, workflow=workflow, idempotency_key=key)
     run = mine.select_for_update().first()
     if run is not None and run.status == RunStatus.PENDING and run.lease_token is None:

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from django.db import transaction
+from django.db.models import Min
 
 from runtime.models import Schedule
 
@@ -35,6 +36,15 @@ def due_schedule_ids(workflows: Sequence[str], now: datetime) -> list[int]:
     """The ids of these workflows' schedules that are not paused and due at `now`."""
     due = Schedule.objects.filter(workflow__in=list(workflows), paused=False, next_tick__lte=now)
     return list(due.values_list("id", flat=True))
+
+
+def next_schedule_tick(workflows: Sequence[str]) -> datetime | None:
+    """The earliest next tick of these workflows' schedules that are not paused."""
+    found = Schedule.objects.filter(workflow__in=list(workflows), paused=False).aggregate(
+        first=Min("next_tick")
+    )
+    first: datetime | None = found["first"]
+    return first
 
 
 def take_due_schedule(row_id: int, now: datetime, take: Callable[[Schedule], T]) -> T | None:

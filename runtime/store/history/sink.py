@@ -23,12 +23,12 @@ from datetime import datetime, timedelta
 
 import psycopg
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
-from django.utils import timezone
 
 from runtime import conf
 from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import OutcomeUnknown
 from runtime.core.branches import receipt_key
+from runtime.core.clock import current_time
 from runtime.core.writes import LeaseGuard, SuspendGuard, UnfinishedGuard
 from runtime.store.connection import SinkConnection
 from runtime.store.dialect import PipelinedTransaction, execute, postgres
@@ -94,7 +94,7 @@ class DatabaseSink:
 
     def _write(self, parts: list[RunPart], branch_writes: BranchWrites) -> Receipts:
         self._committing = False
-        now = timezone.now()
+        now = current_time()
         if postgres():
             fast = self._postgres_fast_path(parts, branch_writes, now)
             if fast is not None:

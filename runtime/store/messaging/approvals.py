@@ -16,8 +16,8 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
 
+from runtime.core.clock import current_time
 from runtime.core.errors import CallbackAlreadyCompleted, RunNotFound
 from runtime.models import Event, Run
 
@@ -74,7 +74,7 @@ def _append(run_id: uuid.UUID, kind: str, payloads: list[dict[str, Any]]) -> Non
         return
     Run.objects.filter(id=run_id).update(last_seq=F("last_seq") + len(payloads))
     last = Run.objects.values_list("last_seq", flat=True).get(id=run_id)
-    now = timezone.now()
+    now = current_time()
     first = last - len(payloads) + 1
     Event.objects.bulk_create(
         Event(run_id=run_id, seq=first + i, type=kind, payload=p, created_at=now)
@@ -167,7 +167,7 @@ def decide(
         if by is not None:
             payload["by"] = by
         _append(run_id, DECIDED, [payload])
-    decided = _decided(approval, payload, timezone.now())
+    decided = _decided(approval, payload, current_time())
     approvals[approval_id] = decided
     siblings = [a for a in approvals.values() if a.request == approval.request]
     if any(a.approved is None for a in siblings):

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
+from runtime.core.clock import current_time
 from runtime.core.errors import RunFinished, RunNotFound
 from runtime.models import FINISHED_RUN_STATES, Message, Run
 from runtime.store.history.payload_forms import StoredForms
@@ -60,7 +60,7 @@ def insert_message(
             return SentMessage(earlier, created=False)
         if status in FINISHED_RUN_STATES:
             raise RunFinished(f"run {rid} has finished ({status}): it takes no messages")
-        now = timezone.now()
+        now = current_time()
         stored = StoredForms().form(value, rid)  # encrypted or offloaded like every payload
         message = Message(run_id=rid, topic=topic, value=stored, created_at=now,
                           idempotency_key=idempotency_key,
@@ -108,7 +108,7 @@ def take_message(run_id: uuid.UUID, topic: str, position: int) -> Received | Non
             if oldest is None:
                 return None
             Message.objects.filter(id=oldest[0]).update(
-                received_position=position, received_at=timezone.now()
+                received_position=position, received_at=current_time()
             )
             found = oldest
     return Received(found[0], found[1], found[2])

@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
+from runtime.core.clock import current_time
 from runtime.core.matching import candidate_keys, keyset_key, match_key, matches
 from runtime.models import Signal, SignalKeyset, SignalWait
 from runtime.store.messaging.wakes import wake_runs_txn
@@ -58,7 +58,7 @@ def deliver(signal: Signal, enqueue: Callable[[uuid.UUID, int], object]) -> int:
     # round trips. Safe: the signal is committed, so a wait committed after this read finds it.
     if not open_waits.exists():
         return 0
-    now = timezone.now()
+    now = current_time()
     with transaction.atomic():
         waits = list(open_waits.select_for_update().order_by("pk").values_list("pk", "run_id"))
         if not waits:
@@ -80,7 +80,7 @@ def open_wait(
 ) -> None:
     """Register the run's wait at `position` (once), then take the earliest signal it may
     already have: one emitted since `began - lookback`."""
-    now = timezone.now()
+    now = current_time()
     keys = sorted(match)
     keyset = keyset_key(name, keys)
     if not SignalKeyset.objects.filter(key=keyset).exists():
@@ -110,7 +110,7 @@ def _look_back(wait: SignalWait) -> None:
             if matches(wait.match, payload):
                 # Unless an emit delivered to it meanwhile (then that one counts).
                 SignalWait.objects.filter(pk=wait.pk, closed_at__isnull=True).update(
-                    closed_at=timezone.now(), signal_id=signal_id, payload=payload
+                    closed_at=current_time(), signal_id=signal_id, payload=payload
                 )
                 return
         if len(batch) < _LOOKBACK_BATCH:
@@ -122,7 +122,7 @@ def close_wait_timed_out(run_id: uuid.UUID, position: int) -> SignalWait | None:
     """Close the wait at `position` as timed out unless a signal got there first; returns the
     wait as it is then (its payload set if a signal was delivered)."""
     SignalWait.objects.filter(run_id=run_id, position=position, closed_at__isnull=True).update(
-        closed_at=timezone.now()
+        closed_at=current_time()
     )
     return wait_at(run_id, position)
 

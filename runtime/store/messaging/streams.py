@@ -19,8 +19,8 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
-from django.utils import timezone
 
+from runtime.core.clock import current_time
 from runtime.core.writes import ChunkDraft
 from runtime.models import StreamChunk
 from runtime.store.dialect import adapter, execute, json_param, postgres
@@ -60,7 +60,7 @@ def _append_txn(run_id: uuid.UUID, stream: str, value: Any, writer_key: str | No
         seq=seq,
         value=value,
         writer_key=writer_key,
-        created_at=timezone.now(),
+        created_at=current_time(),
     )
     return seq
 
@@ -80,7 +80,7 @@ _NOTIFY = "SELECT pg_notify(%s, %s)"
 
 def _append_pg(run_id: uuid.UUID, stream: str, value: Any, writer_key: str | None) -> int | None:
     """Lock, insert and notify in one pipeline (one round trip before the commit)."""
-    insert = [run_id, stream, json_param(value), writer_key, timezone.now(), run_id, stream]
+    insert = [run_id, stream, json_param(value), writer_key, current_time(), run_id, stream]
     _, inserted, _ = execute(
         [(_LOCK, [f"{run_id}/{stream}"]), (_INSERT_NEXT, insert), (_NOTIFY, [CHANNEL, str(run_id)])]
     )

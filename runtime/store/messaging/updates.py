@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.utils import timezone
 
+from runtime.core.clock import current_time
 from runtime.core.errors import RunFinished, RunNotFound
 from runtime.models import FINISHED_RUN_STATES, Run, RunUpdate, UpdateStatus
 from runtime.store.dialect import postgres
@@ -103,7 +103,7 @@ def insert_update(
             if earlier is not None:  # applied once, even once the run finished
                 return earlier, False
             raise RunFinished(f"run {rid} has finished ({status}): it takes no updates")
-        now = timezone.now()
+        now = current_time()
         stored = StoredForms().form(payload, rid)  # encrypted or offloaded like every payload
         update = RunUpdate(run_id=rid, update_id=update_id, name=name, payload=stored,
                            sent_by=by, created_at=now)  # fmt: skip
@@ -123,7 +123,7 @@ def insert_update(
 def take_update(rid: uuid.UUID, names: Sequence[str], position: int) -> UpdateRow | None:
     """The update the `ctx.next_update` at `position` takes: the one it took before, else the
     oldest untaken one with one of `names` (any name when empty), marked as its own."""
-    now = timezone.now()
+    now = current_time()
     if postgres() and not connection.in_atomic_block:
         row = take_update_pg(rid, names, position, now)
         return None if row is None else UpdateRow(*row)
@@ -152,7 +152,7 @@ def answer_update(
     """Record the answer of update `update_id` unless it has one (a replay after a crash, or a
     zombie executor, finds the first answer), and notify the run's listeners with its commit
     (PostgreSQL); returns the update as answered."""
-    now = timezone.now()
+    now = current_time()
     if postgres() and not connection.in_atomic_block:
         done = answer_update_pg(rid, update_id, status, reply, reason, position, now)
     else:

@@ -6,8 +6,8 @@ import uuid
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
+from runtime.core.clock import current_time
 from runtime.models import Run, RunValue
 from runtime.store.history.payload_forms import StoredForms
 
@@ -15,7 +15,7 @@ from runtime.store.history.payload_forms import StoredForms
 def upsert_value(run_id: uuid.UUID, key: str, value: Any, position: int) -> None:
     """Record `value` (in its stored form) as the run's value of `key` unless a later position
     set one."""
-    now = timezone.now()
+    now = current_time()
     value = StoredForms().form(value, run_id)  # encrypted or offloaded like every payload
     newer = RunValue.objects.filter(run_id=run_id, key=key, position__lte=position)
     if not newer.update(value=value, position=position, updated_at=now):

@@ -11,10 +11,10 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
-from django.utils import timezone
 
 from runtime import conf
 from runtime.core.callbacks import derive_token, token_digest
+from runtime.core.clock import current_time
 from runtime.core.identity import step_id
 from runtime.models import Event, EventType, FanoutGroup, Run, Step, StepStatus
 from runtime.registry import versions
@@ -70,7 +70,7 @@ def insert_fork(
     """Insert the fork of `plan` with its copied records in one transaction, its run_created
     event carrying `payload`, its search `attributes` (name, kind, value, position); `then(run)`
     runs once that commits."""
-    now = timezone.now()
+    now = current_time()
     source = plan.source
     with transaction.atomic():
         events = list(

@@ -12,8 +12,8 @@ from typing import Any
 import psycopg
 from django.db import IntegrityError, connection, models
 from django.db.models.sql import InsertQuery
-from django.utils import timezone
 
+from runtime.core.clock import current_time
 from runtime.models import ACTIVE_RUN_STATES, Event, EventType, Run, Step
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import postgres
@@ -77,7 +77,7 @@ def insert_run_txn(
     declared attribute kinds and the run's checked values (runtime.store.runs.search_rows),
     inserted with it (on PostgreSQL in the same statement).
     """
-    now = timezone.now()
+    now = current_time()
     gated = concurrency_key is not None
     new = NewRun(
         id=_RUN_ID.get_default(),  # the model's default, as a Run() would take it
@@ -92,20 +92,7 @@ def insert_run_txn(
         owner_id=owner_id,
         app_version=app_version,
     )
-    forms = StoredForms()
-    run = {
-        **new.columns(),
-        "input": forms.form(run_input, new.id, bound),
-        "updated_at": now,
-        "last_seq": 1,
-    }
-    created = {
-        "run_id": new.id,
-        "seq": 1,
-        "type": EventType.RUN_CREATED,
-        "payload": forms.form(payload, new.id, bound),
-        "created_at": now,
-    }
+    run, created = _stored_rows(new, payload, bound)
     attributes = attribute_rows(new.id, *search) if search else []
     if postgres():
         _insert_together(run, created, attributes)
@@ -114,6 +101,27 @@ def insert_run_txn(
         Event(**created).save(force_insert=True)
         insert_rows(attributes)
     return new
+
+
+def _stored_rows(
+    new: NewRun, payload: dict[str, Any], bound: int | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's and its run_created event's column values, payloads in their stored forms."""
+    forms = StoredForms()
+    run = {
+        **new.columns(),
+        "input": forms.form(new.input, new.id, bound),
+        "updated_at": new.created_at,
+        "last_seq": 1,
+    }
+    created = {
+        "run_id": new.id,
+        "seq": 1,
+        "type": EventType.RUN_CREATED,
+        "payload": forms.form(payload, new.id, bound),
+        "created_at": new.created_at,
+    }
+    return run, created
 
 
 def inserts_in_one_statement() -> bool:

@@ -41,6 +41,12 @@ FUNCTION_IMPORTS_ALLOWED = {
     "imports the MCP SDK (the mcp extra)",
     ("api.mcp.http", "api.mcp.server"): "on the first /api/mcp/ request: the API loads without "
     "the MCP SDK (the mcp extra)",
+    ("runtime.pytest_plugin", "runtime.testing.environment"): "pytest loads its plugins "
+    "before Django's apps, which the test kit needs: imported when a fixture runs",
+    ("runtime.testing.agents", "runtime.testing.agents.pydantic_ai"): "on first use: the "
+    "test kit imports pydantic-ai only for its scripted model (the agents extra)",
+    ("runtime.testing.agents", "runtime.testing.agents.openai_agents"): "on first use: nor "
+    "the OpenAI Agents SDK",
 }
 # Pairs of runtime's units (a subpackage, or a top-level module) that may import each other:
 # why the two cannot be one unit or be layered. Longer cycles are never allowed.
@@ -54,8 +60,6 @@ DATA_ACCESS_HOMES = ("runtime.store", "runtime.models", "runtime.admin", "runtim
 DATA_ACCESS_ALLOWED = {
     "runtime.access.permissions": "narrows a QuerySet the API or admin passes (a selector's "
     "filter); its default is every run",
-    "runtime.handles": "closes the database connections of asgiref's worker threads, which "
-    "Django never closes on its own (connection lifecycle, no query)",
     "runtime.process.background": "closes its thread's connection after each pass "
     "(connection lifecycle, no query)",
     "runtime.fanout.async_branches": "closes the reporter thread's connections when it "

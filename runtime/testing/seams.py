@@ -57,9 +57,14 @@ def use_dispatcher(dispatcher: dispatch.Dispatcher) -> Iterator[dispatch.Dispatc
 
 
 @contextmanager
-def use_writer(sink: Callable[[], Sink] = DatabaseSink) -> Iterator[ProcessLocal[CheckpointWriter]]:
-    """A fresh process checkpoint writer over `sink()` inside the block, closed after it."""
-    local: ProcessLocal[CheckpointWriter] = ProcessLocal(lambda: store.new_writer(sink))
+def use_writer(
+    sink: Callable[[], Sink] = DatabaseSink, async_window: float | None = None
+) -> Iterator[ProcessLocal[CheckpointWriter]]:
+    """A fresh process checkpoint writer over `sink()` inside the block, closed after it
+    (`async_window`: its async batching window in seconds, if not the configured one)."""
+    local: ProcessLocal[CheckpointWriter] = ProcessLocal(
+        lambda: store.new_writer(sink, async_window)
+    )
     previous = store.install_writer(local)
     try:
         yield local
