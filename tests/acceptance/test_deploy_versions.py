@@ -23,7 +23,7 @@ from runtime.deploy.upgrades import upgrade
 from runtime.models import Run
 from runtime.observe.versions import version_rows
 from runtime.services import start_run
-from tests.support.services import wait_until
+from tests.support.waiting import wait_until
 from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -103,13 +103,13 @@ def test_deploy_v1_runs_never_run_on_v2_and_clean_ones_upgrade(
             wait_until(
                 lambda: {_status(run) for run in runs.values()} == {"waiting"},
                 60,
-                "the v1 runs to sleep after their first step",
+                message="the v1 runs to sleep after their first step",
             )
         due = time.monotonic() + SLEEP + 2
         # v1 stopped while its runs sleep: with v2 alone, they wait for v1's code.
         fresh, _ = start_run(WORKFLOW, ["fresh"], app_version=v2)
-        wait_until(lambda: _status(fresh) == "completed", 60, "the v2 run to finish")
-        wait_until(lambda: _stranded(v1) == 3, 30, f"{v1}'s runs to be reported stranded")
+        wait_until(lambda: _status(fresh) == "completed", 60, message="the v2 run to finish")
+        wait_until(lambda: _stranded(v1) == 3, 30, message=f"{v1}'s runs to be reported stranded")
         time.sleep(max(due - time.monotonic(), 0))  # their timers are due: v2 leaves them
         assert {_status(run) for run in runs.values()} == {"waiting"}
         wrong = [b for b in _bodies(counters_redis) if b.startswith("v2:") and "fresh" not in b]
@@ -121,7 +121,9 @@ def test_deploy_v1_runs_never_run_on_v2_and_clean_ones_upgrade(
         mismatch = result.refused[0].mismatch
         assert mismatch is not None and (mismatch.position, mismatch.reason) == (1, "name")
         for label in ("r1", "r2"):
-            wait_until(lambda x=label: _status(runs[x]) == "completed", 60, f"{label} to finish")
+            wait_until(
+                lambda x=label: _status(runs[x]) == "completed", 60, message=f"{label} to finish"
+            )
         assert _status(runs["strict"]) == "waiting"
         assert Run.objects.get(id=runs["strict"].id).app_version == v1
 
