@@ -10,6 +10,7 @@ handled by the workflow's catch-up policy (runtime.core.schedule.due_ticks).
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -70,10 +71,11 @@ def sync_schedules(now: datetime | None = None) -> list[Schedule]:
     return rows
 
 
-def tick_once(now: datetime | None = None) -> int:
-    """Start the runs of every due tick of the schedules this process knows; how many."""
+def tick_once(now: datetime | None = None, only: Collection[str] | None = None) -> int:
+    """Start the runs of every due tick of the schedules this process knows (`only` those of
+    these workflows, if given); how many."""
     now = now or current_time()
-    names = [wf.name for wf in scheduled_workflows()]
+    names = [wf.name for wf in scheduled_workflows() if only is None or wf.name in only]
     if not names:
         return 0
     return sum(_take_ticks(row_id, now) for row_id in due_schedule_ids(names, now))

@@ -22,7 +22,7 @@ from runtime.core.branch_dispatch import BranchDispatch
 from runtime.core.clock import Clock, FakeClock
 from runtime.fanout import async_branches, chunk
 from runtime.fanout.report import BranchAttempt
-from runtime.schedules import scheduled_workflows, tick_once
+from runtime.schedules import tick_once
 from runtime.store.flow.schedules import next_schedule_tick
 from runtime.store.runs.due_runs import run_timers
 
@@ -116,8 +116,15 @@ class VirtualDispatcher:
 class Driver:
     """Runs due work on the calling thread; `auto_skip` moves a virtual clock when stuck."""
 
-    def __init__(self, clock: Clock, dispatcher: VirtualDispatcher, wall_timeout: float) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        dispatcher: VirtualDispatcher,
+        wall_timeout: float,
+        schedules: tuple[str, ...] = (),
+    ) -> None:
         self.clock = clock
+        self.schedules = schedules  # the workflows whose ticks fire as the clock moves
         self.dispatcher = dispatcher
         self.wall_timeout = wall_timeout
         self.delivered = 0
@@ -179,8 +186,7 @@ class Driver:
     def _next_tick(self) -> datetime | None:
         """A schedule's next tick: a timer `skip` fires at its time (auto-skip does not
         jump to ticks, or a test waiting on one run would tick its schedules on forever)."""
-        workflows = [wf.name for wf in scheduled_workflows()]
-        return next_schedule_tick(workflows) if workflows else None
+        return next_schedule_tick(list(self.schedules)) if self.schedules else None
 
     def _reach(self, wake: datetime, deadline: float) -> bool:
         if isinstance(self.clock, FakeClock):
@@ -195,8 +201,8 @@ class Driver:
     def _move(self, moment: datetime) -> None:
         if isinstance(self.clock, FakeClock) and moment != self.clock.now():
             self.clock.set(moment)
-            if scheduled_workflows():
-                tick_once(moment)
+            if self.schedules:
+                tick_once(moment, only=self.schedules)
 
     def _step(self) -> bool:
         """Deliver one due message, or execute the runs the database has due; False if none."""

@@ -10,6 +10,7 @@ earliest pending timer. Nothing needs a broker or a worker; wall time is never s
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -26,7 +27,7 @@ from runtime.leases.keepers import branch_leases, run_leases
 from runtime.leases.liveness import release_process_liveness
 from runtime.registry import WorkflowFunction
 from runtime.registry.stand_ins import install_workflow_substitute
-from runtime.schedules import scheduled_workflows, sync_schedules
+from runtime.schedules import sync_schedules
 from runtime.selectors import waiting_on
 from runtime.store import writer
 from runtime.store.connection import commits_without_flush
@@ -43,7 +44,11 @@ class RunBlocked(TimeoutError):
 
 
 class WorkflowEnvironment(OutsideWorld):
-    """A context manager; see the module. `wall_timeout` bounds each wait in wall seconds."""
+    """A context manager; see the module. `wall_timeout` bounds each wait in wall seconds.
+
+    `schedules` are the scheduled workflows whose ticks fire as the virtual clock moves (none
+    unless named): a project's every-second schedule would otherwise start a run per virtual
+    second of every skip, in every test."""
 
     def __init__(
         self,
@@ -51,12 +56,14 @@ class WorkflowEnvironment(OutsideWorld):
         *,
         start_at: datetime | None = None,
         wall_timeout: float = 60.0,
+        schedules: Iterable[WorkflowFunction[..., Any] | str] = (),
     ) -> None:
         self.time_skipping = time_skipping
         moment = start_at or datetime.now(UTC).replace(microsecond=0)
         self.clock: Clock = FakeClock(moment) if time_skipping else SystemClock()
         self.dispatcher = VirtualDispatcher(self.clock)
-        self.driver = Driver(self.clock, self.dispatcher, wall_timeout)
+        ticking = tuple(s if isinstance(s, str) else s.name for s in schedules)
+        self.driver = Driver(self.clock, self.dispatcher, wall_timeout, ticking)
         self.step_mocks = StepMocks()
         self.workflow_mocks = WorkflowMocks()
         self._restore: list[Any] = []
@@ -79,7 +86,7 @@ class WorkflowEnvironment(OutsideWorld):
         self._stack.enter_context(commits_without_flush())
         # No async window: nothing else writes beside the test's one thread of work.
         self._stack.enter_context(use_writer(async_window=0.0))
-        if scheduled_workflows():
+        if self.driver.schedules:
             sync_schedules(self.clock.now())
         return self
 
