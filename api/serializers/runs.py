@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.includes import RUN_PARTS, left_out
-from runtime.django_tasks.results import task_run_view
+from runtime.django_tasks.run_view import task_run_view
 from runtime.models import Run
 from runtime.selectors import search_attributes, step_counts
 

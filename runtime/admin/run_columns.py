@@ -7,7 +7,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from runtime.admin.display import breakable_name, seconds_between, timestamp
-from runtime.django_tasks.results import task_run_view
+from runtime.django_tasks.run_view import task_run_view
 from runtime.models import Run
 
 

@@ -41,7 +41,7 @@ from runtime.admin.search import SearchAttributeFilter, attributes_html, by_term
 from runtime.admin.versions import versions_page
 from runtime.admin.workflows import workflow_stats
 from runtime.core.identity import parse_uuid
-from runtime.django_tasks.results import task_run_view
+from runtime.django_tasks.run_view import task_run_view
 from runtime.models import Run, RunStatus, Step, StepStatus
 
 # PostgreSQL text cannot hold NUL: a query with one fails instead of finding nothing.
@@ -59,8 +59,7 @@ def _step_count(status: str | None = None) -> Coalesce:
 class RunAdmin(RunListColumns, ReadOnlyAdmin[Run]):
     change_form_template = "admin/runtime/run/change_form.html"
     list_display = [
-        "short_id", "workflow_name", "status", "app_version", "owner", "created", "duration",
-        "step_counts",
+        "short_id", "workflow_name", "status", "owner", "created", "duration", "step_counts",
     ]  # fmt: skip
     list_select_related = ["owner"]
     list_filter = ["status", "workflow", SearchAttributeFilter]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import builtins
 import re
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -27,10 +26,10 @@ from runtime.django_tasks.compat import (
     TaskResultStatus,
     set_return_value,
 )
+from runtime.django_tasks.run_view import TASK_WORKFLOW
 from runtime.models import RunStatus
 from runtime.store.runs.django_tasks import TaskFailure, TaskRunRecord, load_task_run
 
-TASK_WORKFLOW = "fanfold.django_task"
 # Where each attempt of a task's body wrote {"attempt", "worker"} as it started, before
 # `step_started` events named their worker: read for the runs recorded then.
 ATTEMPTS_STREAM = "fanfold.task_attempts"
@@ -42,29 +41,6 @@ _FINISHED = {
     RunStatus.FAILED: TaskResultStatus.FAILED,
     RunStatus.CANCELLED: TaskResultStatus.FAILED,
 }
-
-
-@dataclass(frozen=True)
-class TaskRunView:
-    """A Django task's run as people read it: the task's path is its name, its arguments are
-    its input, and the envelope (backend, queue, priority, enqueued_at...) a detail."""
-
-    path: str
-    arguments: dict[str, Any]
-    envelope: dict[str, Any]
-
-
-def task_run_view(workflow: str, run_input: Any) -> TaskRunView | None:
-    """The task view of a run of `workflow` with this input; None for a run of any other
-    workflow (or an input of another shape)."""
-    if workflow != TASK_WORKFLOW or not isinstance(run_input, dict):
-        return None
-    args = run_input.get("args")
-    if not (isinstance(args, list) and len(args) == 4 and isinstance(args[0], str)):
-        return None
-    path, task_args, task_kwargs, meta = args
-    envelope = {"task": path, **meta} if isinstance(meta, dict) else {"task": path}
-    return TaskRunView(path, {"args": task_args, "kwargs": task_kwargs}, envelope)
 
 
 def load_task(path: str, meta: dict[str, Any]) -> Task:

@@ -36,12 +36,13 @@ from runtime.core.identity import group_id, step_id
 from runtime.core.settle import Failure, settle
 from runtime.core.states import StepStatus
 from runtime.core.writes import FanoutGroupRow, HistoryWrite, StepRow, step_created
-from runtime.dispatch import publish_branches, queue_depth
+from runtime.dispatch import publish_branches
 from runtime.durable.cursor import ReplayCursor
 from runtime.fanout.interrupted import interrupt_at_most_once
 from runtime.fanout.sweep import republish_rule
 from runtime.registry import Signature, SignatureMap, registry
 from runtime.store.fanout.fanout_groups import group_row, record_dispatch
+from runtime.versions.depth import served_queue_depth
 
 log = logging.getLogger("fanfold.fanout")
 
@@ -187,7 +188,7 @@ def _resume(
         group = group or group_row(cursor.run_id, first)
         released = group.released if group is not None else len(branches)
         # This replay may follow a lost publish: republish what the queue cannot be holding.
-        again = republish_rule(queue_depth(), replay=True)
+        again = republish_rule(served_queue_depth(), replay=True)
         now = cursor.clock.now()
         due = due_dispatches(
             branches, first, released, now,

@@ -21,7 +21,7 @@ from runtime import conf
 from runtime.core.branch_dispatch import BranchDispatch, due_dispatches, republished_pending
 from runtime.core.clock import current_time
 from runtime.core.settle import BranchState
-from runtime.dispatch import publish_branches, queue_depth
+from runtime.dispatch import publish_branches
 from runtime.fanout.interrupted import interrupt_at_most_once
 from runtime.models import ACTIVE_RUN_STATES, StepStatus
 from runtime.process.background import BackgroundLoop
@@ -32,6 +32,7 @@ from runtime.store.fanout.fanout_sweeps import (
     stop_checking_group,
     take_due_groups,
 )
+from runtime.versions.depth import served_queue_depth
 
 log = logging.getLogger("fanfold.fanout_sweep")
 
@@ -94,7 +95,7 @@ def sweep_fanouts_once(limit: int = 200) -> int:
     due_groups = take_due_groups(now, limit, _interval())
     if not due_groups:
         return 0
-    rule = republish_rule(queue_depth())
+    rule = republish_rule(served_queue_depth())
     budget = rule.budget
     published = 0
     for gid, run_id, run_status, priority, first, released in due_groups:

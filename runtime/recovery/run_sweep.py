@@ -20,10 +20,11 @@ from datetime import timedelta
 from runtime import conf
 from runtime.core.clock import current_time
 from runtime.core.versions import UNPINNED
-from runtime.dispatch import enqueue_run, queue_depth
+from runtime.dispatch import enqueue_run
 from runtime.process.background import BackgroundLoop
 from runtime.registry import versions
 from runtime.store.runs.run_queue import take_due_runs
+from runtime.versions.depth import served_queue_depth
 
 log = logging.getLogger("fanfold.sweep")
 
@@ -53,7 +54,7 @@ def due_runs(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
     """(id, priority) of the runs to enqueue again, oldest due first; each is due anew from
     now (the next sweep waits for the message sent now as it waited for the first)."""
     now = current_time()
-    grace = overdue_grace(queue_depth(conf.get().RUN_QUEUE or None))
+    grace = overdue_grace(served_queue_depth(conf.get().RUN_QUEUE or None))
     served = (UNPINNED, *versions.served())
     return take_due_runs(now, now - timedelta(seconds=grace), limit, served)
 

@@ -19,10 +19,12 @@ from config.celery import app
 from publisher import CeleryTransport, Message, Outcome, counters
 from runtime import RunHandle
 from runtime.core.identity import dispatch_key
+from runtime.core.versions import version_queue
 from runtime.dispatch import CeleryDispatcher
 from runtime.executor import ExecutionOutcome as Execution
 from runtime.executor import execute
 from runtime.models import Event, Run
+from runtime.registry import versions
 from runtime.services import start_run
 from runtime.testing import InMemoryDispatcher, use_dispatcher, use_writer
 from tests.acceptance import fanout_flows as flows
@@ -50,10 +52,14 @@ def start_quietly(n: int) -> RunHandle:
 
 
 def queued_task_ids() -> list[str]:
-    """Task ids on the `fanfold` queue in the order workers take them: by priority list, and
-    oldest first in each (kombu LPUSHes, workers BRPOP)."""
+    """Task ids on the `fanfold` queue (a dispatcher of its own sends there) and on its
+    variant of this process's version (the app's dispatcher pins runs to it), in the order
+    workers take them: by priority list, and oldest first in each (kombu LPUSHes, workers
+    BRPOP)."""
     client = redis.Redis.from_url(app.conf.broker_url)  # the counters may live elsewhere
-    raw = [item for key in queued_lists() for item in reversed(client.lrange(key, 0, -1))]
+    plain = app.conf.task_default_queue
+    keys = [*queued_lists(plain), *queued_lists(version_queue(plain, versions.current()))]
+    raw = [item for key in keys for item in reversed(client.lrange(key, 0, -1))]
     return [json.loads(item)["headers"]["id"] for item in raw]
 
 

@@ -66,12 +66,12 @@ def purge_broker_queue() -> None:
         bound.purge()
 
 
-def queued_lists() -> list[str]:
-    """The Redis lists of the default queue (one per priority step), in the order kombu's
-    Redis transport reads them: its priority 0 (the queue's own name) first."""
+def queued_lists(queue: str | None = None) -> list[str]:
+    """The Redis lists of `queue` (None: the default queue), one per priority step, in the
+    order kombu's Redis transport reads them: its priority 0 (the queue's own name) first."""
     from celery import current_app
 
-    queue = current_app.conf.task_default_queue
+    queue = queue or current_app.conf.task_default_queue
     options = current_app.conf.broker_transport_options or {}
     steps = options.get("priority_steps", [0, 3, 6, 9])
     sep = options.get("sep", "\x06\x16")
