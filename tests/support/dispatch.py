@@ -11,10 +11,14 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from celery import current_app
+
 from publisher.fake import FakeTransport
 from publisher.transport import Transport
 from runtime.core.branch_dispatch import BranchDispatch
+from runtime.core.versions import version_queue
 from runtime.dispatch import CeleryDispatcher
+from runtime.registry import versions
 
 
 @dataclass
@@ -73,7 +77,12 @@ class RecordingDispatcher(CeleryDispatcher):
         self.enqueued(run_id, None, priority)  # recorded as sent at once
 
     def queue_depth(self, queue: str | None = None) -> int | None:
-        return self.depth  # None (unknown) unless a test sets it
+        """`depth` (None, unknown, unless a test sets it) on the queue this process publishes
+        to, its own version's; the other versions' queues are empty."""
+        if self.depth is None or queue is None:
+            return self.depth
+        own = version_queue(current_app.conf.task_default_queue, versions.current())
+        return self.depth if queue == own else 0
 
     def publish_branches(
         self,
