@@ -64,7 +64,7 @@ def test_versions_upgrade_moves_the_runs_that_replay_clean(settings: Any) -> Non
     assert sorted(done["moved"]) == sorted(str(r.id) for r in waiting)
     for run in waiting:
         assert Run.objects.get(id=run.id).app_version == "tests"
-        event = Event.objects.get(run_id=run.id, type=EventType.VERSION_CHANGED)
+        event = Event.objects.get(run_id=run.id, type=EventType.VERSION_UPGRADED)
         assert event.payload["from"] == "v1" and event.payload["to"] == "tests"
         assert event.payload["by"]["via"] == "cli"
     assert Run.objects.get(id=asleep.id).app_version == "v1"  # refused: stays

@@ -68,6 +68,6 @@ def test_versions_moving_runs_records_who_moved_them(enqueued: Enqueued) -> None
     assert moved == [a.id]
     assert Run.objects.get(id=a.id).app_version == "v2"
     assert Run.objects.get(id=b.id).app_version == "v0"
-    event = Event.objects.get(run_id=a.id, type=EventType.VERSION_CHANGED)
+    event = Event.objects.get(run_id=a.id, type=EventType.VERSION_UPGRADED)
     assert event.payload == {"from": "v1", "to": "v2", "by": {"username": "alice"}}
     assert Run.objects.get(id=a.id).last_seq == event.seq
