@@ -69,8 +69,11 @@ def move_runs_txn(
 
 
 def mark_served_txn(versions: Sequence[str], worker: str, now: datetime) -> None:
-    """Record that `worker` serves these versions as of `now` (one upsert)."""
-    rows = [ServedVersion(version=v, worker=worker, last_seen=now) for v in versions]
+    """Record that `worker` serves these versions as of `now` (one upsert; a new row's
+    `first_seen` is `now`, a known row's stays)."""
+    rows = [
+        ServedVersion(version=v, worker=worker, last_seen=now, first_seen=now) for v in versions
+    ]
     ServedVersion.objects.bulk_create(
         rows,
         update_conflicts=True,
