@@ -25,8 +25,10 @@ from runtime.store.runs.versions import (
 
 # Rows of workers not seen for this long are deleted (a day: long after any stranding).
 FORGET_AFTER = timedelta(days=1)
-# A worker counts as live for `leads_schedules` while seen within this many heartbeats.
+# A worker counts as live for `leads_schedules` while seen within this many heartbeats, and
+# at least this many seconds (a worker's housekeeping thread may lag on a loaded host).
 LIVE_HEARTBEATS = 3
+LIVE_AT_LEAST = 10.0
 
 
 def worker_name() -> str:
@@ -46,8 +48,9 @@ def forget_gone_workers(now: datetime | None = None) -> int:
 
 def leads_schedules(now: datetime | None = None) -> bool:
     """Whether this process's version is the latest to arrive (runtime.models.versions) among
-    those served by workers seen within LIVE_HEARTBEATS heartbeats; True when none was seen."""
+    those served by workers seen lately (LIVE_HEARTBEATS, LIVE_AT_LEAST); True when none was."""
     now = now or timezone.now()
-    since = now - timedelta(seconds=LIVE_HEARTBEATS * conf.get().SWEEP_INTERVAL)
+    live = max(LIVE_HEARTBEATS * conf.get().SWEEP_INTERVAL, LIVE_AT_LEAST)
+    since = now - timedelta(seconds=live)
     latest = latest_arrivals(since)
     return not latest or versions.current() in latest

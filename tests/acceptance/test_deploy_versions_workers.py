@@ -139,16 +139,13 @@ def test_deploy_versions_a_v1_runs_branches_and_child_run_only_on_v1(
     v2_worker = releases.worker("v2w", "v2", v2, "threads", 1, **one)
     with v2_worker, releases.worker("v1w", "v1", v1, "threads", 1, **one):
         run, _ = start_run(PARENT, ["p"], app_version=v1)
-        wait_until(
-                lambda: "v1:v1w:branch-0" in _of(counters_redis, "p"), 60,
-                message="the v1 worker to be held by branch-0",
-            )  # fmt: skip
+        held = "v1:v1w:branch-0"
+        wait_until(lambda: held in _of(counters_redis, "p"), 60, message="v1 held by branch-0")
         # The child branch has started the child run, which waits behind the held one:
         # copies of every branch attempt and of the child's start go to v2's queue.
-        child = wait_until(
-                lambda: Run.objects.filter(workflow=CHILD, app_version=v1).first(), 30,
-                message="the child run",
-            )  # fmt: skip
+        children = Run.objects.filter(workflow=CHILD, app_version=v1)
+        wait_until(children.exists, 30, message="the child run")
+        child = children.get()
         assert _status(child.id) == "pending"
         group = FanoutGroup.objects.get(run_id=run.id)
         positions = range(group.first_position, group.first_position + group.total)
@@ -186,8 +183,8 @@ def test_deploy_versions_a_killed_v1_workers_run_is_taken_over_by_the_other_v1_w
     fast = {"FANFOLD_LEASE_SECONDS": "600", "FANFOLD_LIVENESS_LOCKS": "on"}
     with releases.worker("v2w", "v2", v2, "threads", 2, **fast):
         a_worker, b_worker = (
-            releases.worker("v1a", "v1", v1, **fast),
-            releases.worker("v1b", "v1", v1, **fast),
+            releases.worker("v1a", "v1", v1, "prefork", 2, **fast),
+            releases.worker("v1b", "v1", v1, "prefork", 2, **fast),
         )
         with a_worker as a, b_worker as b:
             run, _ = start_run(HOLD, ["h"], app_version=v1)
@@ -201,3 +198,54 @@ def test_deploy_versions_a_killed_v1_workers_run_is_taken_over_by_the_other_v1_w
     assert _of(counters_redis, "h") == [
         f"v1:{holder}:stuck", f"v1:{other}:stuck", f"v1:{other}:after"
     ]  # fmt: skip
+
+
+TICK, TICKS = "tests.drain.tick", "tests:drain:ticks"
+# A scheduled workflow (every second) whose body records its release and run; a module of its
+# own, so that the other tests' workers take no ticks.
+DRAIN_SOURCE = """
+from datetime import timedelta
+from typing import Any
+
+from runtime import step, workflow
+from tests.support.services import counters_redis_client
+
+RELEASE = "{release}"
+
+
+@step(name="tests.drain.record")
+def record(run_id: str) -> str:
+    counters_redis_client().rpush("{ticks}", f"{{RELEASE}}:{{run_id}}")
+    return run_id
+
+
+@workflow(name="{tick}", schedule=timedelta(seconds=1))
+def tick(ctx: Any) -> str:
+    return ctx.step(record, str(ctx.run_id))
+"""
+
+
+def _ticks(version: str) -> int:
+    return Run.objects.filter(workflow=TICK, app_version=version).count()
+
+
+def test_deploy_versions_schedules_move_to_the_new_version_and_the_old_one_drains(
+    counters_redis: Any, tmp_path: Path
+) -> None:
+    releases = Releases(tmp_path, "deploy_drain_flows", DRAIN_SOURCE, ticks=TICKS, tick=TICK)
+    v1, v2 = _versions()
+    often = {"FANFOLD_SCHEDULE_INTERVAL": "0.2"}
+    with releases.worker("v1d", "v1", v1, "threads", 2, **often):
+        wait_until(lambda: _ticks(v1) >= 3, 90, message=f"{v1}'s schedule ticks")
+        with releases.worker("v2d", "v2", v2, "threads", 2, **often):
+            wait_until(lambda: _ticks(v2) >= 3, 60, message=f"{v2} to take the ticks")
+            in_flight = Run.objects.filter(app_version=v1).exclude(status="completed")
+            wait_until(lambda: not in_flight.exists(), 60, message=f"{v1} to drain")
+            before = _ticks(v1)
+            after = _ticks(v2) + 3
+            wait_until(lambda: _ticks(v2) >= after, 60, message=f"three more {v2} ticks")
+            assert _ticks(v1) == before  # v1's worker, still up, started none of them
+
+    versions = dict(Run.objects.filter(workflow=TICK).values_list("id", "app_version"))
+    ran = [record.split(":") for record in records(counters_redis, TICKS)]
+    assert ran and all(versions[uuid.UUID(run)].startswith(release) for release, run in ran)
