@@ -23,7 +23,8 @@ from runtime.testing import InMemoryDispatcher, use_dispatcher
 SEED_CHUNK = 1000  # runs inserted per bulk insert
 
 
-def _recorded_run(steps: int, timeout: float) -> Run:
+def recorded_run(steps: int, timeout: float) -> Run:
+    """One run of `steps` no-op steps, executed in this process."""
     dispatcher = InMemoryDispatcher()
     with use_dispatcher(dispatcher):
         run, _ = start_run("examples.noop_loop", [steps])
@@ -31,8 +32,14 @@ def _recorded_run(steps: int, timeout: float) -> Run:
     return Run.objects.get(id=run.id)
 
 
-def _seed(template: Run, runs: int) -> list[uuid.UUID]:
-    """`runs` completed copies of `template`'s history."""
+def seed_runs(
+    template: Run,
+    runs: int,
+    status: RunStatus = RunStatus.COMPLETED,
+    app_version: str = "",
+) -> list[uuid.UUID]:
+    """`runs` copies of `template`'s history, of this status (finished if completed) and
+    version."""
     steps = list(Step.objects.filter(run=template).order_by("position"))
     now = timezone.now()
     ids: list[uuid.UUID] = []
@@ -42,11 +49,12 @@ def _seed(template: Run, runs: int) -> list[uuid.UUID]:
                 id=uuid.uuid4(),
                 workflow=template.workflow,
                 input=template.input,
-                status=RunStatus.COMPLETED,
-                result=template.result,
+                status=status,
+                result=template.result if status == RunStatus.COMPLETED else None,
+                app_version=app_version,
                 created_at=now,
                 updated_at=now,
-                finished_at=now,
+                finished_at=now if status == RunStatus.COMPLETED else None,
             )
             for _ in range(min(SEED_CHUNK, runs - start))
         ]
@@ -78,9 +86,9 @@ def _seed(template: Run, runs: int) -> list[uuid.UUID]:
 
 def run_replay_check(runs: int, steps: int, timeout: float) -> dict[str, Any]:
     """Seed `runs` recorded runs of `steps` steps, replay-check them all, report the rate."""
-    template = _recorded_run(steps, timeout)
+    template = recorded_run(steps, timeout)
     seed_started = time.perf_counter()
-    ids = _seed(template, runs)
+    ids = seed_runs(template, runs)
     seeded = time.perf_counter() - seed_started
     try:
         started = time.perf_counter()

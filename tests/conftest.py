@@ -53,6 +53,7 @@ BROKER_FILES = frozenset(
         "test_publisher_worker.py",
         "test_tasks_workers.py",
         "test_deploy_versions.py",
+        "test_deploy_versions_workers.py",
     }
 )
 

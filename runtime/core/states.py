@@ -67,4 +67,4 @@ class EventType(StrEnum):
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"
-    VERSION_CHANGED = "version_changed"  # `fanfold versions upgrade` moved the run
+    VERSION_UPGRADED = "version_upgraded"  # `fanfold versions upgrade` moved the run

@@ -21,10 +21,12 @@ from runtime import conf
 from runtime.core.branch_dispatch import BranchDispatch, due_dispatches, republished_pending
 from runtime.core.clock import current_time
 from runtime.core.settle import BranchState
+from runtime.core.versions import UNPINNED
 from runtime.dispatch import publish_branches
 from runtime.fanout.interrupted import interrupt_at_most_once
 from runtime.models import ACTIVE_RUN_STATES, StepStatus
 from runtime.process.background import BackgroundLoop
+from runtime.registry import versions
 from runtime.store.fanout.fanout_groups import record_dispatch
 from runtime.store.fanout.fanout_sweeps import (
     last_claim,
@@ -92,7 +94,7 @@ def republish_rule(depth: int | None, *, replay: bool = False) -> RepublishRule:
 def sweep_fanouts_once(limit: int = 200) -> int:
     """Republish the lost or orphaned branches of open groups that are due; returns how many."""
     now = current_time()
-    due_groups = take_due_groups(now, limit, _interval())
+    due_groups = take_due_groups(now, limit, _interval(), (UNPINNED, *versions.served()))
     if not due_groups:
         return 0
     rule = republish_rule(served_queue_depth())

@@ -11,7 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import models
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Min
+from django.db.models.functions import Coalesce
 
 from runtime.models.runs import Run
 from runtime.models.states import ACTIVE_RUN_STATES
@@ -22,6 +23,9 @@ class ServedVersion(models.Model):
     # hostname:pid of the worker process (its Celery node name for a Celery worker).
     worker = models.CharField(max_length=255)
     last_seen = models.DateTimeField()
+    # When this worker first served this version (null: a row from before this column). A
+    # version arrived when its first row did: the latest to arrive takes schedule ticks.
+    first_seen = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -62,3 +66,20 @@ def last_served() -> dict[str, datetime]:
     """{version: when a worker last served it} over every row kept."""
     rows = ServedVersion.objects.order_by().values_list("version").annotate(seen=Max("last_seen"))
     return dict(rows.values_list("version", "seen"))
+
+
+def latest_arrivals(since: datetime) -> set[str]:
+    """Of the versions served since `since`, those that arrived last: whose first row (over
+    every row kept, live or not) is the latest; empty if no version was served since."""
+    live = ServedVersion.objects.filter(last_seen__gte=since).values_list("version")
+    firsts = dict(
+        ServedVersion.objects.filter(version__in=live)
+        .order_by()
+        .values_list("version")
+        .annotate(first=Min(Coalesce("first_seen", "last_seen")))
+        .values_list("version", "first")
+    )
+    if not firsts:
+        return set()
+    latest = max(firsts.values())
+    return {version for version, first in firsts.items() if first == latest}

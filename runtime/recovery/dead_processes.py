@@ -7,8 +7,8 @@ enqueued again, a branch's lease ends and its next attempt is published (an
 at-most-once branch's interrupted attempt is failed instead, as after any expired lease). The
 second look spares a live process that just reconnected after a database restart, before it
 took its lock again. Many processes may run the pass at once: ending a lease is conditional,
-so only one of them enqueues. A process takes over only the runs of the versions it serves:
-a dead v1 worker's runs go to another v1 worker, never to a v2 one.
+so only one of them enqueues. A process takes over only the runs and branches of the
+versions it serves: a dead v1 worker's runs go to another v1 worker, never to a v2 one.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class Takeover:
         return len(ended)
 
     def _take_branches(self) -> int:
-        orphans = set(orphaned_branches())
+        orphans = set(orphaned_branches(versions=(UNPINNED, *versions.served())))
         confirmed, self._suspect_branches = orphans & self._suspect_branches, orphans
         ended = expire_branch_leases(sorted(confirmed), current_time())
         self._suspect_branches -= confirmed

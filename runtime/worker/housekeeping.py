@@ -1,6 +1,7 @@
 """The flow loop: every worker takes schedule ticks and admits stranded runs itself.
 
-One BackgroundLoop per worker process, no separate beat. Each pass takes due schedule ticks;
+One BackgroundLoop per worker process, no separate beat. Each pass takes due schedule ticks
+(in the workers of the deployment version that arrived last only: runtime.versions.listing);
 every SWEEP_INTERVAL it also admits runs still waiting for a free slot (the backstop for an
 admission lost with a dead process), forgets rate-limit turns long past and records the
 deployment versions it serves (runtime.versions.listing); every minute it
@@ -30,6 +31,7 @@ class _Housekeeping:
         self.synced_pid: int | None = None
         self.next_sweep = 0.0
         self.next_retention = 0.0
+        self.ticks = True  # whether this worker takes schedule ticks (listing.leads_schedules)
 
     def flow_pass(self) -> None:
         now = time.monotonic()
@@ -37,13 +39,15 @@ class _Housekeeping:
             schedules.sync_schedules()
             self.synced_pid = os.getpid()
             self.next_retention = now + random.uniform(0.0, RETENTION_INTERVAL)
-        schedules.tick_once()
         if now >= self.next_sweep:
             self.next_sweep = now + conf.get().SWEEP_INTERVAL
             admission.admit_waiting()
             ratelimit.forget_old_turns()
             signals.purge_expired_signals()  # bounded: one batch per sweep
             listing.heartbeat()  # the versions this worker serves, seen now
+            self.ticks = listing.leads_schedules()  # an older version's workers drain
+        if self.ticks:
+            schedules.tick_once()
         if now >= self.next_retention:
             self.next_retention = now + RETENTION_INTERVAL
             retention_pass()

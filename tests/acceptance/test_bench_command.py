@@ -232,6 +232,28 @@ def test_bench_replay_checks_every_seeded_run_and_cleans_up() -> None:
     assert not Run.objects.exists()  # the seeded runs and their template are gone
 
 
+def test_bench_upgrade_dry_runs_every_seeded_run_and_cleans_up() -> None:
+    report = bench("upgrade", "--runs", "30", "--steps", "4")
+
+    assert report["scenario"] == "versions upgrade --dry-run"
+    assert (report["checked"], report["would_move"], report["refused"]) == (30, 30, 0)
+    assert not Run.objects.exists()  # the seeded runs and their template are gone
+
+
+def test_bench_seq_versions_alternates_unpinned_and_pinned_runs(counters_redis: Any) -> None:
+    report = bench("seq", "--versions", "--steps", "20", "--pairs", "2")
+
+    assert report["scenario"] == "versions seq" and report["steps"] == 20
+    assert {side: len(rates) for side, rates in report["steps_per_second"].items()} == {
+        "unpinned": 2,
+        "pinned": 2,
+    }
+    assert report["ratio_pinned_to_unpinned"] > 0
+    versions = list(Run.objects.values_list("app_version", flat=True))
+    assert versions.count("") == 2  # the unpinned runs; the warm-up and 2 runs pinned
+    assert len(versions) == 5 and len({v for v in versions if v}) == 1
+
+
 def test_bench_refuses_to_run_beside_workers_already_on_its_broker() -> None:
     with running_worker("bystander", "threads", 1):
         error = refused("seq", "--steps", "5")

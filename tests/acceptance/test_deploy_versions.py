@@ -9,8 +9,6 @@ v2's code (this process imports v2) and refuses the one whose code changed.
 
 from __future__ import annotations
 
-import importlib
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,8 +21,8 @@ from runtime.deploy.upgrades import upgrade
 from runtime.models import Run
 from runtime.observe.versions import version_rows
 from runtime.services import start_run
+from tests.acceptance.deploy_releases import Releases, records
 from tests.support.waiting import wait_until
-from tests.support.workers import running_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,44 +59,30 @@ def order(ctx: Any, label: str) -> list[str]:
 
 
 @pytest.fixture
-def releases(tmp_path: Path) -> Iterator[dict[str, Path]]:
+def releases(tmp_path: Path) -> Iterator[Releases]:
     """The two releases' folders; this process imports v2's module (its replay check's code)."""
-    found = {}
-    for release in ("v1", "v2"):
-        folder = tmp_path / release
-        folder.mkdir()
-        text = SOURCE.format(release=release, bodies=BODIES, workflow=WORKFLOW, sleep=SLEEP)
-        (folder / f"{MODULE}.py").write_text(text)
-        found[release] = folder
-    sys.path.insert(0, str(found["v2"]))
-    importlib.import_module(MODULE)
-    yield found
-    sys.path.remove(str(found["v2"]))
+    found = Releases(tmp_path, MODULE, SOURCE, bodies=BODIES, workflow=WORKFLOW, sleep=SLEEP)
+    with found.imported("v2"):
+        yield found
 
 
-def _worker(name: str, folder: Path, version: str) -> Any:
-    env = {
-        "PYTHONPATH": f"{folder}:{Path.cwd()}",
-        "FANFOLD_WORKFLOW_MODULES": MODULE,
-        "FANFOLD_APP_VERSION": version,
-        "FANFOLD_LEASE_SECONDS": "2",
-    }
-    return running_worker(name, "prefork", 2, **env)
+def _worker(releases: Releases, release: str, version: str) -> Any:
+    return releases.worker(version, release, version, FANFOLD_LEASE_SECONDS="2")
 
 
 def _bodies(client: Any) -> list[str]:
-    return [b.decode() for b in client.lrange(BODIES, 0, -1)]
+    return records(client, BODIES)
 
 
 def test_deploy_v1_runs_never_run_on_v2_and_clean_ones_upgrade(
-    counters_redis: Any, releases: dict[str, Path], settings: Any
+    counters_redis: Any, releases: Releases, settings: Any
 ) -> None:
     tag = uuid.uuid4().hex[:6]  # versions of their own: no queue of an earlier test is reused
     v1, v2 = f"v1-{tag}", f"v2-{tag}"
     settings.FANFOLD = {**settings.FANFOLD, "VERSION_STRANDED_AFTER": "1"}
     labels = ["r1", "r2", "strict"]
-    with _worker(f"v2-{tag}", releases["v2"], v2):
-        with _worker(f"v1-{tag}", releases["v1"], v1):
+    with _worker(releases, "v2", v2):
+        with _worker(releases, "v1", v1):
             runs = {label: start_run(WORKFLOW, [label], app_version=v1)[0] for label in labels}
             wait_until(
                 lambda: {_status(run) for run in runs.values()} == {"waiting"},

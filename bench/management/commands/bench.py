@@ -27,6 +27,7 @@ from bench.streams import run_stream
 from bench.tasks_backend import run_tasks
 from bench.testkit import measure_here, run_testkit
 from bench.updates import run_update
+from bench.versions import run_versions_seq, run_versions_upgrade
 from bench.worker_scale import run_pooled_vs_direct, run_worker_scale
 from bench.worker_start import run_worker_start
 from runtime.lifecycle.retention import DEFAULT_PACE
@@ -39,14 +40,19 @@ def _sample_traces(ratio: float) -> None:
 
 class Command(BaseCommand):
     help = (
-        "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, stream, flow, "
-        "history, search, signals, update, tasks, agents, testkit or workers."
+        "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, upgrade, stream, "
+        "flow, history, search, signals, update, tasks, agents, testkit or workers."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="scenario", required=True)
         seq = sub.add_parser("seq", help="one run of N sequential no-op steps")
         seq.add_argument("--steps", type=int, default=1000)
+        seq.add_argument(
+            "--versions",
+            action="store_true",
+            help="runs unpinned and pinned to the workers' version, --pairs pairs alternating",
+        )
         conc = sub.add_parser("concurrent", help="many runs of sequential steps in one worker")
         conc.add_argument("--runs", type=int, default=50)
         conc.add_argument("--steps", type=int, default=200)
@@ -81,8 +87,10 @@ class Command(BaseCommand):
             help="with --io-ms: the branches are `async def` steps awaiting the wait",
         )
         check = sub.add_parser("replay", help="the replay check over many recorded runs")
-        check.add_argument("--runs", type=int, default=10_000)
-        check.add_argument("--steps", type=int, default=20, help="steps per recorded run")
+        upgrading = sub.add_parser("upgrade", help="`fanfold versions upgrade --dry-run`")
+        for p in (check, upgrading):
+            p.add_argument("--runs", type=int, default=10_000)
+            p.add_argument("--steps", type=int, default=20, help="steps per recorded run")
         sig = sub.add_parser("signals", help="runs resumed by signals vs by callback posts")
         sig.add_argument("--runs", type=int, default=1000, help="runs resumed per side")
         sig.add_argument(
@@ -134,7 +142,9 @@ class Command(BaseCommand):
                 action="store_true",
                 help="run with metrics and tracing off, then on, and report both",
             )
-            p.add_argument("--pairs", type=int, default=3, help="off/on pairs for --observe")
+            p.add_argument(
+                "--pairs", type=int, default=3, help="off/on pairs for --observe (--versions)"
+            )
             p.add_argument(
                 "--trace-ratio",
                 type=float,
@@ -197,6 +207,7 @@ class Command(BaseCommand):
             probe,
             fan,
             check,
+            upgrading,
             streams,
             flow,
             sig,
@@ -233,6 +244,12 @@ class Command(BaseCommand):
                 return observe_sequential(
                     options["steps"], options["timeout"], options["pairs"], pool
                 )
+            if options["versions"]:
+                if observe:
+                    raise CommandError("--versions and --observe are two benchmarks: one at a time")
+                return run_versions_seq(
+                    options["steps"], options["pairs"], options["timeout"], pool
+                )
             return run_sequential(options["steps"], options["timeout"], pool=pool)
         if scenario == "concurrent":
             pool = pool_of(options, threads_default=options["runs"])
@@ -244,6 +261,8 @@ class Command(BaseCommand):
             )  # fmt: skip
         if scenario == "replay":
             return run_replay_check(options["runs"], options["steps"], options["timeout"])
+        if scenario == "upgrade":
+            return run_versions_upgrade(options["runs"], options["steps"], options["timeout"])
         if scenario == "checkpoint":
             return run_collector_probe(options["samples"], options["window_ms"] / 1000)
         if scenario == "history":

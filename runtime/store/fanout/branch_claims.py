@@ -29,13 +29,16 @@ from django.utils.dateparse import parse_datetime
 
 from runtime import conf
 from runtime.core.branches import BranchClaim, ClaimReceipt
+from runtime.core.versions import UNPINNED
 from runtime.models import ACTIVE_RUN_STATES, Run, Step, StepStatus
 from runtime.payloads.packing import unpack
+from runtime.registry import versions
 from runtime.store.dialect import (
     Statement,
     as_uuid,
     cast,
     chunks,
+    in_list,
     postgres,
     run_ids_in,
     time_param,
@@ -109,12 +112,13 @@ def _function_call(
     transaction, without a round trip of its own."""
     sql = (
         "SELECT * FROM fanfold_claim_branches(%s::uuid[], %s::uuid[], %s::integer[], "
-        "%s::bigint[], %s, %s, %s, %s, %s::text[])"
+        "%s::bigint[], %s, %s, %s, %s, %s::text[], %s::text[])"
     )
     params = [
         [c.run_id for c in claims], [c.step_id for c in claims], [c.attempt for c in claims],
         [c.owner for c in claims],
         continuing, now, lease_until, wait_for_flush, [str(s) for s in ACTIVE_RUN_STATES],
+        _served(),
     ]  # fmt: skip
     return sql, params
 
@@ -144,6 +148,7 @@ def _statement(
         cond = f"attempt = {attempt} - 1 AND (status = %s OR (status = %s AND wake_at < %s))"
         cond_params = [StepStatus.PENDING.value, StepStatus.RUNNING.value, time_param(now)]
     states = ", ".join(["%s"] * len(ACTIVE_RUN_STATES))
+    served, served_params = in_list(_served())
     cte, params = values_cte(
         "v",
         ["v_id", "v_attempt", "v_owner"],
@@ -161,11 +166,18 @@ def _statement(
         f"{cte}UPDATE {step_table} SET {sets} FROM {source} "
         f"WHERE id = {cast('v_id', 'uuid')} AND {cond} AND {runs} AND EXISTS "
         f"(SELECT 1 FROM {run_table} r WHERE r.id = {step_table}.run_id "
-        f"AND r.status IN ({states})) "
+        f"AND r.status IN ({states}) AND r.app_version IN ({served})) "
         "RETURNING id, attempt, name, kind, input, started_at"
     )
     states_params = map(str, ACTIVE_RUN_STATES)
-    return sql, [*params, *set_params, *cond_params, *run_params, *states_params]
+    return sql, [
+        *params, *set_params, *cond_params, *run_params, *states_params, *served_params,
+    ]  # fmt: skip
+
+
+def _served() -> list[str]:
+    """The versions whose runs' branches this process may claim (runtime.registry.versions)."""
+    return [UNPINNED, *versions.served()]
 
 
 def _started_at(value: Any, default: datetime) -> datetime:

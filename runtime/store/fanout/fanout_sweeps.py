@@ -4,6 +4,7 @@ groups due for a check, their overdue branches, and running branches by priority
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -13,14 +14,18 @@ from django.db.models import Max, Q
 from runtime.models import FanoutGroup, Step, StepStatus
 
 
-def take_due_groups(now: datetime, limit: int, interval: float) -> list[tuple[Any, ...]]:
+def take_due_groups(
+    now: datetime, limit: int, interval: float, versions: Sequence[str]
+) -> list[tuple[Any, ...]]:
     """(id, run id, run status, run priority, first position, released) of the open groups
-    whose check is due, taken for this pass: their next check is `interval` seconds away, so
-    concurrent sweepers share the groups instead of repeating each other."""
+    of runs of `versions` whose check is due, taken for this pass: their next check is
+    `interval` seconds away, so concurrent sweepers share the groups instead of repeating
+    each other. A sweeper leaves other versions' groups to their own workers, who know how
+    full those versions' queues are."""
     with transaction.atomic():
         due_groups = list(
             FanoutGroup.objects.open()
-            .filter(check_at__lt=now)
+            .filter(check_at__lt=now, run__app_version__in=list(versions))
             .select_for_update(skip_locked=True, of=("self",))
             .order_by("-run__priority", "check_at")  # the highest priorities republished first
             .values_list(

@@ -53,9 +53,11 @@ def orphaned_runs(
     return _rows(sql, [*params, limit])
 
 
-def orphaned_branches(limit: int = 500) -> list[tuple[uuid.UUID, int, uuid.UUID]]:
+def orphaned_branches(
+    limit: int = 500, versions: Sequence[str] | None = None
+) -> list[tuple[uuid.UUID, int, uuid.UUID]]:
     """(id, owner, run id) of the running branch steps whose process no longer holds its
-    liveness lock.
+    liveness lock (of runs of one of `versions`, if given).
 
     It cannot name a run (a running branch may be in any week: a long-lived run's), so it
     reads every week's partition; but only through the partial index of running steps, whose
@@ -63,14 +65,21 @@ def orphaned_branches(limit: int = 500) -> list[tuple[uuid.UUID, int, uuid.UUID]
     if not postgres():
         return []
     held = _HELD.format(owner="s.lease_owner")
+    pinned, params = "", list[str]()
+    if versions is not None:
+        listed, params = in_list(versions)
+        pinned = (
+            f"AND EXISTS (SELECT 1 FROM {Run._meta.db_table} r WHERE r.id = s.run_id "
+            f"AND r.app_version IN ({listed})) "
+        )
     sql = (
         f"SELECT s.id, s.lease_owner, s.run_id FROM {Step._meta.db_table} s "
         # The status is written out, not bound, so that the partial index on running steps
         # (step_running_owner_idx) matches a prepared statement's plan too.
         f"WHERE s.status = '{StepStatus.RUNNING.value}' AND s.lease_owner IS NOT NULL "
-        f"AND NOT EXISTS ({held}) LIMIT %s"
+        f"AND NOT EXISTS ({held}) {pinned}LIMIT %s"
     )
-    return _rows(sql, [limit])
+    return _rows(sql, [*params, limit])
 
 
 def expire_run_leases(orphans: list[tuple[uuid.UUID, int]], now: datetime) -> list[uuid.UUID]:

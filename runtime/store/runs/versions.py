@@ -34,7 +34,7 @@ def move_runs_txn(
     run_ids: Sequence[uuid.UUID], from_version: str, to_version: str, by: dict[str, Any] | None
 ) -> list[uuid.UUID]:
     """Move these runs, if still in flight on `from_version` and not leased by a live
-    executor, to `to_version`, each with a `version_changed` event naming who did it (`by`);
+    executor, to `to_version`, each with a `version_upgraded` event naming who did it (`by`);
     the ids moved. Rows are locked in id order."""
     now = timezone.now()
     free = Q(lease_token__isnull=True) | Q(lease_expires_at__lt=now)
@@ -58,7 +58,7 @@ def move_runs_txn(
                 Event(
                     run_id=run.id,
                     seq=seq,
-                    type=EventType.VERSION_CHANGED,
+                    type=EventType.VERSION_UPGRADED,
                     payload=payload,
                     created_at=now,
                 )
@@ -69,8 +69,11 @@ def move_runs_txn(
 
 
 def mark_served_txn(versions: Sequence[str], worker: str, now: datetime) -> None:
-    """Record that `worker` serves these versions as of `now` (one upsert)."""
-    rows = [ServedVersion(version=v, worker=worker, last_seen=now) for v in versions]
+    """Record that `worker` serves these versions as of `now` (one upsert; a new row's
+    `first_seen` is `now`, a known row's stays)."""
+    rows = [
+        ServedVersion(version=v, worker=worker, last_seen=now, first_seen=now) for v in versions
+    ]
     ServedVersion.objects.bulk_create(
         rows,
         update_conflicts=True,

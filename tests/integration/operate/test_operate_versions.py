@@ -48,7 +48,19 @@ def test_versions_lists_runs_in_flight_and_stranded(settings: Any) -> None:
     v1 = next(row for row in version_rows() if row["version"] == "v1")
     assert v1["stranded"] == 0 and len(v1["workers"]) == 1
     assert ServedVersion.objects.filter(version="v1").count() == 1
-    assert "v1" in _fanfold("versions")
+    lines = [line.split() for line in _fanfold("versions").splitlines()]
+    assert lines[0] == [
+        "VERSION",
+        "CURRENT",
+        "PENDING",
+        "RUNNING",
+        "WAITING",
+        "STRANDED",
+        "WORKERS",
+    ]
+    rows = {line[0]: line[1:] for line in lines[1:]}
+    assert rows["tests"][0] == "yes"
+    assert rows["v1"][1:5] == ["0", "0", "3", "0"] and rows["v1"][5] == v1["workers"][0]
 
 
 def test_versions_upgrade_moves_the_runs_that_replay_clean(settings: Any) -> None:
@@ -64,7 +76,7 @@ def test_versions_upgrade_moves_the_runs_that_replay_clean(settings: Any) -> Non
     assert sorted(done["moved"]) == sorted(str(r.id) for r in waiting)
     for run in waiting:
         assert Run.objects.get(id=run.id).app_version == "tests"
-        event = Event.objects.get(run_id=run.id, type=EventType.VERSION_CHANGED)
+        event = Event.objects.get(run_id=run.id, type=EventType.VERSION_UPGRADED)
         assert event.payload["from"] == "v1" and event.payload["to"] == "tests"
         assert event.payload["by"]["via"] == "cli"
     assert Run.objects.get(id=asleep.id).app_version == "v1"  # refused: stays
