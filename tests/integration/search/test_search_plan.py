@@ -10,6 +10,7 @@ from django.db import connection
 
 from bench.search import WORKFLOW  # registers the loaded runs' workflow
 from bench.search_load import clear, load
+from runtime.django_tasks.run_view import TASK_WORKFLOW
 from runtime.run_queries import run_query
 
 pytestmark = pytest.mark.skipif(
@@ -49,3 +50,29 @@ def test_search_plan_attribute_queries_use_an_attribute_index(
     assert "Seq Scan on runtime_searchattribute" not in shown, shown
     assert "Seq Scan on runtime_run" not in shown, shown
     assert index in shown, shown
+
+
+def test_search_plan_a_tasks_runs_are_found_by_the_attribute_index(transactional_db: Any) -> None:
+    """`task=PATH` (list_runs, ?task=, the admin's task filter) on 20,000 task runs of 50
+    paths: the `task` attribute's index, never a scan of either table."""
+    load(20_000, workflow=TASK_WORKFLOW)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO runtime_searchattribute (run_id, name, kind, text, position) "
+                "SELECT id, 'task', 'str', 'app.tasks.t' || (random() * 50)::int, 0 "
+                "FROM runtime_run WHERE workflow = %s",
+                [TASK_WORKFLOW],
+            )
+            cursor.execute("ANALYZE runtime_searchattribute")
+        query = run_query(task="app.tasks.t7", status="failed")[:51].query
+        sql, params = query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (COSTS OFF) {sql}", params)
+            shown = "\n".join(row[0] for row in cursor.fetchall())
+        assert "search_" in shown, shown
+        assert "Seq Scan on runtime_searchattribute" not in shown, shown
+        assert "Seq Scan on runtime_run" not in shown, shown
+        assert len(run_query(task="app.tasks.t7")[:51]) > 0
+    finally:
+        clear(TASK_WORKFLOW)
