@@ -16,14 +16,15 @@ from django.utils.safestring import SafeString
 from runtime.admin.display import pretty_json, timestamp
 from runtime.core.errors import InvalidArguments
 from runtime.core.search import conditions
-from runtime.django_tasks.run_view import TASK_ATTRIBUTE, TASK_WORKFLOW
+from runtime.django_tasks.run_view import TASK_ATTRIBUTE
 from runtime.models import Event, EventType, Run, SearchAttribute
 from runtime.registry import registry
 from runtime.run_queries import of_task as run_query_of_task
-from runtime.store.runs.search_rows import attributes_of, matching
+from runtime.store.runs.search_rows import attributes_of, matching, text_values
 
 RECENT_RUNS = 500  # the runs whose values the filter offers (the newest of the workflow)
 VALUES_SHOWN = 8  # per attribute
+TASK_PATHS_SHOWN = 100  # paths the Django task filter offers (a path typed in ?task= works too)
 
 
 def _declared(workflow: str | None) -> dict[str, str]:
@@ -58,19 +59,14 @@ class SearchAttributeFilter(admin.SimpleListFilter):
 
 
 class TaskFilter(admin.SimpleListFilter):
-    """Django tasks by path: the paths of the newest task runs; a choice lists that task's
-    runs by their `task` attribute (indexed), as `?task=` does in the API."""
+    """Django tasks by path (the first TASK_PATHS_SHOWN in order, read off the attribute's
+    index); a choice lists that task's runs by their `task` attribute, as `?task=` does."""
 
     title = "Django task"
     parameter_name = "task"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        recent = Run.objects.filter(workflow=TASK_WORKFLOW).order_by("-created_at")
-        rows = SearchAttribute.objects.filter(
-            name=TASK_ATTRIBUTE, run_id__in=recent.values("id")[:RECENT_RUNS]
-        )
-        paths = sorted({path for path in rows.values_list("text", flat=True) if path})
-        return [(path, path) for path in paths]
+        return [(path, path) for path in text_values(TASK_ATTRIBUTE, TASK_PATHS_SHOWN)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> QuerySet[Run]:
         path = self.value()

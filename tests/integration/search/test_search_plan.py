@@ -12,6 +12,7 @@ from bench.search import WORKFLOW  # registers the loaded runs' workflow
 from bench.search_load import clear, load
 from runtime.django_tasks.run_view import TASK_WORKFLOW
 from runtime.run_queries import run_query
+from runtime.store.runs.search_rows import TEXT_VALUES_SQL, text_values
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="the plans are PostgreSQL's"
@@ -74,5 +75,13 @@ def test_search_plan_a_tasks_runs_are_found_by_the_attribute_index(transactional
         assert "Seq Scan on runtime_searchattribute" not in shown, shown
         assert "Seq Scan on runtime_run" not in shown, shown
         assert len(run_query(task="app.tasks.t7")[:51]) > 0
+        # The admin's task filter reads the distinct paths off the index, one probe each.
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (COSTS OFF) {TEXT_VALUES_SQL}", ["task", "task", 100])
+            paths_plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "search_text_idx" in paths_plan, paths_plan
+        assert "Seq Scan" not in paths_plan, paths_plan
+        paths = text_values("task", 100)
+        assert paths == sorted(paths) and len(paths) == 51 and "app.tasks.t7" in paths
     finally:
         clear(TASK_WORKFLOW)
