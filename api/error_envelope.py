@@ -35,6 +35,7 @@ from runtime.core.errors import (
     UnknownUpdate,
     UpdateNotFound,
     UpdateRejected,
+    UpdateValidatorFailed,
     ValueNotFound,
     WorkflowNotFound,
 )
@@ -51,6 +52,7 @@ RUNTIME_ERROR_STATUS: tuple[tuple[type[FanfoldError], int], ...] = (
     (ValueNotFound, status.HTTP_404_NOT_FOUND),
     (StreamNotFound, status.HTTP_404_NOT_FOUND),
     (UpdateNotFound, status.HTTP_404_NOT_FOUND),
+    (UpdateValidatorFailed, status.HTTP_422_UNPROCESSABLE_ENTITY),
     (UpdateRejected, status.HTTP_400_BAD_REQUEST),
     (UnknownUpdate, status.HTTP_400_BAD_REQUEST),
     (RunAlreadyFinished, status.HTTP_409_CONFLICT),
@@ -86,7 +88,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         if code is None:
             return None
         set_rollback()
-        return Response(envelope(exc.code, exc.message), status=code)
+        body = envelope(exc.code, exc.message)
+        if isinstance(exc, UpdateValidatorFailed):  # what the validator raised, by name
+            body["error"]["type"] = exc.error_type
+        return Response(body, status=code)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

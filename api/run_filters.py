@@ -40,6 +40,15 @@ class RunFilterSerializer(serializers.Serializer[Any]):
     finished_before = serializers.DateTimeField(required=False)
     owner = serializers.IntegerField(required=False, min_value=1, help_text="a user id")
     forked_from = serializers.UUIDField(required=False, help_text="the forks of this run")
+    task = serializers.CharField(
+        max_length=255,
+        required=False,
+        help_text="the runs of the plain Django task at this dotted path (its runs' `task` "
+        "search attribute)",
+    )
+    app_version = serializers.CharField(
+        max_length=64, required=False, help_text="the runs pinned to this deployment version"
+    )
 
 
 # `parent` cannot be a serializer field (it would shadow Field.parent): checked by run_query.

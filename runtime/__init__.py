@@ -30,6 +30,7 @@ from runtime.core.errors import (
     UnknownUpdate,
     UpdateNotFound,
     UpdateRejected,
+    UpdateValidatorFailed,
     ValueNotFound,
 )
 from runtime.core.retry import RetryPolicy
@@ -105,6 +106,7 @@ __all__ = [
     "Update",
     "UpdateNotFound",
     "UpdateRejected",
+    "UpdateValidatorFailed",
     "ValueNotFound",
     "aget_run",
     "astart",

@@ -3,9 +3,10 @@ MCP server's `list_runs`, built once here into one queryset, newest first.
 
 Filters: `workflow`, `status` (one or several), `search` ({"customer": 42, "amount__gte": 100},
 runtime.core.search), created / started / finished after and before, `owner`, `parent` (the
-children of a run) and `forked_from`. With `text=True` values may come as query-string text
-(REST, the CLI): "running,waiting", ISO 8601 times, "42". A filter that cannot be used raises
-InvalidFilter naming it.
+children of a run), `forked_from`, `task` (the runs of a plain Django task, by its path: their
+`task` attribute) and `app_version` (the deployment version a run is pinned to). With
+`text=True` values may come as query-string text (REST, the CLI): "running,waiting", ISO 8601
+times, "42". A filter that cannot be used raises InvalidFilter naming it.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from django.db.models import QuerySet
 from django.utils.dateparse import parse_datetime
 
 from runtime.access import visible_runs
+from runtime.core.errors import InvalidArguments
 from runtime.core.identity import child_run_key_prefix, parse_uuid
-from runtime.core.search import InvalidFilter, conditions
+from runtime.core.search import InvalidFilter, condition, conditions
+from runtime.django_tasks.run_view import TASK_ATTRIBUTE, TASK_WORKFLOW
 from runtime.handles import RunHandle
 from runtime.models import Run, RunStatus, values
 from runtime.registry import registry
@@ -36,6 +39,7 @@ TIME_FILTERS = {
     "finished_before": "finished_at__lt",
 }
 MAX_STATUSES = len(RunStatus)
+MAX_VERSION = Run._meta.get_field("app_version").max_length or 64
 
 
 def _statuses(status: object) -> list[str]:
@@ -85,6 +89,17 @@ def _declarations(workflow: str | None) -> list[Mapping[str, str]]:
     return [wf.search for wf in registry.workflows.values()]
 
 
+def of_task(runs: QuerySet[Run], path: object) -> QuerySet[Run]:
+    """The runs of the plain Django task at `path`: its runs' `task` attribute (indexed)."""
+    if not isinstance(path, str) or not path:
+        raise InvalidFilter("task takes a task's dotted path", "task")
+    try:
+        found = condition(TASK_ATTRIBUTE, "str", path)
+    except InvalidArguments as exc:
+        raise InvalidFilter(str(exc), "task") from None
+    return matching(runs.filter(workflow=TASK_WORKFLOW), [found])
+
+
 def run_query(
     *,
     workflow: str | None = None,
@@ -93,11 +108,20 @@ def run_query(
     owner: Any = None,
     parent: uuid.UUID | str | None = None,
     forked_from: uuid.UUID | str | None = None,
+    task: str | None = None,
+    app_version: str | None = None,
     text: bool = False,
     **times: Any,
 ) -> QuerySet[Run]:
     """The runs that meet every filter given, newest first (see the module's docstring)."""
     runs = every_run()
+    if task is not None:
+        runs = of_task(runs, task)
+    if app_version is not None:
+        if not isinstance(app_version, str) or len(app_version) > MAX_VERSION:
+            raise InvalidFilter(f"app_version takes a version of at most {MAX_VERSION} "
+                                "characters", "app_version")  # fmt: skip
+        runs = runs.filter(app_version=app_version)
     if workflow is not None:
         if not isinstance(workflow, str) or not workflow:
             raise InvalidFilter("workflow takes a workflow name", "workflow")
@@ -132,6 +156,8 @@ def list_runs(
     owner: Any = None,
     parent: uuid.UUID | str | None = None,
     forked_from: uuid.UUID | str | None = None,
+    task: str | None = None,
+    app_version: str | None = None,
     user: Any = None,
     limit: int = 50,
     **times: Any,
@@ -141,14 +167,16 @@ def list_runs(
     `search={"customer": 42, "amount__gte": 100, "region__in": ["eu"]}` filters by search
     attributes (operators `__gte`, `__lte`, `__in`, `__contains`); `created_after`,
     `created_before`, `started_after`, `started_before`, `finished_after`, `finished_before`
-    take aware datetimes. With `user` only the runs that user may see (as the API shows them);
-    without, every run (Python callers act as the operator). InvalidFilter names a filter that
-    cannot be used.
+    take aware datetimes; `task="app.tasks.send_mail"` the runs of that plain Django task;
+    `app_version` the runs pinned to that deployment version. With `user` only the runs that
+    user may see (as the API shows them); without, every run (Python callers act as the
+    operator). InvalidFilter names a filter that cannot be used.
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
         raise InvalidFilter("limit takes 1 to 1000", "limit")
     runs = run_query(workflow=workflow, status=status, search=search, owner=owner,
-                     parent=parent, forked_from=forked_from, **times)  # fmt: skip
+                     parent=parent, forked_from=forked_from, task=task,
+                     app_version=app_version, **times)  # fmt: skip
     if user is not None:
         runs = visible_runs(user, runs)
     return [RunHandle(rid, created=False) for rid in runs.values_list("id", flat=True)[:limit]]

@@ -84,19 +84,23 @@ def _reading_tools(server: FastMCP, call: Call) -> None:
         finished_before: str | None = None,
         parent: str | None = None,
         forked_from: str | None = None,
+        task: str | None = None,
+        app_version: str | None = None,
         limit: int = 20,
         cursor: str | None = None,
     ) -> dict[str, Any]:
         """Runs you may see, newest first. `status`: one or several, comma-separated
         (pending, running, waiting, completed, failed, cancelled). `search`: search attribute
         filters, {"customer": 42, "amount__gte": 100, "region__in": "eu,us",
-        "region__contains": "eu"}. Times are ISO 8601. Each run comes with its search
+        "region__contains": "eu"}. `task`: a plain Django task's dotted path (its runs);
+        `app_version`: a deployment version. Times are ISO 8601. Each run comes with its search
         attributes and error; pass `next_cursor` back as `cursor` for the next page."""
         times = {"created_after": created_after, "created_before": created_before,
                  "finished_after": finished_after, "finished_before": finished_before}  # fmt: skip
         return dict(await call(ctx, tools.list_runs, workflow=workflow, status=status,
                                search=search, parent=parent, forked_from=forked_from,
-                               limit=limit, cursor=cursor, **times))  # fmt: skip
+                               task=task, app_version=app_version, limit=limit,
+                               cursor=cursor, **times))  # fmt: skip
 
     @server.tool()
     async def get_run(ctx: Context[Any, Any, Any], run_id: str) -> dict[str, Any]:

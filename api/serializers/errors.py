@@ -14,6 +14,10 @@ class ErrorBodySerializer(serializers.Serializer[Any]):
     fields = serializers.JSONField(  # type: ignore[assignment]
         required=False, help_text="per-field messages, for validation errors only"
     )
+    type = serializers.CharField(
+        required=False,
+        help_text="the exception type an update's validator raised (update_validator_failed)",
+    )
 
 
 class ErrorSerializer(serializers.Serializer[Any]):

@@ -21,6 +21,7 @@ _DESCRIPTIONS = {
     409: "the run or callback has already finished",
     413: "the body or a payload in it is over FANFOLD_MAX_PAYLOAD_BYTES",
     415: "the body is not application/json",
+    422: "an update's validator raised something other than a refusal (its type in `type`)",
     429: "too many requests from this client, or open streams of this user",
 }
 

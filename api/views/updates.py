@@ -113,10 +113,10 @@ class RunUpdatesView(GenericAPIView[Any]):
         responses={
             200: UpdateAnswerSerializer,
             202: UpdateAnswerSerializer,
-            **errors(400, *AUTH_ERRORS, 404, 409, 413),
+            **errors(400, *AUTH_ERRORS, 404, 409, 413, 422),
         },
         summary="Send an update to a run and wait for its reply (202 if the wait ends first; "
-        "400 refused or undeclared, 409 finished)",
+        "400 refused or undeclared, 409 finished, 422 the validator failed)",
     )
     def post(self, request: Request, run_id: str) -> Response:
         # An update acts on the run, as a message does: 404 / 403.
@@ -160,7 +160,7 @@ class UpdateWithStartView(GenericAPIView[Any]):
         responses={
             200: UpdateAnswerSerializer,
             202: UpdateAnswerSerializer,
-            **errors(400, *AUTH_ERRORS, 404, 409, 413),
+            **errors(400, *AUTH_ERRORS, 404, 409, 413, 422),
         },
         summary="Start a run unless the idempotency key names one, then send it an update",
     )

@@ -37,7 +37,13 @@ from runtime.admin.display import (
 from runtime.admin.forks import fork_from_form, source_and_fork_links
 from runtime.admin.run_columns import RunListColumns
 from runtime.admin.run_pages import run_page_context
-from runtime.admin.search import SearchAttributeFilter, attributes_html, by_terms, value_matches
+from runtime.admin.search import (
+    SearchAttributeFilter,
+    TaskFilter,
+    attributes_html,
+    by_terms,
+    value_matches,
+)
 from runtime.admin.versions import versions_page
 from runtime.admin.workflows import workflow_stats
 from runtime.core.identity import parse_uuid
@@ -62,7 +68,7 @@ class RunAdmin(RunListColumns, ReadOnlyAdmin[Run]):
         "short_id", "workflow_name", "status", "owner", "created", "duration", "step_counts",
     ]  # fmt: skip
     list_select_related = ["owner"]
-    list_filter = ["status", "workflow", SearchAttributeFilter]
+    list_filter = ["status", "workflow", TaskFilter, SearchAttributeFilter]
     # Searching is done by get_search_results; this only turns the search box on.
     search_fields = ["=idempotency_key"]
     search_help_text = (

@@ -1,6 +1,6 @@
-"""Search attributes in the run admin: a list filter by the chosen workflow's attributes, the
-search box's `NAME[__OP]=VALUE` terms and attribute values, and the run page's attributes with
-their history (the `run_created` values and each `search_set`)."""
+"""Search attributes in the run admin: a list filter by the chosen workflow's attributes, one by
+Django task path, the search box's `NAME[__OP]=VALUE` terms and attribute values, and the run
+page's attributes with their history (the `run_created` values and each `search_set`)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,15 @@ from django.utils.safestring import SafeString
 from runtime.admin.display import pretty_json, timestamp
 from runtime.core.errors import InvalidArguments
 from runtime.core.search import conditions
+from runtime.django_tasks.run_view import TASK_ATTRIBUTE
 from runtime.models import Event, EventType, Run, SearchAttribute
 from runtime.registry import registry
-from runtime.store.runs.search_rows import attributes_of, matching
+from runtime.run_queries import of_task as run_query_of_task
+from runtime.store.runs.search_rows import attributes_of, matching, text_values
 
 RECENT_RUNS = 500  # the runs whose values the filter offers (the newest of the workflow)
 VALUES_SHOWN = 8  # per attribute
+TASK_PATHS_SHOWN = 100  # paths the Django task filter offers (a path typed in ?task= works too)
 
 
 def _declared(workflow: str | None) -> dict[str, str]:
@@ -53,6 +56,26 @@ class SearchAttributeFilter(admin.SimpleListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> QuerySet[Run]:
         term = self.value()
         return queryset if not term else by_terms(request, queryset, [term]) or queryset.none()
+
+
+class TaskFilter(admin.SimpleListFilter):
+    """Django tasks by path (the first TASK_PATHS_SHOWN in order, read off the attribute's
+    index); a choice lists that task's runs by their `task` attribute, as `?task=` does."""
+
+    title = "Django task"
+    parameter_name = "task"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(path, path) for path in text_values(TASK_ATTRIBUTE, TASK_PATHS_SHOWN)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> QuerySet[Run]:
+        path = self.value()
+        if not path:
+            return queryset
+        try:
+            return run_query_of_task(queryset, path)
+        except InvalidArguments:  # a path no task can have (too long): nothing matches
+            return queryset.none()
 
 
 def by_terms(request: HttpRequest, runs: QuerySet[Run], terms: list[str]) -> QuerySet[Run] | None:

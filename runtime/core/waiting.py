@@ -14,9 +14,10 @@ APPROVAL_TOPIC_PREFIX = "fanfold.approvals."  # runtime.store.messaging.approval
 
 @dataclass(frozen=True)
 class Waiting:
-    """`kind`: sleep, callback, message, signal, approval, condition or children; `name`: the
-    callback's name, the topic or the signal's name (a step's retry, a sleep: the step's
-    name; else None); `until`: when its timer falls (None: no timer)."""
+    """`kind`: sleep, callback, message, signal, update, approval, condition or children;
+    `name`: the callback's name, the topic, the signal's name or the update names (comma
+    separated; None for any update) (a step's retry, a sleep: the step's name; else None);
+    `until`: when its timer falls (None: no timer)."""
 
     kind: str
     name: str | None = None
@@ -55,6 +56,9 @@ def waiting_for(open_steps: Sequence[OpenStep], run_wake: datetime | None) -> Wa
         if step.name.startswith(APPROVAL_TOPIC_PREFIX):
             return Waiting("approval", None, until)
         return Waiting("message", step.name, until)
+    if step.kind == StepKind.UPDATE:  # ctx.next_update: its names, in the order it gave them
+        names = step.step_input.get("names") if isinstance(step.step_input, dict) else None
+        return Waiting("update", ", ".join(names) if names else None, until)
     if isinstance(step.step_input, dict) and "poll" in step.step_input:
         return Waiting("condition", step.name, until)
     return Waiting("sleep", step.name, until)  # a step waiting for its next attempt

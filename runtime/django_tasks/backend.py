@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, cast
+from datetime import datetime
+from typing import Any, Self, cast
 
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
@@ -37,6 +39,7 @@ from runtime.django_tasks.compat import (
 )
 from runtime.django_tasks.options import BadTaskOptions, TaskOptions
 from runtime.django_tasks.results import TASK_WORKFLOW, result_of
+from runtime.django_tasks.run_view import TASK_ATTRIBUTE
 from runtime.django_tasks.workflow_tasks import (
     start_workflow_task,
     workflow_of,
@@ -48,21 +51,56 @@ from runtime.store.connection import committed_apart, in_transaction
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FanfoldTask(Task):
-    """A Django task with Fanfold's extra option: `@task(retry=RetryPolicy(...))` retries its
-    body by that policy (else the backend's OPTIONS["retry"], else Fanfold's default)."""
+    """A Django task with Fanfold's extra options: `@task(retry=RetryPolicy(...))` retries its
+    body by that policy (else the backend's OPTIONS["retry"], else Fanfold's default);
+    `task.using(search={...})` sets the search attributes of the run an enqueue starts (a
+    task that is a workflow: the attributes its workflow declares)."""
 
     retry: RetryPolicy | None = None
+    search: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.retry is not None and not isinstance(self.retry, RetryPolicy):
             raise InvalidTask("task(retry=...) takes a runtime.RetryPolicy")
+        if self.search is not None and not isinstance(self.search, Mapping):
+            raise InvalidTask("task search= takes a dict of search attribute names to values")
         Task.__post_init__(self)
+
+    def using(
+        self,
+        *,
+        priority: int | None = None,
+        queue_name: str | None = None,
+        run_after: datetime | None = None,
+        backend: str | None = None,
+        search: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Django's `using`, and `search`: the run's search attributes for this enqueue."""
+        changes: dict[str, Any] = {"priority": priority, "queue_name": queue_name,
+                                   "run_after": run_after, "backend": backend}  # fmt: skip
+        if search is not None:  # checked by __post_init__ (a copy: the caller's dict may change)
+            changes["search"] = dict(search) if isinstance(search, Mapping) else search
+        # Task.using's own changes and ours, in one copy (replace keeps the dataclass checks).
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
 def run_priority(priority: int) -> int:
     """A task's priority (-100 to 100) as a run's (0 to 9): ten equal bands, order kept."""
     span = TASK_MAX_PRIORITY - TASK_MIN_PRIORITY + 1
     return (int(priority) - TASK_MIN_PRIORITY) * 10 // span
+
+
+def plain_task_search(task: Task) -> dict[str, Any]:
+    """The search attributes of a plain task's run: its path as `task`. Only a task that is a
+    workflow has attributes of its own (declared by its workflow): InvalidTask otherwise."""
+    given = getattr(task, "search", None)
+    if given:
+        raise InvalidTask(
+            f"task {task.module_path} is not a workflow: its run's one search attribute is "
+            f"{TASK_ATTRIBUTE!r} (its path); a task that is a workflow (@task over "
+            "@workflow(search=...)) takes attributes of its own"
+        )
+    return {TASK_ATTRIBUTE: task.module_path}
 
 
 class FanfoldBackend(BaseTaskBackend):
@@ -127,6 +165,7 @@ class FanfoldBackend(BaseTaskBackend):
                     TASK_WORKFLOW,
                     [task.module_path, call_args, call_kwargs, meta],
                     priority=run_priority(task.priority),
+                    search=plain_task_search(task),
                 )
             else:  # the task is a workflow: a run of its own, what it was enqueued with beside
                 meta["path"] = task.module_path
@@ -137,6 +176,7 @@ class FanfoldBackend(BaseTaskBackend):
                     meta,
                     run_priority(task.priority),
                     task.run_after,
+                    dict(getattr(task, "search", None) or {}),
                 )
         queues.remember(run_id, task.queue_name)
         result: TaskResult[..., Any] = TaskResult(

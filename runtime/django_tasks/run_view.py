@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 TASK_WORKFLOW = "fanfold.django_task"
+# The search attribute every plain task's run carries: the task's path (runtime.django_tasks
+# .runner declares it), so that a task's runs are found by an indexed attribute query.
+TASK_ATTRIBUTE = "task"
 
 
 @dataclass(frozen=True)

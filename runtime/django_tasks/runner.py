@@ -32,6 +32,7 @@ from runtime.django_tasks.compat import (
     task_started,
 )
 from runtime.django_tasks.results import TASK_WORKFLOW, load_task, task_error
+from runtime.django_tasks.run_view import TASK_ATTRIBUTE
 from runtime.process.identity import worker_id
 from runtime.registry import workflow
 from runtime.store.runs.django_tasks import attempt_workers
@@ -47,7 +48,7 @@ def task_policy(task: Task) -> RetryPolicy:
     return (default() if callable(default) else None) or DEFAULT_POLICY
 
 
-@workflow(name=TASK_WORKFLOW)
+@workflow(name=TASK_WORKFLOW, search={TASK_ATTRIBUTE: str})
 def run_django_task(
     ctx: DurableContext, path: str, args: list[Any], kwargs: dict[str, Any], meta: dict[str, Any]
 ) -> Any:

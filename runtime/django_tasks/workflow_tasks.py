@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from runtime.core.clock import current_time
+from runtime.core.errors import InvalidArguments
 from runtime.django_tasks.compat import (
     Task,
     TaskError,
@@ -56,16 +57,21 @@ def start_workflow_task(
     meta: dict[str, Any],
     priority: int,
     run_after: datetime | None,
+    search: dict[str, Any] | None = None,
 ) -> uuid.UUID:
-    """Start the task's run of `workflow` with its meta, in one transaction (the caller's
-    when there is one: the run is sent when that commits); its id."""
+    """Start the task's run of `workflow` with its meta and search attributes, in one
+    transaction (the caller's when there is one: the run is sent when that commits); its id.
+    InvalidArguments for attributes with `run_after` (a delayed start takes none, as a
+    debounced `start` does)."""
     delay = 0.0 if run_after is None else (run_after - current_time()).total_seconds()
     with one_transaction():
         if delay > 0:
+            if search:
+                raise InvalidArguments("a task delayed by run_after takes no search attributes")
             terms = DebounceTerms.of(delay, f"{TASK_META_KEY}:{uuid.uuid4()}", None)
             run, _ = start_debounced(workflow, args, kwargs, terms, priority)
         else:
-            run, _ = start_run(workflow, args, kwargs, priority=priority)
+            run, _ = start_run(workflow, args, kwargs, priority=priority, search=search)
         record_task_meta(run.id, TASK_META_KEY, meta)
     return run.id
 

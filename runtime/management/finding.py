@@ -2,7 +2,8 @@
 
 fanfold runs [--workflow W] [--status S[,S]] [--where NAME[__OP]=VALUE ...]
              [--created-after T] [--created-before T] [--finished-after T] [--finished-before T]
-             [--owner ID] [--parent RUN] [--forked-from RUN] [--user NAME] [--limit N]
+             [--owner ID] [--parent RUN] [--forked-from RUN] [--task PATH]
+             [--app-version VERSION] [--user NAME] [--limit N]
 
 `--where customer=42 --where amount__gte=100` filters by search attributes (operators
 `__gte`, `__lte`, `__in` with comma-separated values, `__contains`); `--user NAME` lists
@@ -19,8 +20,10 @@ from django.core.management.base import CommandError, OutputWrapper
 
 from runtime.access import visible_runs
 from runtime.core.search import InvalidFilter
+from runtime.django_tasks.run_view import task_run_view
 from runtime.management.console import table
 from runtime.management.records import run_record, when, write_json
+from runtime.models import Run
 from runtime.run_queries import TIME_FILTERS, run_query
 from runtime.selectors import active_user, search_attributes
 
@@ -43,6 +46,8 @@ def add_parsers(sub: Any) -> list[argparse.ArgumentParser]:
     runs.add_argument("--owner", help="a user id")
     runs.add_argument("--parent", metavar="RUN", help="the child runs of this run")
     runs.add_argument("--forked-from", metavar="RUN", help="the forks of this run")
+    runs.add_argument("--task", metavar="PATH", help="the runs of this plain Django task")
+    runs.add_argument("--app-version", metavar="VERSION", help="the runs of this version")
     runs.add_argument("--user", metavar="NAME", help="only the runs this user may see")
     runs.add_argument("--limit", type=int, default=50)
     return [runs]
@@ -79,6 +84,8 @@ def actions(stdout: OutputWrapper) -> dict[str, Callable[[dict[str, Any]], None]
             owner=options.get("owner"),
             parent=options.get("parent"),
             forked_from=options.get("forked_from"),
+            task=options.get("task"),
+            app_version=options.get("app_version"),
             text=True,
             **times,
         )
@@ -95,7 +102,7 @@ def actions(stdout: OutputWrapper) -> dict[str, Callable[[dict[str, Any]], None]
         lines = [
             (
                 r.id,
-                r.workflow,
+                _name(r),
                 r.status,
                 when(r.created_at),
                 when(r.finished_at),
@@ -107,6 +114,13 @@ def actions(stdout: OutputWrapper) -> dict[str, Callable[[dict[str, Any]], None]
         stdout.write(table(headers, lines), ending="")
 
     return {"runs": do_runs}
+
+
+def _name(run: Run) -> str:
+    """The workflow's name; a Django task's path (its runs share one workflow), as the admin
+    list shows it."""
+    task = task_run_view(run.workflow, run.input)
+    return f"{task.path} (task)" if task else run.workflow
 
 
 def _shown(values: dict[str, Any]) -> str:

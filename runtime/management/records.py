@@ -7,18 +7,22 @@ from typing import Any
 
 from django.core.management.base import CommandError, OutputWrapper
 
+from runtime.django_tasks.run_view import task_run_view
 from runtime.models import Run, RunStatus, Step
 
 
 def run_record(run: Run) -> dict[str, Any]:
-    """A run as the `--json` output shows it."""
+    """A run as the `--json` output shows it: a Django task's run by its task's path
+    (`name`) and arguments, as the API shows it."""
+    task = task_run_view(run.workflow, run.input)
+    arguments = task.arguments if task else {"args": run.args, "kwargs": run.kwargs}
     return {
         "id": str(run.id),
         "workflow": run.workflow,
+        "name": task.path if task else run.workflow,
         "status": run.status,
         "app_version": run.app_version,
-        "args": run.args,
-        "kwargs": run.kwargs,
+        **arguments,
         "result": run.result,
         "error": _without_traceback(run.error),
         "created_at": run.created_at.isoformat(),

@@ -28,8 +28,9 @@ T_co = TypeVar("T_co", covariant=True)
 R_co = TypeVar("R_co", covariant=True)  # what a step or workflow returns
 
 
-# A validator of an update's payload: returns normally to accept it, raises ValueError or
-# UpdateRejected to refuse it (runtime.updates runs it in the caller's process).
+# A validator of an update's payload: returns normally to accept it, raises ValueError,
+# Django's ValidationError or UpdateRejected to refuse it (runtime.updates runs it in the
+# caller's process; anything else it raises refuses it as UpdateValidatorFailed).
 UpdateValidator = Callable[[Any], object]
 
 
@@ -45,6 +46,11 @@ def declared_updates(
         check_name(name, "update")
         if validator is not None and not callable(validator):
             raise TypeError(f"the validator of update {name!r} must be callable or None")
+        if inspect.iscoroutinefunction(validator):
+            raise TypeError(
+                f"the validator of update {name!r} is async: validators run in the caller's "
+                "process before anything is recorded and must be plain functions"
+            )
     return MappingProxyType(dict(updates))
 
 

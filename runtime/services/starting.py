@@ -93,10 +93,11 @@ def start_run_soon(
     kwargs: dict[str, Any] | None = None,
     *,
     priority: int = 0,
+    search: dict[str, Any] | None = None,
 ) -> uuid.UUID:
     """`start_run(..., send_soon=True)` of a run without a key or an owner, for a caller that
     needs only its id (a Django task's enqueue): no model instance is built."""
-    found, _ = _start(workflow, args, kwargs, priority=priority, send_soon=True)
+    found, _ = _start(workflow, args, kwargs, priority=priority, send_soon=True, search=search)
     return found.id
 
 

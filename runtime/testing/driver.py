@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -137,20 +137,28 @@ class Driver:
     def virtual(self) -> bool:
         return isinstance(self.clock, FakeClock)
 
-    def drive(self, run_id: uuid.UUID, auto_skip: bool, timeout: float | None) -> bool:
-        """Run due work until run `run_id` finished; then True. False when nothing can move
-        any more (without moving the clock, unless `auto_skip`). TimeoutError after `timeout`
-        (or the environment's) wall seconds."""
+    def drive(
+        self,
+        run_id: uuid.UUID,
+        auto_skip: bool,
+        timeout: float | None,
+        until: Callable[[], bool] | None = None,
+    ) -> bool:
+        """Run due work until run `run_id` finished, or `until()` holds; then True. False when
+        nothing can move any more (without moving the clock, unless `auto_skip`).
+        TimeoutError after `timeout` (or the environment's) wall seconds."""
         limit = self.wall_timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         self._watched = run_id
         while True:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"runs still moving after {limit} s of wall time")
+            if until is not None and until():
+                return True
             if self._step():
                 continue
             # Nothing is left to run now: the idle step read whether the run finished.
-            if self._watched_finished:
+            if self._watched_finished or (until is not None and until()):
                 return True
             if not auto_skip:
                 return False

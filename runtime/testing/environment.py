@@ -10,7 +10,7 @@ earliest pending timer. Nothing needs a broker or a worker; wall time is never s
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -174,12 +174,15 @@ class WorkflowEnvironment(OutsideWorld):
         target = target_of(what)
         return self.step_mocks.calls(target) + self.workflow_mocks.calls(target)
 
-    def _drive_run(self, run_id: uuid.UUID, timeout: float | None) -> None:
-        finished = self.driver.drive(run_id, self.time_skipping, timeout)
-        if not finished:
+    def _drive_run(
+        self, run_id: uuid.UUID, timeout: float | None, until: Callable[[], bool] | None = None
+    ) -> None:
+        done = self.driver.drive(run_id, self.time_skipping, timeout, until)
+        if not done:
             waiting = waiting_on(run_id)
+            what = "finish" if until is None else "answer the update"
             raise RunBlocked(
-                f"run {run_id} cannot finish: it waits for {_describe(waiting)} and no timer "
+                f"run {run_id} cannot {what}: it waits for {_describe(waiting)} and no timer "
                 "is pending (deliver it with the environment: post_callback, send, ...)"
             )
 

@@ -1,6 +1,6 @@
-"""The outside world of a test environment: callbacks, heartbeats, messages, signals and
-approvals, delivered by the test the way the REST API delivers them. A delivery wakes the run;
-it moves when the test next waits on the environment."""
+"""The outside world of a test environment: callbacks, heartbeats, messages, signals, updates
+and approvals, delivered by the test the way the REST API delivers them. A delivery wakes the
+run; it moves when the test next waits on the environment (an update waits for its answer)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from runtime.messaging.signals import emit
 from runtime.services import CallbackReceipt, post_callback
 from runtime.store.messaging.approvals import Approval
 from runtime.testing.seams import callback_token
+from runtime.updates.calling import DEFAULT_TIMEOUT, send_update
 
 _NO_RESULT: Any = object()
 
@@ -59,6 +60,22 @@ class OutsideWorld:
     def emit_signal(self, name: str, payload: Any, idempotency_key: str | None = None) -> Any:
         """Emit signal `name` to every run waiting for it (`runtime.emit_signal`)."""
         return emit(name, payload, idempotency_key)
+
+    def update(
+        self,
+        run: RunHandle | uuid.UUID | str,
+        name: str,
+        payload: Any = None,
+        *,
+        update_id: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> Any:
+        """Send update `name` to run `run` and return the run's reply, as `RunHandle.update`
+        does (the validator runs first; the same errors). Unlike the other deliveries it waits:
+        the environment runs the run (skipping time as `run.wait()` does) until it answers.
+        RunBlocked (a TimeoutError) if it cannot answer without the outside world: the update
+        stays accepted, and the run takes it when it gets there."""
+        return send_update(_id(run), name, payload, update_id=update_id, timeout=timeout)
 
     def decide_approval(
         self,

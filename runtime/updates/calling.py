@@ -8,12 +8,17 @@ looking at the database only when signalled or at the fallback's period.
 
 from __future__ import annotations
 
+import inspect
+import logging
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ValidationError
+
 from runtime import conf
+from runtime.core import wait_driver
 from runtime.core.errors import (
     InvalidArguments,
     RunCancelled,
@@ -23,12 +28,14 @@ from runtime.core.errors import (
     UnknownUpdate,
     UpdateNotFound,
     UpdateRejected,
+    UpdateValidatorFailed,
 )
 from runtime.core.identity import as_run_id, check_idempotency_key, check_name
 from runtime.core.jsonvalues import checked
 from runtime.messaging.wake import enqueue_woken
 from runtime.models import RunStatus, UpdateStatus
 from runtime.registry import WorkflowFunction, registry
+from runtime.registry.functions import UpdateValidator
 from runtime.store.messaging.updates import (
     RunState,
     UpdateRow,
@@ -38,7 +45,10 @@ from runtime.store.messaging.updates import (
 )
 from runtime.streaming.wakeups import fallback_seconds, signal_local, signals
 
+logger = logging.getLogger("runtime.updates")
+
 DEFAULT_TIMEOUT = 30.0
+MESSAGE_CHARS = 500  # of a failed validator's message, as the caller is told it
 # PostgreSQL's WAL writer flushes an unflushed commit within three wal_writer_delay (200 ms
 # by default): a caller waiting at least this long finds its update durable by the time it
 # is told anything (the answer, whose commit is flushed, or TimeoutError).
@@ -78,11 +88,40 @@ def validated(wf: WorkflowFunction[..., Any], name: object, payload: Any) -> tup
     payload, _ = checked(payload, f"update {name!r} payload", conf.get().MAX_PAYLOAD_BYTES)
     validator = wf.updates[name]
     if validator is not None:
-        try:
-            validator(payload)
-        except (ValueError, UpdateRejected) as exc:
-            raise UpdateRejected(str(exc) or f"update {name!r} refused") from None
+        run_validator(wf.name, name, validator, payload)
     return name, payload
+
+
+def run_validator(workflow: str, name: str, validator: UpdateValidator, payload: Any) -> None:
+    """Run update `name`'s validator on its payload. A refusal (ValueError, Django's
+    ValidationError, UpdateRejected) raises UpdateRejected with its message; anything else it
+    raises is logged with its traceback and raises UpdateValidatorFailed (type and message), so
+    that a validator's bug refuses the update instead of failing the caller's request."""
+    try:
+        result = validator(payload)
+        if inspect.isawaitable(result):  # an async validator slipped past the declaration check
+            getattr(result, "close", lambda: None)()
+            raise TypeError(
+                "the validator returned an awaitable: validators must be plain functions"
+            )
+    except UpdateRejected as exc:
+        raise UpdateRejected(str(exc) or f"update {name!r} refused") from None
+    except (ValueError, ValidationError) as exc:
+        raise UpdateRejected(_refusal_message(exc) or f"update {name!r} refused") from None
+    except Exception as exc:
+        logger.warning(
+            "the validator of update %r of workflow %r raised %s", name, workflow,
+            type(exc).__name__, exc_info=True,
+        )  # fmt: skip
+        raise UpdateValidatorFailed(
+            update=name, error_type=type(exc).__name__, error_message=str(exc)[:MESSAGE_CHARS]
+        ) from None
+
+
+def _refusal_message(exc: ValueError | ValidationError) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(exc.messages)
+    return str(exc)
 
 
 def accept_update(
@@ -138,6 +177,8 @@ def send_update(
 def wait_for_answer(rid: uuid.UUID, update_id: str, timeout: float | None) -> UpdateRow:
     """The update once answered. Raises TimeoutError after `timeout` seconds (the update stays
     accepted), RunFailed / RunCancelled / RunFinished if the run ended without answering it."""
+    if timeout is None or timeout > 0:  # a test environment runs the run here, until answered
+        wait_driver.drive(rid, timeout, until=lambda: _answered(rid, update_id))
     deadline = None if timeout is None else time.monotonic() + timeout
     hub = signals()
     hub.watch(rid)
@@ -161,6 +202,11 @@ def wait_for_answer(rid: uuid.UUID, update_id: str, timeout: float | None) -> Up
             hub.wait(rid, seen, min(left, fallback_seconds()))
     finally:
         hub.unwatch(rid)
+
+
+def _answered(rid: uuid.UUID, update_id: str) -> bool:
+    found = answer_and_run(rid, update_id)
+    return found is None or found[0].answered
 
 
 def outcome(row: UpdateRow) -> Any:

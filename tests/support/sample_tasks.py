@@ -80,3 +80,10 @@ def refuses(ctx: Any, reason: str) -> None:
 def triple(x: int) -> int:
     """One argument: a workflow may `ctx.map` it (tests/integration/tasks_backend)."""
     return x * 3
+
+
+@_task()
+@workflow(name="tests.tasks.invoice", search={"customer": int})
+def invoice(ctx: Any, customer: int) -> int:
+    """A workflow task with a search attribute: `invoice.using(search={"customer": 7})`."""
+    return customer

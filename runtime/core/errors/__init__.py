@@ -55,7 +55,12 @@ from runtime.core.errors.steps import (
     WorkerLost,
     describe_exception,
 )
-from runtime.core.errors.updates import UnknownUpdate, UpdateNotFound, UpdateRejected
+from runtime.core.errors.updates import (
+    UnknownUpdate,
+    UpdateNotFound,
+    UpdateRejected,
+    UpdateValidatorFailed,
+)
 
 __all__ = [
     "CallbackAlreadyCompleted",
@@ -95,6 +100,7 @@ __all__ = [
     "UnknownUpdate",
     "UpdateNotFound",
     "UpdateRejected",
+    "UpdateValidatorFailed",
     "ValueNotFound",
     "WokenUp",
     "WorkerLost",

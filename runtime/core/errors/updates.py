@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from runtime.core.errors.base import FanfoldError
 
 
@@ -10,6 +12,27 @@ class UpdateRejected(FanfoldError):
     workflow's `upd.reject(reason)`. A validator may raise it (or ValueError) itself."""
 
     code = "update_rejected"
+
+
+class UpdateValidatorFailed(UpdateRejected):
+    """An update's validator raised something other than a refusal (a bug in the validator, or
+    a payload it did not expect): the update is refused all the same and nothing is recorded.
+    `error_type` and `error_message` say what the validator raised (422 over REST)."""
+
+    code = "update_validator_failed"
+
+    def __init__(
+        self, message: str = "", update: str = "", error_type: str = "", error_message: str = ""
+    ) -> None:
+        super().__init__(
+            message or f"the validator of update {update!r} failed: {error_type}: {error_message}"
+        )
+        self.update = update
+        self.error_type = error_type
+        self.error_message = error_message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.message, self.update, self.error_type, self.error_message))
 
 
 class UnknownUpdate(FanfoldError):

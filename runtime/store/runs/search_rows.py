@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 
 from runtime.core.search import Condition
@@ -16,6 +16,16 @@ from runtime.models import Event, Run, SearchAttribute
 
 _COLUMNS = ("run_id", "name", "kind", "num", "text", "at", "position")
 _TABLE = SearchAttribute._meta.db_table
+# text_values: from the smallest value, each next one is the least greater than the last.
+TEXT_VALUES_SQL = (
+    "WITH RECURSIVE found(text) AS ("
+    f" SELECT MIN(text) FROM {_TABLE} WHERE name = %s AND text IS NOT NULL"
+    " UNION ALL"
+    f" SELECT (SELECT MIN(s.text) FROM {_TABLE} s WHERE s.name = %s"
+    " AND s.text IS NOT NULL AND s.text > found.text)"
+    " FROM found WHERE found.text IS NOT NULL"
+    ") SELECT text FROM found WHERE text IS NOT NULL LIMIT %s"
+)
 
 
 def _typed(kind: str, value: Any) -> dict[str, Any]:
@@ -79,6 +89,14 @@ def attributes_of(run_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any
     for row in SearchAttribute.objects.filter(run_id__in=list(run_ids)).order_by("name"):
         found.setdefault(row.run_id, {})[row.name] = row.value
     return found
+
+
+def text_values(name: str, limit: int) -> list[str]:
+    """The first `limit` distinct values of the str attribute `name`, in order: a loose scan
+    of its (name, text) index, one probe per value, however many runs share each value."""
+    with connection.cursor() as cursor:
+        cursor.execute(TEXT_VALUES_SQL, [name, name, limit])
+        return [row[0] for row in cursor.fetchall()]
 
 
 def start_values(run: Run) -> dict[str, Any]:

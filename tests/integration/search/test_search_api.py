@@ -127,6 +127,8 @@ def test_search_api_list_pages_by_cursor(ada: APIClient, orders: list[str]) -> N
         ("owner=ada", "owner"),
         ("parent=nope", "parent"),
         ("forked_from=nope", "forked_from"),
+        ("app_version=" + "v" * 65, "app_version"),
+        ("task=" + "t" * 256, "task"),
     ],
 )
 def test_search_api_bad_filter_is_400_naming_it(
@@ -155,6 +157,14 @@ def test_search_api_openapi_describes_the_filters(ada: APIClient) -> None:
     schema = ada.get("/api/schema/?format=json").json()
     params = {p["name"] for p in schema["paths"]["/api/runs/"]["get"]["parameters"]}
     assert {"status", "workflow", "created_after", "finished_before", "owner", "parent"} <= params
-    assert {"forked_from", "search.{name}"} <= params
+    assert {"forked_from", "search.{name}", "task", "app_version"} <= params
     assert "search" in schema["components"]["schemas"]["StartRun"]["properties"]
     assert "search" in schema["components"]["schemas"]["RunDetail"]["properties"]
+
+
+def test_search_api_app_version_filter(ada: APIClient, orders: list[str]) -> None:
+    Run.objects.filter(id=orders[1]).update(app_version="v-old")
+    listed = ada.get("/api/runs/?app_version=v-old").json()["results"]
+    assert [(r["id"], r["app_version"]) for r in listed] == [(orders[1], "v-old")]
+    both = ada.get("/api/runs/?app_version=v-old&search.customer=7").json()["results"]
+    assert both == []

@@ -69,3 +69,11 @@ def test_search_startrun_sets_attributes_and_refuses_wrong_ones(runs: InMemoryDi
     with pytest.raises(CommandError, match="--search must be a JSON object"):
         call_command("startrun", "tests.search.quick", "--search", "[1]", stdout=StringIO())
     assert Run.objects.count() == 1
+
+
+def test_search_cli_runs_by_app_version(runs: InMemoryDispatcher) -> None:
+    old, new = start("tests.search.quick"), start("tests.search.quick")
+    Run.objects.filter(id=old.id).update(app_version="v-old")
+    listed = json.loads(fanfold("runs", "--app-version", "v-old", "--json"))
+    assert [(r["id"], r["app_version"]) for r in listed] == [(str(old.id), "v-old")]
+    assert str(new.id) not in fanfold("runs", "--app-version", "v-old")

@@ -162,6 +162,9 @@ def test_search_list_runs_returns_handles_newest_first_under_a_user(
         ({"parent": "not-a-run"}, "parent"),
         ({"forked_from": 12}, "forked_from"),
         ({"updated_after": T0}, "updated_after"),
+        ({"app_version": "v" * 65}, "app_version"),
+        ({"app_version": 3}, "app_version"),
+        ({"task": ""}, "task"),
     ],
 )
 def test_search_filters_refuse_what_cannot_be_used_naming_it(
@@ -170,3 +173,13 @@ def test_search_filters_refuse_what_cannot_be_used_naming_it(
     with pytest.raises(InvalidFilter) as refused:
         run_query(**filters)  # type: ignore[arg-type]
     assert refused.value.name == name
+
+
+def test_search_filters_app_version(orders: list[uuid.UUID]) -> None:
+    Run.objects.filter(id__in=orders[:2]).update(app_version="v1")
+    Run.objects.filter(id=orders[2]).update(app_version="v2")
+    assert found(app_version="v1") == [1, 0]
+    assert found(app_version="v2", status="running") == [2]
+    assert found(app_version="v1", search={"customer": 42}, status="failed") == [0]
+    assert found(app_version="nowhere") == []
+    assert [h.id for h in list_runs(app_version="v2")] == [orders[2]]

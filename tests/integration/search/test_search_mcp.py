@@ -200,3 +200,13 @@ def test_search_mcp_list_runs_pages_with_a_cursor(live_server: Any, orders: dict
     ids = [first["runs"][0]["id"], second["runs"][0]["id"]]
     assert ids == [orders["done"], orders["failed"]]  # never Eve's
     assert second["next_cursor"] is None
+
+
+def test_search_mcp_list_runs_by_app_version(live_server: Any, orders: dict[str, str]) -> None:
+    Run.objects.filter(id__in=[orders["done"], orders["theirs"]]).update(app_version="v-old")
+
+    async def by_version(session: ClientSession) -> Any:
+        return result(await session.call_tool("list_runs", {"app_version": "v-old"}))
+
+    found = asyncio.run(over_http(f"{live_server.url}/api/mcp/", orders["ada"], by_version))
+    assert [r["id"] for r in found["runs"]] == [orders["done"]]  # never Eve's

@@ -10,7 +10,9 @@ from django.db import connection
 
 from bench.search import WORKFLOW  # registers the loaded runs' workflow
 from bench.search_load import clear, load
+from runtime.django_tasks.run_view import TASK_WORKFLOW
 from runtime.run_queries import run_query
+from runtime.store.runs.search_rows import TEXT_VALUES_SQL, text_values
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="the plans are PostgreSQL's"
@@ -53,3 +55,37 @@ def test_search_plan_attribute_queries_use_an_attribute_index(
     if index != "search_text_idx":
         assert "Seq Scan on runtime_run" not in shown, shown
     assert index in shown, shown
+
+
+def test_search_plan_a_tasks_runs_are_found_by_the_attribute_index(transactional_db: Any) -> None:
+    """`task=PATH` (list_runs, ?task=, the admin's task filter) on 20,000 task runs of 50
+    paths: the `task` attribute's index, never a scan of either table."""
+    load(20_000, workflow=TASK_WORKFLOW)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO runtime_searchattribute (run_id, name, kind, text, position) "
+                "SELECT id, 'task', 'str', 'app.tasks.t' || (random() * 50)::int, 0 "
+                "FROM runtime_run WHERE workflow = %s",
+                [TASK_WORKFLOW],
+            )
+            cursor.execute("ANALYZE runtime_searchattribute")
+        query = run_query(task="app.tasks.t7", status="failed")[:51].query
+        sql, params = query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (COSTS OFF) {sql}", params)
+            shown = "\n".join(row[0] for row in cursor.fetchall())
+        assert "search_" in shown, shown
+        assert "Seq Scan on runtime_searchattribute" not in shown, shown
+        assert "Seq Scan on runtime_run" not in shown, shown
+        assert len(run_query(task="app.tasks.t7")[:51]) > 0
+        # The admin's task filter reads the distinct paths off the index, one probe each.
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (COSTS OFF) {TEXT_VALUES_SQL}", ["task", "task", 100])
+            paths_plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "search_text_idx" in paths_plan, paths_plan
+        assert "Seq Scan" not in paths_plan, paths_plan
+        paths = text_values("task", 100)
+        assert paths == sorted(paths) and len(paths) == 51 and "app.tasks.t7" in paths
+    finally:
+        clear(TASK_WORKFLOW)

@@ -113,3 +113,24 @@ def parent(ctx: Any, n: int) -> list[int]:
 @workflow(name="testkit.forever")
 def forever(ctx: Any) -> Any:
     return ctx.create_callback("never").wait()
+
+
+def check_item(item: Any) -> None:
+    if not isinstance(item, dict) or not isinstance(item.get("sku"), str):
+        raise ValueError("an item needs a sku")
+
+
+@workflow(name="testkit.cart", updates={"add": check_item, "checkout": None})
+def cart(ctx: Any) -> list[str]:
+    items: list[str] = []
+    while (upd := ctx.next_update("add", "checkout", timeout=timedelta(days=1))) is not None:
+        if upd.name == "checkout":
+            upd.reply({"items": items, "at": ctx.now().isoformat()})
+            return items
+        if upd.payload.get("gift"):  # wrapping takes two hours before the answer
+            ctx.sleep(timedelta(hours=2))
+        if upd.payload.get("ask"):  # someone outside must confirm first
+            ctx.create_callback("confirm").wait()
+        items.append(upd.payload["sku"])
+        upd.reply({"count": len(items)})
+    return items  # a day without updates: abandoned

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.core.exceptions import ValidationError
+
 from runtime import UpdateRejected, step, workflow
 
 CALLS: dict[str, int] = {}
@@ -64,3 +66,32 @@ def silent(ctx: Any, fail: bool = False) -> str:
 def plain(ctx: Any) -> str:
     ctx.sleep(30)
     return "done"
+
+
+def fussy_check(payload: Any) -> None:
+    """A validator with a bug: it indexes the payload without looking at its shape first."""
+    if payload == "django":
+        raise ValidationError(["not this one", "nor that"])
+    if payload["sku"].startswith("X"):  # KeyError or TypeError on an unexpected payload
+        raise ValueError("no X items")
+
+
+@workflow(name="tests.upd.fussy", updates={"add": fussy_check})
+def fussy(ctx: Any) -> list[Any]:
+    items: list[Any] = []
+    while (upd := ctx.next_update("add")) is not None:
+        items.append(upd.payload)
+        upd.reply({"count": len(items)})
+    return items
+
+
+class SneakyCheck:
+    """A validator object whose `__call__` is async: the declaration check cannot see it."""
+
+    async def __call__(self, payload: Any) -> None:
+        return None
+
+
+@workflow(name="tests.upd.sneaky", updates={"x": SneakyCheck()})
+def sneaky(ctx: Any) -> Any:
+    return ctx.next_update("x")

@@ -27,6 +27,11 @@ def test_testkit_waiting_for_names_the_latest_open_step() -> None:
     retry = OpenStep(4, "step", "charge", T, {"args": [1]})
     assert waiting_for([retry], T) == Waiting("sleep", "charge", T)
     assert waiting_for([OpenStep(5, "child", "c", None)], None).kind == "children"
+    names = {"names": ["add_item", "checkout"], "timeout": 60.0}
+    update = OpenStep(6, "update", "ctx.next_update", T, names)
+    assert waiting_for([update], T) == Waiting("update", "add_item, checkout", T)
+    any_update = OpenStep(6, "update", "ctx.next_update", None, {"names": [], "timeout": None})
+    assert waiting_for([any_update], None) == Waiting("update", None, None)
 
 
 def test_testkit_outcome_list_is_used_one_per_call() -> None:
