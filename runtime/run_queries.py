@@ -24,7 +24,7 @@ from runtime.core.search import InvalidFilter, conditions
 from runtime.handles import RunHandle
 from runtime.models import Run, RunStatus, values
 from runtime.registry import registry
-from runtime.selectors import every_run
+from runtime.selectors import every_run, lagging_reads
 from runtime.store.runs.search_rows import matching
 
 TIME_FILTERS = {
@@ -151,4 +151,6 @@ def list_runs(
                      parent=parent, forked_from=forked_from, **times)  # fmt: skip
     if user is not None:
         runs = visible_runs(user, runs)
-    return [RunHandle(rid, created=False) for rid in runs.values_list("id", flat=True)[:limit]]
+    with lagging_reads():
+        found = list(runs.values_list("id", flat=True)[:limit])
+    return [RunHandle(rid, created=False) for rid in found]
