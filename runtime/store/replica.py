@@ -109,9 +109,9 @@ class _Measured:
                 self._state, self._at = state, time.monotonic()
             return state
 
-    def forget(self) -> None:
+    def expire(self) -> None:
         with self._lock:
-            self._state = None
+            self._at = float("-inf")  # the state stays, to report only a change
 
 
 _measured = _Measured()
@@ -134,7 +134,7 @@ def replica_state() -> ReplicaState | None:
 
 def forget_measurement() -> None:
     """Measure afresh on next use (tests that stop or delay the replica)."""
-    _measured.forget()
+    _measured.expire()
 
 
 def _has_run_as(alias: str, run: Run) -> bool:
