@@ -8,16 +8,20 @@ import json
 import logging
 import uuid
 from collections.abc import Callable
+from io import StringIO
 from typing import Any
 
 import api_flows  # noqa: F401  (registers the workflows)
 import psycopg
 import pytest
+from django.core.management import call_command
 from django.db import connections
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
+from api.mcp import tools as mcp_tools
+from runtime import list_runs
 from runtime.models import Run
 from runtime.store.replica import ReadReplicaRouter, forget_measurement, replica_state
 from tests.support.replica import REPLICA, delayed, stopped, wait_caught_up
@@ -171,3 +175,17 @@ def test_read_replica_router_writes_rows_read_from_the_replica_to_the_primary(
     assert router.db_for_write(Run, instance=copy) == "default"
     assert router.allow_migrate("replica", "runtime") is False
     assert router.db_for_read(Run) is None  # outside lagging_reads(): Django's default
+
+
+def test_read_replica_serves_the_cli_list_runs_and_mcp_lists(client: APIClient, user: Any) -> None:
+    with delayed(3):
+        run_id = start(client)
+        forget_measurement()
+        out = StringIO()
+        call_command("fanfold", "runs", "--json", stdout=out)
+        assert run_id not in out.getvalue()  # the replica's list, 3 s behind
+        assert uuid.UUID(run_id) not in [handle.id for handle in list_runs()]
+        assert run_id not in [row["id"] for row in mcp_tools.list_runs(user)["runs"]]
+        # One run, by id: read as the client left it.
+        assert mcp_tools.get_run(user, run_id)["id"] == run_id
+        assert mcp_tools.run_history(user, run_id)["events"][0]["type"] == "run_created"
