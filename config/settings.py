@@ -6,9 +6,8 @@ import os
 from importlib.util import find_spec
 from pathlib import Path
 
-import dj_database_url
-
 from config import secret_key
+from config.database_url import database
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("FANFOLD_VAR_DIR", BASE_DIR / "var"))
@@ -98,11 +97,7 @@ _default_sqlite = f"sqlite:///{VAR_DIR / 'fanfold.sqlite3'}"
 # Connections are kept for a minute, not opened anew for every request and every task: a
 # worker's run otherwise pays a PostgreSQL connect before its first query. One that failed is
 # closed at the next request's or task's edge.
-DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or _default_sqlite, conn_max_age=60
-    )
-}
+DATABASES = {"default": database(os.environ.get("DATABASE_URL") or _default_sqlite, 60)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # WAL lets the checkpoint writer commit while request and worker threads read.
@@ -266,11 +261,9 @@ FANFOLD = {
 # own DATABASES alias, the router that sends reads there, and FANFOLD_READ_DATABASE naming it.
 # Tests read it as a mirror of the test database (physical replication copies that too).
 if os.environ.get("FANFOLD_READ_DATABASE_URL"):
-    DATABASES["replica"] = dj_database_url.parse(
-        os.environ["FANFOLD_READ_DATABASE_URL"], conn_max_age=60
-    )
+    DATABASES["replica"] = database(os.environ["FANFOLD_READ_DATABASE_URL"], 60)
     # A replica that does not answer is skipped; a connect must not hang a page meanwhile.
-    DATABASES["replica"]["OPTIONS"] = {"connect_timeout": 2}
+    DATABASES["replica"]["OPTIONS"] = {"connect_timeout": 2, **DATABASES["replica"]["OPTIONS"]}
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
     DATABASE_ROUTERS = ["runtime.store.replica.ReadReplicaRouter"]
     FANFOLD.setdefault("READ_DATABASE", "replica")

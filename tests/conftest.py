@@ -37,9 +37,10 @@ SERIAL_FILES = frozenset(
         "test_worker_time_limits.py",
         "test_fanout_backlog.py",
         "test_observe_metrics.py",
-        # They delay and stop the one read replica every reader shares.
+        # The read replica tests: some delay and stop the one replica the others read.
         "test_api_read_replica.py",
         "test_replica_checks.py",
+        "test_multi_host_database.py",
     }
 )
 # The files whose behaviour is the broker's: priorities, queues, redelivery after a killed
