@@ -263,7 +263,10 @@ FANFOLD = {
 if os.environ.get("FANFOLD_READ_DATABASE_URL"):
     DATABASES["replica"] = database(os.environ["FANFOLD_READ_DATABASE_URL"], 60)
     # A replica that does not answer is skipped; a connect must not hang a page meanwhile.
-    DATABASES["replica"]["OPTIONS"] = {"connect_timeout": 2, **DATABASES["replica"]["OPTIONS"]}
+    DATABASES["replica"]["OPTIONS"] = {
+        "connect_timeout": 2,
+        **DATABASES["replica"].get("OPTIONS", {}),
+    }
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
     DATABASE_ROUTERS = ["runtime.store.replica.ReadReplicaRouter"]
     FANFOLD.setdefault("READ_DATABASE", "replica")
