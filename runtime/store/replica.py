@@ -6,9 +6,10 @@ DATABASE_ROUTERS) sends the runtime's reads to the replica's alias; writes, and 
 outside such a block (replay, claims, checkpoints, sweeps, leases, schedules), stay on the
 primary. The block falls back to the primary, for its whole length, when:
 
-- the replica is down, is not in recovery (a primary), or its replay lag (measured here,
-  cached for `MEASURE_EVERY` seconds per process) exceeds FANFOLD_READ_MAX_LAG, which is
-  logged once when it starts and once when it ends;
+- the replica is down, is not in recovery (a primary), or its replay lag exceeds
+  FANFOLD_READ_MAX_LAG (measured here, cached per process for `MEASURE_EVERY` seconds, or
+  `MEASURE_DOWN_EVERY` while it does not answer), which is logged once when it starts and
+  once when it ends;
 - `fresh_as` (a run read from the primary) is given and the replica's copy of that run is
   missing or older (its `updated_at` or last event seq differs): a client that has just
   started or changed a run reads it, its steps and history as it left them.
@@ -16,15 +17,14 @@ primary. The block falls back to the primary, for its whole length, when:
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -34,8 +34,9 @@ from runtime.models import Run
 from runtime.observe.web import read_gauges_with
 
 MEASURE_EVERY = 1.0
-P = ParamSpec("P")
-T = TypeVar("T")
+# A replica that did not answer (or is no replica) is asked again less often: a connect that
+# times out holds up the requests of its process meanwhile.
+MEASURE_DOWN_EVERY = 5.0
 
 log = logging.getLogger("fanfold.replica")
 
@@ -103,7 +104,8 @@ class _Measured:
     def get(self, alias: str) -> ReplicaState:
         with self._lock:
             state = self._state
-            if state is None or state.alias != alias or time.monotonic() - self._at > MEASURE_EVERY:
+            every = MEASURE_DOWN_EVERY if state and state.lag is None else MEASURE_EVERY
+            if state is None or state.alias != alias or time.monotonic() - self._at > every:
                 state = measure(alias)
                 _report_change(self._state, state)
                 self._state, self._at = state, time.monotonic()
@@ -166,17 +168,6 @@ def lagging_reads(fresh_as: Run | None = None) -> Iterator[str]:
         yield alias or DEFAULT_DB_ALIAS
     finally:
         _reading_from.reset(token)
-
-
-def lagging(fn: Callable[P, T]) -> Callable[P, T]:
-    """`fn` with its reads in `lagging_reads()` (a list, a gauge)."""
-
-    @functools.wraps(fn)
-    def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
-        with lagging_reads():
-            return fn(*args, **kwargs)
-
-    return wrapped
 
 
 class ReplicaCollector:
