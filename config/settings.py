@@ -6,9 +6,8 @@ import os
 from importlib.util import find_spec
 from pathlib import Path
 
-import dj_database_url
-
 from config import secret_key
+from config.database_url import database
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("FANFOLD_VAR_DIR", BASE_DIR / "var"))
@@ -98,11 +97,7 @@ _default_sqlite = f"sqlite:///{VAR_DIR / 'fanfold.sqlite3'}"
 # Connections are kept for a minute, not opened anew for every request and every task: a
 # worker's run otherwise pays a PostgreSQL connect before its first query. One that failed is
 # closed at the next request's or task's edge.
-DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or _default_sqlite, conn_max_age=60
-    )
-}
+DATABASES = {"default": database(os.environ.get("DATABASE_URL") or _default_sqlite, 60)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # WAL lets the checkpoint writer commit while request and worker threads read.
@@ -251,9 +246,9 @@ LOGGING = {
 }
 
 # --- Fanfold (see runtime.conf for every FANFOLD_* setting and its default) --------------------
-# FANFOLD_VAR_DIR and FANFOLD_LOG_LEVEL belong to these settings, not to the runtime, and
-# FANFOLD_TEST_* to the test suite.
-_PROJECT_ONLY = {"FANFOLD_VAR_DIR", "FANFOLD_LOG_LEVEL"}
+# FANFOLD_VAR_DIR, FANFOLD_LOG_LEVEL and FANFOLD_READ_DATABASE_URL belong to these settings,
+# not to the runtime, and FANFOLD_TEST_* to the test suite.
+_PROJECT_ONLY = {"FANFOLD_VAR_DIR", "FANFOLD_LOG_LEVEL", "FANFOLD_READ_DATABASE_URL"}
 FANFOLD = {
     key.removeprefix("FANFOLD_"): value
     for key, value in os.environ.items()
@@ -261,6 +256,20 @@ FANFOLD = {
     and key not in _PROJECT_ONLY
     and not key.startswith("FANFOLD_TEST_")
 }
+
+# A streaming replica for the reads that may lag (docs/deploying.md, "A read replica"): its
+# own DATABASES alias, the router that sends reads there, and FANFOLD_READ_DATABASE naming it.
+# Tests read it as a mirror of the test database (physical replication copies that too).
+if os.environ.get("FANFOLD_READ_DATABASE_URL"):
+    DATABASES["replica"] = database(os.environ["FANFOLD_READ_DATABASE_URL"], 60)
+    # A replica that does not answer is skipped; a connect must not hang a page meanwhile.
+    DATABASES["replica"]["OPTIONS"] = {
+        "connect_timeout": 2,
+        **DATABASES["replica"].get("OPTIONS", {}),
+    }
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+    DATABASE_ROUTERS = ["runtime.store.replica.ReadReplicaRouter"]
+    FANFOLD.setdefault("READ_DATABASE", "replica")
 
 # Django's Tasks framework (django.tasks on Django 6, the django_tasks backport on 5.2) runs
 # its tasks as Fanfold runs: docs/django-tasks.md.

@@ -47,3 +47,16 @@ for _alias in ("fanfold_payloads", "fanfold_archive"):
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": _TEST_FILES / _alias.removeprefix("fanfold_")},
     }
+
+# The read replica of the test cluster (scripts/pg-replica, port 5435): a mirror of the test
+# database, which streaming replication copies. The tests that read it (tests/integration/
+# replica) name it with FANFOLD_READ_DATABASE; the others never connect to it.
+if "replica" not in DATABASES:  # noqa: F405
+    DATABASES["replica"] = {  # noqa: F405
+        **DATABASES["default"],  # noqa: F405
+        "HOST": "127.0.0.1",
+        "PORT": os.environ.get("TEST_REPLICA_PORT", "5435"),
+        "OPTIONS": {"connect_timeout": 2},
+        "TEST": {"MIRROR": "default"},
+    }
+    DATABASE_ROUTERS = ["runtime.store.replica.ReadReplicaRouter"]

@@ -14,9 +14,11 @@ from django.contrib.staticfiles.finders import get_finders
 from django.contrib.staticfiles.storage import ManifestFilesMixin
 from django.core.checks import CheckMessage, Error, Warning, register
 from django.core.files.storage import storages
+from django.db import DEFAULT_DB_ALIAS, DatabaseError
 
 from runtime import conf
 from runtime.payloads.offload import STORAGE_ALIAS as PAYLOAD_STORAGE
+from runtime.store.replica import ReadReplicaRouter, in_recovery
 
 ARCHIVE_STORAGE = "fanfold_archive"
 COLLECTSTATIC = "python manage.py collectstatic --noinput"
@@ -187,6 +189,42 @@ def pooler_warnings(fanfold: conf.FanfoldSettings, default: dict[str, Any]) -> l
             )
         )
     return warnings
+
+
+READ_ROUTER = f"{ReadReplicaRouter.__module__}.{ReadReplicaRouter.__name__}"
+
+
+@register()
+def check_read_replica(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """FANFOLD_READ_DATABASE names a replica in DATABASES, other than the default database,
+    with the router that sends reads there; with `--database`, that it is in recovery."""
+    try:
+        alias = conf.parse(getattr(settings, "FANFOLD", {})).READ_DATABASE
+    except conf.SettingsError:
+        return []  # fanfold.E001 reports it
+    if not alias:
+        return []
+    where = f"FANFOLD_READ_DATABASE names {alias!r}"
+    if alias not in settings.DATABASES or alias == DEFAULT_DB_ALIAS:
+        what = "the default database" if alias == DEFAULT_DB_ALIAS else "no alias of DATABASES"
+        hint = "Add the streaming replica to DATABASES under its own alias and name that one."
+        return [Error(f"{where}, {what}", hint=hint, id="fanfold.E020")]
+    if READ_ROUTER not in [r if isinstance(r, str) else "" for r in settings.DATABASE_ROUTERS]:
+        hint = f'Add "{READ_ROUTER}" to DATABASE_ROUTERS.'
+        return [Error(f"{where}, and no router sends reads there", hint=hint, id="fanfold.E021")]
+    if not databases:
+        return []  # what the server is: `check --database ...`, as Django's database checks
+    try:
+        replica = in_recovery(alias)
+    except DatabaseError as exc:
+        return [Warning(f"{where}, which cannot be reached: {exc}", id="fanfold.W020")]
+    if not replica:
+        hint = "Name a streaming replica (a hot standby); reads that may lag go there."
+        return [Error(f"{where}, a primary (pg_is_in_recovery() is false)", hint=hint,
+                      id="fanfold.E022")]  # fmt: skip
+    return []
 
 
 @register()

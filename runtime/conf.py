@@ -95,6 +95,10 @@ class FanfoldSettings:
     # database name takes the default database's name.
     DATABASE_POOLED: bool = False
     DIRECT_DATABASE_URL: str = field(default="", repr=False)
+    # A read replica (docs/deploying.md): the DATABASES alias of a streaming replica that
+    # serves reads which may lag ("": none), and how far behind (seconds) it may be and serve.
+    READ_DATABASE: str = ""
+    READ_MAX_LAG: float = 5.0
     # Whether each worker process holds a liveness lock (runtime.leases.liveness): a direct
     # connection per process, which lets a dead process's leases go in about two seconds.
     # Off, they go when they expire (LEASE_SECONDS): for hosts of many processes. None

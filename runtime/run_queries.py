@@ -27,7 +27,7 @@ from runtime.django_tasks.run_view import TASK_ATTRIBUTE, TASK_WORKFLOW
 from runtime.handles import RunHandle
 from runtime.models import Run, RunStatus, values
 from runtime.registry import registry
-from runtime.selectors import every_run
+from runtime.selectors import every_run, lagging_reads
 from runtime.store.runs.search_rows import matching
 
 TIME_FILTERS = {
@@ -179,4 +179,6 @@ def list_runs(
                      app_version=app_version, **times)  # fmt: skip
     if user is not None:
         runs = visible_runs(user, runs)
-    return [RunHandle(rid, created=False) for rid in runs.values_list("id", flat=True)[:limit]]
+    with lagging_reads():
+        found = list(runs.values_list("id", flat=True)[:limit])
+    return [RunHandle(rid, created=False) for rid in found]

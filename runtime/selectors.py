@@ -17,6 +17,7 @@ from runtime.core.waiting import OpenStep, Waiting, waiting_for
 from runtime.models import Event, FanoutGroup, Run, RunStatus, Step, StepStatus, values
 from runtime.registry import WorkflowFunction, registry
 from runtime.services import get_run_row
+from runtime.store.replica import lagging_reads as lagging_reads  # reads that may lag
 from runtime.store.runs.search_rows import attributes_of
 
 

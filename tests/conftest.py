@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.replica import require_replica
 from tests.support.services import (
     POSTGRES,
     RABBITMQ,
@@ -36,6 +37,10 @@ SERIAL_FILES = frozenset(
         "test_worker_time_limits.py",
         "test_fanout_backlog.py",
         "test_observe_metrics.py",
+        # The read replica tests: some delay and stop the one replica the others read.
+        "test_api_read_replica.py",
+        "test_replica_checks.py",
+        "test_multi_host_database.py",
     }
 )
 # The files whose behaviour is the broker's: priorities, queues, redelivery after a killed
@@ -87,6 +92,8 @@ def _require_services(request: pytest.FixtureRequest) -> None:
         require(REDIS, "Redis")
     if request.node.get_closest_marker("worker") and _broker_is_amqp():
         require(RABBITMQ, "RabbitMQ")
+    if request.node.get_closest_marker("replica"):
+        require_replica()
 
 
 def _broker_is_amqp() -> bool:

@@ -27,7 +27,13 @@ from runtime.core.errors import InvalidArguments
 from runtime.core.search import InvalidFilter
 from runtime.messaging.mailbox import send_message
 from runtime.run_queries import run_query
-from runtime.selectors import registered_workflows, run_events, run_steps, search_attributes
+from runtime.selectors import (
+    lagging_reads,
+    registered_workflows,
+    run_events,
+    run_steps,
+    search_attributes,
+)
 from runtime.services import cancel_run, start_run
 
 MAX_PAGE = 100
@@ -74,10 +80,11 @@ def list_runs(
     """The runs the user may see that meet the filters (as `GET /api/runs/`), newest first,
     each with its search attributes and its error; `next_cursor` pages on."""
     runs = visible_runs(user, run_query(search=search, text=True, **filters))
-    page = list(_after(runs, cursor)[: _limit(limit) + 1])
-    more, page = len(page) > limit, page[:limit]
-    context = {"include": {"error"}, "search": search_attributes([r.id for r in page])}
-    rows = RunSummarySerializer(page, many=True, context=context).data
+    with lagging_reads():
+        page = list(_after(runs, cursor)[: _limit(limit) + 1])
+        more, page = len(page) > limit, page[:limit]
+        context = {"include": {"error"}, "search": search_attributes([r.id for r in page])}
+        rows = RunSummarySerializer(page, many=True, context=context).data
     last = page[-1] if more else None
     return {
         "runs": rows,
@@ -87,7 +94,9 @@ def list_runs(
 
 def get_run(user: Any, run_id: str) -> dict[str, Any]:
     """One run with its input, result or error, search attributes and step counts."""
-    return dict(RunDetailSerializer(visible_run(user, run_id)).data)
+    run = visible_run(user, run_id)
+    with lagging_reads(fresh_as=run):
+        return dict(RunDetailSerializer(run).data)
 
 
 def run_history(user: Any, run_id: str, after: int = 0, limit: int = 50) -> dict[str, Any]:
@@ -96,14 +105,15 @@ def run_history(user: Any, run_id: str, after: int = 0, limit: int = 50) -> dict
     run = visible_run(user, run_id)
     if isinstance(after, bool) or not isinstance(after, int) or after < 0:
         raise InvalidArguments("after takes a non-negative event seq")
-    events = list(run_events(run.id).filter(seq__gt=after)[: _limit(limit)])
-    steps = list(run_steps(run.id)[:500])
     context = {"include": {"input", "result", "error", "payload"}}
-    return {
-        "steps": StepSummarySerializer(steps, many=True, context=context).data,
-        "events": EventSerializer(events, many=True, context=context).data,
-        "next_after": events[-1].seq if len(events) == limit else None,
-    }
+    with lagging_reads(fresh_as=run):
+        events = list(run_events(run.id).filter(seq__gt=after)[: _limit(limit)])
+        steps = list(run_steps(run.id)[:500])
+        return {
+            "steps": StepSummarySerializer(steps, many=True, context=context).data,
+            "events": EventSerializer(events, many=True, context=context).data,
+            "next_after": events[-1].seq if len(events) == limit else None,
+        }
 
 
 def list_workflows(user: Any) -> list[dict[str, Any]]:

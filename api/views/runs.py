@@ -57,10 +57,11 @@ class RunListView(GenericAPIView[Any]):
     def get(self, request: Request) -> Response:
         include = requested(request, RUN_PARTS)
         runs = visible_runs(request.user, filtered_runs(request))
-        page = self.paginate_queryset(runs) or []
-        search = selectors.search_attributes([run.id for run in page])
-        context = {"include": include, "search": search}
-        rows = RunSummarySerializer(page, many=True, context=context).data
+        with selectors.lagging_reads():
+            page = self.paginate_queryset(runs) or []
+            search = selectors.search_attributes([run.id for run in page])
+            context = {"include": include, "search": search}
+            rows = RunSummarySerializer(page, many=True, context=context).data
         return self.get_paginated_response(_within_budget(self, rows))
 
     @extend_schema(
@@ -102,7 +103,9 @@ class RunDetailView(GenericAPIView[Any]):
         summary="One run, with its result or error and step counts by status",
     )
     def get(self, request: Request, run_id: str) -> Response:
-        return Response(RunDetailSerializer(visible_run(request.user, run_id)).data)
+        run = visible_run(request.user, run_id)
+        with selectors.lagging_reads(fresh_as=run):
+            return Response(RunDetailSerializer(run).data)
 
 
 class RunStepsView(GenericAPIView[Any]):
@@ -118,8 +121,9 @@ class RunStepsView(GenericAPIView[Any]):
     def get(self, request: Request, run_id: str) -> Response:
         include = requested(request, STEP_PARTS)
         run = visible_run(request.user, run_id)
-        page = self.paginate_queryset(selectors.run_steps(run.id))
-        rows = StepSummarySerializer(page, many=True, context={"include": include}).data
+        with selectors.lagging_reads(fresh_as=run):
+            page = self.paginate_queryset(selectors.run_steps(run.id))
+            rows = StepSummarySerializer(page, many=True, context={"include": include}).data
         return self.get_paginated_response(_within_budget(self, rows))
 
 
@@ -136,8 +140,9 @@ class RunEventsView(GenericAPIView[Any]):
     def get(self, request: Request, run_id: str) -> Response:
         include = requested(request, EVENT_PARTS)
         run = visible_run(request.user, run_id)
-        page = self.paginate_queryset(selectors.run_events(run.id))
-        rows = EventSerializer(page, many=True, context={"include": include}).data
+        with selectors.lagging_reads(fresh_as=run):
+            page = self.paginate_queryset(selectors.run_events(run.id))
+            rows = EventSerializer(page, many=True, context={"include": include}).data
         return self.get_paginated_response(_within_budget(self, rows))
 
 

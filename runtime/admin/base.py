@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from django.contrib import admin
 from django.db.models import Count, IntegerField, Model, QuerySet, Subquery
 from django.db.models.functions import Coalesce
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import SimpleTemplateResponse
 
 _M = TypeVar("_M", bound=Model)
 
@@ -55,3 +56,11 @@ def count_subquery(rows: QuerySet[Any], correlated: str) -> Coalesce:
     """
     counted = rows.order_by().values(correlated).annotate(n=Count("pk")).values("n")
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def rendered(response: HttpResponse) -> HttpResponse:
+    """`response` with its template rendered now: a TemplateResponse renders after the view
+    returns, and the queries its template runs would leave a `lagging_reads()` block."""
+    if isinstance(response, SimpleTemplateResponse) and not response.is_rendered:
+        response.render()
+    return response

@@ -29,7 +29,7 @@ from django.utils.safestring import SafeString
 from runtime.access import can_change, can_see, sees_every_run, visible_runs
 from runtime.admin.actions import cancel_runs, rerun_runs, retry_runs
 from runtime.admin.approvals import approvals_context, decide_from_form
-from runtime.admin.base import ReadOnlyAdmin, count_subquery
+from runtime.admin.base import ReadOnlyAdmin, count_subquery, rendered
 from runtime.admin.display import (
     error_summary,
     pretty_json,
@@ -49,6 +49,7 @@ from runtime.admin.workflows import workflow_stats
 from runtime.core.identity import parse_uuid
 from runtime.django_tasks.run_view import task_run_view
 from runtime.models import Run, RunStatus, Step, StepStatus
+from runtime.selectors import lagging_reads
 
 # PostgreSQL text cannot hold NUL: a query with one fails instead of finding nothing.
 NUL = "\x00"
@@ -202,7 +203,10 @@ class RunAdmin(RunListColumns, ReadOnlyAdmin[Run]):
     ) -> HttpResponse:
         if any(NUL in value for _, values in request.GET.lists() for value in values):
             return HttpResponseBadRequest("Filter and search values cannot contain NUL (U+0000).")
-        return super().changelist_view(request, extra_context)
+        if request.method != "GET":  # an action: it decides on what the primary holds
+            return super().changelist_view(request, extra_context)
+        with lagging_reads():  # the template reads the page's runs: render it in the block
+            return rendered(super().changelist_view(request, extra_context))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
         queryset = visible_runs(request.user, super().get_queryset(request))
@@ -246,10 +250,13 @@ class RunAdmin(RunListColumns, ReadOnlyAdmin[Run]):
     ) -> HttpResponse:
         run = self.get_object(request, object_id)
         context = dict(extra_context or {})
-        if run is not None and self.has_view_permission(request, run):
-            context.update(run_page_context(request, run))
-            context.update(approvals_context(run))
-        return super().change_view(request, object_id, form_url, context)
+        if run is None or request.method != "GET":
+            return super().change_view(request, object_id, form_url, context)
+        with lagging_reads(fresh_as=run):
+            if self.has_view_permission(request, run):
+                context.update(run_page_context(request, run))
+                context.update(approvals_context(run))
+            return rendered(super().change_view(request, object_id, form_url, context))
 
     @admin.display(description="Input")
     def input_json(self, run: Run) -> SafeString:

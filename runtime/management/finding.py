@@ -25,7 +25,7 @@ from runtime.management.console import table
 from runtime.management.records import run_record, when, write_json
 from runtime.models import Run
 from runtime.run_queries import TIME_FILTERS, run_query
-from runtime.selectors import active_user, search_attributes
+from runtime.selectors import active_user, lagging_reads, search_attributes
 
 
 def add_parsers(sub: Any) -> list[argparse.ArgumentParser]:
@@ -93,8 +93,9 @@ def actions(stdout: OutputWrapper) -> dict[str, Callable[[dict[str, Any]], None]
             runs = visible_runs(user_named(options["user"]), runs)
         if not 1 <= options["limit"] <= 1000:
             raise InvalidFilter("--limit takes 1 to 1000", "limit")
-        found = list(runs[: options["limit"]])
-        search = search_attributes([r.id for r in found])
+        with lagging_reads():
+            found = list(runs[: options["limit"]])
+            search = search_attributes([r.id for r in found])
         if options["json"]:
             rows = [{**run_record(r), "search": search.get(r.id, {})} for r in found]
             write_json(stdout, rows)

@@ -2,14 +2,17 @@
 
 The gauges (runs pending, running and waiting; the age of the oldest pending run; the
 stranded runs of each version, runtime.observe.versions) are queried
-when Prometheus scrapes, here only: workers never query for metrics. Staff sessions may read
+when Prometheus scrapes, here only: workers never query for metrics. They are read from the
+read replica when one serves reads, which adds its own lag (runtime.store.replica registers
+both with `read_gauges_with`). Staff sessions may read
 the page, and so may a request with `Authorization: Bearer <FANFOLD_METRICS_TOKEN>`.
 """
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -53,14 +56,26 @@ class RunQueueCollector:
         yield stranded
 
 
+_gauge_reads: Callable[[], AbstractContextManager[object]] = nullcontext
+_more_gauges: list[Any] = []
+
+
+def read_gauges_with(reads: Callable[[], AbstractContextManager[object]], more: Any) -> None:
+    """Read the database gauges inside `reads()` and add `more`'s metrics to them."""
+    global _gauge_reads
+    _gauge_reads = reads
+    _more_gauges.append(more)
+
+
 class _Scrape:
     """The process's registry followed by the database gauges, as generate_latest reads it."""
 
-    def __init__(self) -> None:
-        self._parts: tuple[Any, ...] = (process_registry(), RunQueueCollector())
-
     def collect(self) -> Iterator[Metric]:
-        for part in self._parts:
+        yield from process_registry().collect()
+        with _gauge_reads():
+            gauges = [*RunQueueCollector().collect()]
+        yield from gauges
+        for part in _more_gauges:
             yield from part.collect()
 
 

@@ -149,12 +149,14 @@ def test_architecture_the_store_holds_sql() -> None:
     assert sum(len(sql_literals(path)) for path in store) >= 10
 
 
-# The store's own seams, shared by every subject: its connections, past-the-pooler sessions
-# and portable SQL pieces. Everything else lives in a subpackage named after what it stores.
+# The store's own seams, shared by every subject: its connections, past-the-pooler sessions,
+# the read replica's connections (where reads that may lag go) and portable SQL pieces.
+# Everything else lives in a subpackage named after what it stores.
 STORE_ROOT_MODULES = {
     "runtime.store",
     "runtime.store.connection",
     "runtime.store.direct",
+    "runtime.store.replica",
     "runtime.store.dialect",
 }
 STORE_SUBJECTS = {"runs", "history", "fanout", "messaging", "flow", "lifecycle"}
