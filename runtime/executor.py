@@ -168,6 +168,8 @@ def _execute_once(
     if history is None:
         history = load_history(session.run_id)
     ctx = passing.context(session, history, clock)
+    if claimed.status == RunStatus.WAITING:
+        metrics.resumed(claimed.workflow, passing.warm)
     try:
         announce_start(session, claimed.status, claimed.workflow, clock.now())
         expire_due_callbacks(ctx.cursor)  # time-outs are recorded when they happen

@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 from warm_flows import STARTS, UNWOUND
 
 from runtime import fork, get_run, send, start
@@ -165,3 +166,15 @@ def test_the_cache_drops_runs_parked_longer_than_its_age_bound(
     runs.join()
     assert get_run(run_id).wait(timeout=5) == ["x"]
     assert STARTS[str(run_id)] == 2
+
+
+def test_resumes_are_counted_by_how_they_went_on(runs: InMemoryDispatcher, settings: Any) -> None:
+    def counted(how: str) -> float:
+        labels = {"workflow": "tests.warm.program", "how": how}
+        return REGISTRY.get_sample_value("fanfold_resumes_total", labels) or 0.0
+
+    before = counted("warm"), counted("replay")
+    _drive(runs, [["recv", "a"], ["recv", "b"]])
+    settings.FANFOLD = {**settings.FANFOLD, "WARM_RUNS": 0}
+    _drive(runs, [["recv", "a"]])
+    assert (counted("warm") - before[0], counted("replay") - before[1]) == (2, 1)
