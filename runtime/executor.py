@@ -101,7 +101,9 @@ def execute_claimed(
                 execution = _observed_pass(session, claimed, clock, history, warm)
                 return _freeing_slot(run_id, claimed, execution)
             except _Replay as again:
-                epoch, history, warm = epoch + 1, None, None  # a new pass reads the history anew
+                # A new pass goes on from the parked workflow, or reads the history anew.
+                epoch, warm = epoch + 1, warm_passes.read_on(again.warm)
+                history = None if warm is None else {}
                 claimed = replace(claimed, status=RunStatus.RUNNING, wakeups=again.wakeups)
     finally:
         run_leases.release(token)
@@ -133,6 +135,7 @@ def ends_together() -> AbstractContextManager[object]:
 class _Replay(Exception):
     def __init__(self, wakeups: int) -> None:
         self.wakeups = wakeups
+        self.warm: WarmRun | None = None  # the workflow the pass parked, for the next one
 
 
 def _observed_pass(
@@ -183,7 +186,11 @@ def _execute_once(
     except Suspend as suspend:
         # The run wakes for its open callbacks' deadlines too, whatever it waits on now.
         wake_at = _earliest(suspend.wake_at, next_callback_deadline(ctx.cursor))
-        execution = _suspend(session, claimed, wake_at, clock)
+        try:
+            execution = _suspend(session, claimed, wake_at, clock)
+        except _Replay as again:
+            again.warm = passing.handover()
+            raise
         if execution.outcome is ExecutionOutcome.SUSPENDED:
             passing.suspended()
         return execution

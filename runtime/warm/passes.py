@@ -24,7 +24,7 @@ from runtime.durable.parking import Parked, ParkedWorkflow
 from runtime.durable.session import ExecutionSession
 from runtime.models import RunStatus
 from runtime.store.runs.run_statements import RunClaim, claim_run_with_history
-from runtime.store.runs.warm_reads import claim_run_with_tail
+from runtime.store.runs.warm_reads import claim_run_with_tail, load_tail
 from runtime.warm.cache import WarmRun, warm_runs
 from runtime.workflow_call import WorkflowContext, new_workflow_context
 
@@ -58,6 +58,14 @@ def claim(
         return claimed, None, None  # the pass reads the whole history
     warm.news = news
     return claimed, {}, warm
+
+
+def read_on(warm: WarmRun | None) -> WarmRun | None:
+    """`warm`, handed over by a pass whose suspend a wake-up raced, with the records its next
+    pass needs again (the lease still held: nothing to claim)."""
+    if warm is not None:
+        warm.news = load_tail(warm.run_id, warm.ctx.cursor.first_open_position())
+    return warm
 
 
 class WarmPass:
@@ -104,13 +112,18 @@ class WarmPass:
 
     def suspended(self) -> None:
         """The run's suspend committed: keep its parked workflow warm."""
+        warm = self.handover()
+        if warm is not None:
+            warm_runs().keep(warm)
+
+    def handover(self) -> WarmRun | None:
+        """The parked workflow, out of this pass (None if it did not park)."""
         parked, ctx = self._parked, self._ctx
         if parked is None or not parked.parked or not isinstance(ctx, DurableContext):
-            return
-        claimed = self._claimed
-        warm = WarmRun(self._run_id, claimed.workflow, claimed.app_version, self._fn, ctx, parked)
-        warm_runs().keep(warm)
+            return None
         self._parked = None
+        claimed = self._claimed
+        return WarmRun(self._run_id, claimed.workflow, claimed.app_version, self._fn, ctx, parked)
 
     def close(self) -> None:
         """The pass is over: a parked workflow not kept warm is dropped."""

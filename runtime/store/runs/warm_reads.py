@@ -11,8 +11,13 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
+import psycopg
+from django.db import connection
+
 from runtime.core.history import RecordedStep
 from runtime.models import Step
+from runtime.store.connection import raw_connection
+from runtime.store.dialect import postgres
 from runtime.store.runs.run_statements import (
     HISTORY_FIELDS,
     HISTORY_PG,
@@ -37,9 +42,18 @@ def claim_run_with_tail(
         claimed = claim_run(run_id, token, now, owner)
         if claimed is None:
             return None
-        tail = Step.objects.filter(run_id=run_id, position__gte=from_position)
-        return claimed, [RecordedStep(*row) for row in tail.values_list(*HISTORY_FIELDS)]
+        return claimed, load_tail(run_id, from_position)
     claimed_rows, rows = claim_with_history_round_trip(
         claim_statement(run_id, token, now, owner), (_TAIL_PG, [run_id, from_position])
     )
     return (claim_of(claimed_rows[0]), list(history_of(rows).values())) if claimed_rows else None
+
+
+def load_tail(run_id: uuid.UUID, from_position: int) -> list[RecordedStep]:
+    """The run's records at `from_position` and after (its lease already held)."""
+    if not postgres():
+        tail = Step.objects.filter(run_id=run_id, position__gte=from_position)
+        return [RecordedStep(*row) for row in tail.values_list(*HISTORY_FIELDS)]
+    with connection.wrap_database_errors, psycopg.Cursor(raw_connection()) as cursor:
+        cursor.execute(_TAIL_PG, [run_id, from_position], binary=True)
+        return list(history_of(cursor.fetchall()).values())

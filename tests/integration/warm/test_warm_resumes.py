@@ -178,3 +178,17 @@ def test_resumes_are_counted_by_how_they_went_on(runs: InMemoryDispatcher, setti
     settings.FANFOLD = {**settings.FANFOLD, "WARM_RUNS": 0}
     _drive(runs, [["recv", "a"]])
     assert (counted("warm") - before[0], counted("replay") - before[1]) == (2, 1)
+
+
+def test_a_wake_up_that_races_the_suspend_goes_on_from_the_parked_workflow(
+    runs: InMemoryDispatcher,
+) -> None:
+    run_id = start("tests.warm.raced").id
+    runs.join()
+    wakes = Event.objects.filter(run_id=run_id, type="wait_created").count()
+    assert (Run.objects.get(id=run_id).status, wakes) == ("waiting", 1)
+    assert Run.objects.get(id=run_id).wakeups >= 1  # the step's send woke the run mid-pass
+    send(run_id, "b", "B")
+    runs.join()
+    assert get_run(run_id).wait(timeout=5) == "B"
+    assert STARTS[str(run_id)] == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from runtime import step, workflow
+from runtime import send, step, workflow
 
 # How many times each run's code started from its beginning: once per pass when resumes
 # replay, once in all when they resume a parked workflow.
@@ -50,3 +50,16 @@ def program(ctx: Any, ops: list[list[Any]]) -> list[Any]:
 async def program_async(ctx: Any, topics: list[str]) -> list[Any]:
     STARTS[str(ctx.run_id)] += 1
     return [await ctx.recv(topic) for topic in topics]
+
+
+@step(name="tests.warm.poke")
+def poke(run_id: str) -> None:
+    """Wake the run that runs this step before it suspends (its suspend loses that race)."""
+    send(run_id, "poke", 1)
+
+
+@workflow(name="tests.warm.raced")
+def raced(ctx: Any) -> Any:
+    STARTS[str(ctx.run_id)] += 1
+    ctx.step(poke, str(ctx.run_id))
+    return ctx.recv("b")
