@@ -16,6 +16,7 @@ from django.db import connection
 
 from bench.workers import ROOT, WorkerProcess
 from runtime import embedded
+from runtime.registry import versions
 
 LOGS = ROOT / "var"
 # Each pool's -c when a benchmark is not told: prefork as `celery worker` on a 2-core machine.
@@ -108,12 +109,15 @@ def workers(pool: Pool, *more: Pool, **extra_env: str) -> Iterator[Workers]:
         embedded.ensure_worker()
         yield Workers([])
         return
+    # The runs this process starts are pinned to its version (runtime.versions), which counts
+    # every workflow module it imported: the workers, loading only the benchmark's, serve it.
+    env = {"FANFOLD_APP_VERSION": versions.current(), **extra_env}
     workers = [
         WorkerProcess(
             f"bench{n}-{i}",
             pool=p.kind,
             concurrency=p.concurrency,
-            env=extra_env,
+            env=env,
             log_dir=LOGS,
             queue=p.queue,
         )

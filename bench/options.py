@@ -13,7 +13,7 @@ from bench.environment import DEFAULT_CONCURRENCY, Pool, other_workers
 COUNTS = (
     "steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients", "workers",
     "concurrency", "waiting", "rounds", "tasks", "processes", "hosts", "events", "events_per_run",
-    "due_events", "updates", "starts",
+    "due_events", "updates", "starts", "messages",
 )  # fmt: skip
 # Scenarios that start worker processes of their own on the configured broker.
 WITH_WORKERS = frozenset(
@@ -26,6 +26,7 @@ WITH_WORKERS = frozenset(
         "history",
         "signals",
         "update",
+        "resume",
         "tasks",
         "agents",
         "workers",

@@ -88,6 +88,10 @@ class FanfoldSettings:
     # woken by the next update's notification, before it suspends (0: it suspends at once).
     UPDATE_LINGER: float = 0.0
     ASYNC_LAG_WARNING: float = 0.1
+    # Warm resumes (runtime.warm, docs/operating.md): how many suspended sync runs each worker
+    # thread keeps parked (0: none; every resume replays), and for how long (seconds) at most.
+    WARM_RUNS: int = 1000
+    WARM_RUN_SECONDS: float = 300.0
     # Connection poolers (docs/deploying.md): whether Django's default database is reached
     # through a transaction-pooling pooler (PgBouncer, RDS Proxy, pgcat), and the PostgreSQL
     # URL of the database itself for what needs a session of its own (LISTEN, the liveness
@@ -133,6 +137,8 @@ _MAY_BE_ZERO = {
     "OFFLOAD_BYTES",
     "ASYNC_LAG_WARNING",
     "UPDATE_LINGER",
+    "WARM_RUNS",
+    "WARM_RUN_SECONDS",
 }
 _RATE = re.compile(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)")
 _KEEP_EVERYTHING = {"none", "never", "off"}

@@ -24,6 +24,7 @@ from runtime.durable import messaging, search, steps, updates
 from runtime.durable.base_context import WorkflowContextBase, sleep_seconds
 from runtime.durable.callbacks import Callback, create_callback
 from runtime.durable.conditions import wait_for_condition
+from runtime.durable.parking import parks
 from runtime.fanout.group import run_all
 from runtime.registry import Signature
 from runtime.registry.shapes import Mappable, TaskLike, fan_out_of
@@ -68,6 +69,7 @@ class DurableContext(WorkflowContextBase):
         self, fn: Callable[P, R] | TaskLike[P, R], /, *args: P.args, **kwargs: P.kwargs
     ) -> R: ...
 
+    @parks
     def step(
         self, fn: Any, /, *args: Any, name: Any = None, retry: Any = None, **kwargs: Any
     ) -> Any:
@@ -91,10 +93,12 @@ class DurableContext(WorkflowContextBase):
 
     # -- timers -----------------------------------------------------------------------------
 
+    @parks
     def sleep(self, duration: float | timedelta) -> None:
         """A durable timer: the run suspends, holding no worker, and resumes after `duration`."""
         steps.sleep(self.cursor, sleep_seconds(duration))
 
+    @parks
     def wait_for_condition(
         self,
         check: Callable[..., T | Literal[False] | None],
@@ -148,6 +152,7 @@ class DurableContext(WorkflowContextBase):
         tolerated_failures: int | None = None,
     ) -> list[R | StepFailed]: ...
 
+    @parks
     def all(
         self,
         signatures: Iterable[Signature[Any]],
@@ -207,6 +212,7 @@ class DurableContext(WorkflowContextBase):
         tolerated_failures: int | None = None,
     ) -> list[Any]: ...
 
+    @parks
     def map(
         self,
         fn: Mappable[Any, Any],
@@ -230,12 +236,14 @@ class DurableContext(WorkflowContextBase):
 
     # -- messages, values and signals (runtime.messaging) -------------------------------------
 
+    @parks
     def recv(self, topic: str, timeout: float | timedelta | None = None) -> Any:
         """The oldest message on `topic` this run has not received yet, or None after
         `timeout`. Until one arrives the run suspends (no worker held); the message is recorded
         (`message_received`), so a replay returns the same one."""
         return messaging.recv(self.cursor, topic, as_seconds(timeout, "timeout"))
 
+    @parks
     def wait_for_signal(
         self,
         name: str,
@@ -272,6 +280,7 @@ class DurableContext(WorkflowContextBase):
 
     # -- updates (runtime.durable.updates) ------------------------------------------------------
 
+    @parks
     def next_update(
         self, *names: str, timeout: float | timedelta | None = None
     ) -> updates.Update | None:

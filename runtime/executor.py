@@ -27,11 +27,11 @@ from runtime.core.control import Abort, Suspend
 from runtime.core.errors import LeaseLost, WokenUp, describe_exception
 from runtime.core.history import RecordedStep
 from runtime.core.jsonvalues import checked
-from runtime.core.states import EventType
-from runtime.core.writes import EventDraft, HistoryWrite, RunPatch, SuspendGuard
+from runtime.core.writes import HistoryWrite, RunPatch, SuspendGuard
 from runtime.dispatch import enqueue_run
 from runtime.durable import run_ends
 from runtime.durable.callbacks import expire_due_callbacks, next_callback_deadline
+from runtime.durable.run_marks import announce_start, settle
 from runtime.durable.session import ExecutionSession
 from runtime.flow.admission import run_finished
 from runtime.leases.keepers import run_leases
@@ -39,16 +39,16 @@ from runtime.leases.liveness import process_key
 from runtime.models import RunStatus
 from runtime.observe import metrics
 from runtime.observe.attempts import RunPass
-from runtime.process.identity import worker_id
 from runtime.registry import registry
 from runtime.registry.stand_ins import workflow_code
 from runtime.store import writer
 from runtime.store.lifecycle.leases import give_back_run_lease, run_wakeups
-from runtime.store.runs.run_statements import RunClaim, claim_run_with_history, load_history
-from runtime.streaming.wakeups import signal_local
+from runtime.store.runs.run_statements import RunClaim, load_history
 from runtime.streaming.writer import WorkflowScope, workflow_scope
 from runtime.versions import routing as version_routing
-from runtime.workflow_call import WorkflowContext, call_workflow, new_workflow_context
+from runtime.warm import passes as warm_passes
+from runtime.warm.cache import WarmRun, warm_runs
+from runtime.workflow_call import WorkflowContext, call_workflow
 
 log = logging.getLogger("fanfold.executor")
 
@@ -70,11 +70,12 @@ class Execution:
 def execute(run_id: uuid.UUID, clock: Clock | None = None) -> Execution:
     """Run (or resume) `run_id` until it finishes, suspends, or loses its lease."""
     token = secrets.token_hex(16)
-    found = claim_run_with_history(run_id, token, current_time(), process_key())
+    found = warm_passes.claim(run_id, token, current_time(), process_key(), _code_of)
     if found is None:
         return Execution(ExecutionOutcome.SKIPPED)
     run_leases.hold(token)
-    return execute_claimed(run_id, token, *found, clock=clock)
+    claimed, history, warm = found
+    return execute_claimed(run_id, token, claimed, history, clock=clock, warm=warm)
 
 
 def execute_claimed(
@@ -83,23 +84,35 @@ def execute_claimed(
     claimed: RunClaim,
     history: dict[int, RecordedStep] | None,
     clock: Clock | None = None,
+    warm: WarmRun | None = None,
 ) -> Execution:
     """`execute` of a run whose lease `token` was taken (with its history) already, and is
-    held in `run_leases`: released here (runtime.worker.run_batch claims a batch's at once)."""
+    held in `run_leases`: released here (runtime.worker.run_batch claims a batch's at once).
+    `warm`: the run's parked workflow, taken from this thread's warm cache (runtime.warm)."""
     version_routing.remember(run_id, claimed.app_version)
+    if warm is None:
+        warm_runs().discard(run_id)  # claimed with its whole history: a warm copy is stale
     clock = clock or current_clock()
     try:
         epoch = 0
         while True:
             session = ExecutionSession(run_id, token, epoch, writer(), claimed.priority)
             try:
-                execution = _observed_pass(session, claimed, clock, history)
+                execution = _observed_pass(session, claimed, clock, history, warm)
                 return _freeing_slot(run_id, claimed, execution)
             except _Replay as again:
-                epoch, history = epoch + 1, None  # a new pass reads the history anew
+                # A new pass goes on from the parked workflow, or reads the history anew.
+                epoch, warm = epoch + 1, warm_passes.read_on(again.warm)
+                history = None if warm is None else {}
                 claimed = replace(claimed, status=RunStatus.RUNNING, wakeups=again.wakeups)
     finally:
         run_leases.release(token)
+
+
+def _code_of(workflow: str) -> Callable[..., Any]:
+    """The code this worker runs for `workflow` (`_unknown` for a workflow it does not know)."""
+    known = registry.workflows.get(workflow)  # an unknown one fails in _invoke
+    return workflow_code(workflow, known.fn) if known is not None else _unknown
 
 
 def _freeing_slot(run_id: uuid.UUID, claimed: RunClaim, execution: Execution) -> Execution:
@@ -122,6 +135,7 @@ def ends_together() -> AbstractContextManager[object]:
 class _Replay(Exception):
     def __init__(self, wakeups: int) -> None:
         self.wakeups = wakeups
+        self.warm: WarmRun | None = None  # the workflow the pass parked, for the next one
 
 
 def _observed_pass(
@@ -129,12 +143,13 @@ def _observed_pass(
     claimed: RunClaim,
     clock: Clock,
     history: dict[int, RecordedStep] | None,
+    warm: WarmRun | None,
 ) -> Execution:
     """One pass as metrics and spans see it; a pass that raises (a database failure the task
     retries) keeps the outcome "failed"."""
     with RunPass(session.run_id, claimed.workflow) as run_pass:
         try:
-            execution = _execute_once(session, claimed, clock, history)
+            execution = _execute_once(session, claimed, clock, history, warm)
         except _Replay:
             run_pass.outcome = "woken"  # a wake-up raced the suspend: the run replays at once
             raise
@@ -147,28 +162,38 @@ def _execute_once(
     claimed: RunClaim,
     clock: Clock,
     history: dict[int, RecordedStep] | None,
+    warm: WarmRun | None,
 ) -> Execution:
-    """One pass over the run's history (read with the claim, or now: None)."""
-    known = registry.workflows.get(claimed.workflow)  # an unknown one fails in _invoke
-    fn = workflow_code(claimed.workflow, known.fn) if known is not None else _unknown
+    """One pass over the run's history (read with the claim, or now: None), or on from where
+    its `warm` workflow parked."""
+    fn = _code_of(claimed.workflow)
+    passing = warm_passes.WarmPass(session.run_id, claimed, fn, warm)
     if history is None:
         history = load_history(session.run_id)
-    ctx = new_workflow_context(fn, session, history, clock)
-    now = clock.now()
+    ctx = passing.context(session, history, clock)
+    if claimed.status == RunStatus.WAITING:
+        metrics.resumed(claimed.workflow, passing.warm)
     try:
-        _announce_start(session, claimed, now)
+        announce_start(session, claimed.status, claimed.workflow, clock.now())
         expire_due_callbacks(ctx.cursor)  # time-outs are recorded when they happen
-        result = _invoke(ctx, claimed, fn)
+        result = passing.call(partial(_invoke, ctx, claimed, fn))
         if ctx.fatal is not None:
             raise ctx.fatal
         result, size = checked(result, "workflow result", conf.get().MAX_PAYLOAD_BYTES)
-        _settle(session, clock, "run_completed", RunStatus.COMPLETED, result=result, size=size)
+        settle(session, clock, "run_completed", RunStatus.COMPLETED, result=result, size=size)
         metrics.run_finished(claimed.workflow, RunStatus.COMPLETED)
         return Execution(ExecutionOutcome.COMPLETED)
     except Suspend as suspend:
         # The run wakes for its open callbacks' deadlines too, whatever it waits on now.
         wake_at = _earliest(suspend.wake_at, next_callback_deadline(ctx.cursor))
-        return _suspend(session, claimed, wake_at, clock)
+        try:
+            execution = _suspend(session, claimed, wake_at, clock)
+        except _Replay as again:
+            again.warm = passing.handover()
+            raise
+        if execution.outcome is ExecutionOutcome.SUSPENDED:
+            passing.suspended()
+        return execution
     except Abort as abort:
         return _aborted(session, abort.failure)
     except (KeyboardInterrupt, SystemExit):
@@ -179,16 +204,28 @@ def _execute_once(
         failure = CheckpointFailed.caused_by(session.key, exc)
         return _aborted(session, failure)
     except BaseException as exc:
-        if _continues_after(exc, ctx):
-            log.info("run %s: soft time limit; continuing in a new pass", session.run_id)
-            return _suspend(session, claimed, clock.now(), clock)
-        error = describe_exception(ctx.fatal or exc)
-        try:
-            _settle(session, clock, "run_failed", RunStatus.FAILED, error=error)
-        except Abort as abort:
-            return _aborted(session, abort.failure)
-        metrics.run_finished(claimed.workflow, RunStatus.FAILED)
-        return Execution(ExecutionOutcome.FAILED)
+        return _failed(session, claimed, clock, ctx, exc)
+    finally:
+        passing.close()
+
+
+def _failed(
+    session: ExecutionSession,
+    claimed: RunClaim,
+    clock: Clock,
+    ctx: WorkflowContext,
+    exc: BaseException,
+) -> Execution:
+    if _continues_after(exc, ctx):
+        log.info("run %s: soft time limit; continuing in a new pass", session.run_id)
+        return _suspend(session, claimed, clock.now(), clock)
+    error = describe_exception(ctx.fatal or exc)
+    try:
+        settle(session, clock, "run_failed", RunStatus.FAILED, error=error)
+    except Abort as abort:
+        return _aborted(session, abort.failure)
+    metrics.run_finished(claimed.workflow, RunStatus.FAILED)
+    return Execution(ExecutionOutcome.FAILED)
 
 
 def _continues_after(exc: BaseException, ctx: WorkflowContext) -> bool:
@@ -217,51 +254,6 @@ def _invoke(ctx: WorkflowContext, claimed: RunClaim, fn: Callable[..., Any]) -> 
     cursor = ctx.cursor
     with workflow_scope(WorkflowScope(cursor.run_id, lambda: cursor.position)):
         return call_workflow(fn, ctx, args, kwargs)
-
-
-def _announce_start(session: ExecutionSession, claimed: RunClaim, now: datetime) -> None:
-    if claimed.status == RunStatus.PENDING:
-        metrics.run_started(claimed.workflow)
-        started = EventDraft(EventType.RUN_STARTED, now, payload={"worker": worker_id()})
-        events: tuple[EventDraft, ...] = (started,)
-        patch = RunPatch(status=RunStatus.RUNNING, started_at=now, wake_at=None)
-    elif claimed.status == RunStatus.WAITING:
-        events, patch = (), RunPatch(status=RunStatus.RUNNING, wake_at=None)
-    else:
-        return
-    session.checkpoint(HistoryWrite(session.run_id, session.guard, events, run=patch), sync=False)
-
-
-def _settle(
-    session: ExecutionSession,
-    clock: Clock,
-    event: str,
-    status: RunStatus,
-    *,
-    result: Any = None,
-    error: dict[str, Any] | None = None,
-    size: int = 0,
-) -> None:
-    now = clock.now()
-    payload = {"result": result} if status == RunStatus.COMPLETED else {"error": error}
-    patch = RunPatch(
-        status=status,
-        result=result,
-        error=error,
-        finished_at=now,
-        wake_at=None,
-        release_lease=True,
-    )
-    # Stream readers and RunHandle.wait() learn of it at once: other processes by a
-    # notification that leaves with the commit, this one's here.
-    events = (EventDraft(event, now, None, payload),)
-    write = HistoryWrite(session.run_id, session.guard, events, run=patch, announce=True)
-    ends = run_ends.current()
-    session.checkpoint(write, sync=ends is None, payload_bytes=size)
-    if ends is None:
-        signal_local(session.run_id)
-    else:
-        ends.queued(session, partial(signal_local, session.run_id))
 
 
 def _suspend(

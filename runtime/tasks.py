@@ -28,6 +28,7 @@ from runtime.observe.exporter import child_exited, start_worker_exporter
 from runtime.recovery import dead_processes, run_sweep
 from runtime.store import writer
 from runtime.store.connection import close_stale_connections
+from runtime.warm.cache import warm_runs
 from runtime.worker import gc_freeze, housekeeping, prefetch, version_queues
 from runtime.worker.run_batch import execute_batch
 
@@ -145,7 +146,9 @@ def _drain_checkpoints(pid: int | None = None, **_: object) -> None:
     they are cancelled and their branches left to the takeover), sends the run messages still
     held by the background publisher, writes what is still queued
     (prefork children and threads pools), then gives up the process's liveness lock (and a
-    prefork child's live metrics)."""
+    prefork child's live metrics). The runs it holds warm are let go: they wait in the
+    database, as every suspended run does, and their next resumes replay."""
+    warm_runs().clear()
     async_branches.drain(ASYNC_DRAIN_SECONDS)
     dispatch.flush(PUBLISH_FLUSH_SECONDS)  # a child leaves by os._exit: no atexit flush
     worker_loop().close()

@@ -66,6 +66,14 @@ class WorkflowContextBase:
         self._uuids = itertools.count(1)
         self.logger: logging.LoggerAdapter[logging.Logger] = _ReplayAwareLogger(self)
 
+    def resume_pass(
+        self, session: ExecutionSession, clock: Clock, news: list[history.RecordedStep]
+    ) -> None:
+        """Carry a parked workflow's context into a new pass (runtime.warm): its session and
+        clock, and the records read since it parked."""
+        self.cursor.resume_pass(session, clock, news)
+        self._clock = clock
+
     def sibling(self, kind: type[C]) -> C:
         """A context of class `kind` over this one's cursor (positions, history, writes), random
         source and `uuid4` counter: an async view of a sync workflow's `ctx`, for async code the

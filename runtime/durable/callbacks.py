@@ -32,6 +32,7 @@ from runtime.core.states import EventType, StepKind, StepStatus
 from runtime.core.writes import HistoryWrite, OpenStepGuard
 from runtime.durable.calls import DurableCall
 from runtime.durable.cursor import ReplayCursor
+from runtime.durable.parking import parks
 from runtime.store.runs.callback_steps import recorded_step, step_inputs
 
 log = logging.getLogger("fanfold.callbacks")
@@ -60,6 +61,11 @@ class Callback:
     def __repr__(self) -> str:
         return f"<Callback {self.name!r} at position {self._position}>"
 
+    @property
+    def cursor(self) -> ReplayCursor:
+        return self._cursor
+
+    @parks
     def wait(self) -> Any:
         """Return the posted result; raise CallbackFailed or CallbackTimedOut.
 

@@ -16,9 +16,12 @@ from runtime.core.clock import Clock
 from runtime.core.errors import NonDeterminismError
 from runtime.core.history import RecordedStep, StepAction, check_identity
 from runtime.core.jsonvalues import checked
-from runtime.core.states import StepKind
+from runtime.core.states import StepKind, StepStatus
 from runtime.core.writes import ChunkDraft, EventDraft, HistoryWrite, StepRow
 from runtime.durable.session import ExecutionSession
+
+# A record in one of these states never changes again (a fork is a run of its own).
+_FINISHED = frozenset((StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.CANCELLED))
 
 
 class ReplayCursor:
@@ -110,6 +113,27 @@ class ReplayCursor:
     def before_dispatch(self) -> None:
         """Called before a fan-out acts outside the history (publishes or takes over
         branches); a cursor that only checks the history (runtime.replay_check) stops here."""
+
+    def rewind(self, position: int) -> None:
+        """Go back to `position` to make the call after it again (a parked wait's resume,
+        runtime.durable.parking): as a replay, over the history as it is now."""
+        self._position = position
+
+    def resume_pass(
+        self, session: ExecutionSession, clock: Clock, news: list[RecordedStep]
+    ) -> None:
+        """Carry this cursor into a new pass of a parked workflow: the pass's session and clock,
+        and the records `news` read since (runtime.warm)."""
+        self.session, self.clock = session, clock
+        for record in news:
+            self._recorded[record.position] = record
+        self._last_recorded = max(self._recorded, default=0)
+
+    def first_open_position(self) -> int:
+        """The first position whose record may still change (not finished), or the one after
+        the last record: what a warm resume reads the history from (runtime.warm)."""
+        open_ = (p for p, r in self._recorded.items() if r.status not in _FINISHED)
+        return min(open_, default=self._last_recorded + 1)
 
     def recorded(self, position: int) -> RecordedStep | None:
         return self._recorded.get(position)

@@ -29,6 +29,11 @@ STEP_SECONDS = Histogram(
     buckets=STEP_BUCKETS,
 )
 STEP_RETRIES = Counter("fanfold_step_retries", "Step attempts that failed and retry.", ["step"])
+RESUMES = Counter(
+    "fanfold_resumes",
+    "Passes of waiting runs, by how they went on: from a parked workflow (warm) or by replay.",
+    ["workflow", "how"],
+)
 CHECKPOINT_BATCH = Histogram(
     "fanfold_checkpoint_batch_size", "Checkpoints per sink transaction.", buckets=BATCH_BUCKETS
 )
@@ -68,6 +73,12 @@ def run_started(workflow: str) -> None:
 def run_finished(workflow: str, status: str) -> None:
     if _enabled:
         _child(RUNS_FINISHED, workflow, status).inc()
+
+
+def resumed(workflow: str, warm: bool) -> None:
+    """A waiting run runs again: `warm` from its parked workflow (runtime.warm)."""
+    if _enabled:
+        _child(RESUMES, workflow, "warm" if warm else "replay").inc()
 
 
 def step_attempt(step: str, status: str, seconds: float) -> None:

@@ -20,6 +20,7 @@ from bench.io_fanout import run_io_fanout
 from bench.observe import observe_fanout, observe_sequential
 from bench.options import flatten, pool_of, refuse
 from bench.replaycheck import run_replay_check
+from bench.resume import run_resume
 from bench.search import run_search
 from bench.sequential import run_concurrent, run_sequential
 from bench.signals import run_signals
@@ -41,7 +42,7 @@ def _sample_traces(ratio: float) -> None:
 class Command(BaseCommand):
     help = (
         "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, upgrade, stream, "
-        "flow, history, search, signals, update, tasks, agents, testkit or workers."
+        "flow, history, search, signals, update, resume, tasks, agents, testkit or workers."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -100,6 +101,9 @@ class Command(BaseCommand):
         sig.add_argument("--repeat", type=int, default=1, help="rounds to take the medians of")
         upd = sub.add_parser("update", help="update round trips against a message + value")
         upd.add_argument("--updates", type=int, default=1000, help="sequential round trips")
+        res = sub.add_parser("resume", help="a long-lived run's resumes, warm and cache off")
+        res.add_argument("--messages", type=int, default=1000, help="round trips of one run")
+        res.add_argument("--runs", type=int, default=1000, help="runs resumed by signals")
         tasks = sub.add_parser("tasks", help="Django tasks: Fanfold's backend vs django-tasks-db")
         tasks.add_argument("--tasks", type=int, default=1000, help="no-op tasks per side")
         tasks.add_argument(
@@ -122,7 +126,7 @@ class Command(BaseCommand):
         scale.add_argument("--compare-steps", type=int, default=500)
         scale.add_argument("--compare-branches", type=int, default=500)
         scale.add_argument("--repeat", type=int, default=2, help="rounds of the comparison")
-        for p in (seq, conc, fan, sig, tasks, upd):
+        for p in (seq, conc, fan, sig, tasks, upd, res):
             p.add_argument(
                 "--pool",
                 choices=("prefork", "threads"),
@@ -216,6 +220,7 @@ class Command(BaseCommand):
             scale,
             start,
             upd,
+            res,
             search,
             kit,
         ):
@@ -306,6 +311,8 @@ class Command(BaseCommand):
             return run_tasks(options["tasks"], options["timeout"], pool, options["interval"])
         if scenario == "update":
             return run_update(options["updates"], options["timeout"], pool)
+        if scenario == "resume":
+            return run_resume(options["messages"], options["runs"], options["timeout"], pool)
         if scenario == "signals":
             return run_signals(
                 options["runs"], options["waiting"], options["samples"], options["repeat"],

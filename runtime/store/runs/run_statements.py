@@ -110,7 +110,7 @@ def claim_run_with_history(
         return None if claimed is None else (claimed, load_history(run_id))
     # Prepared: the same two texts every time, parsed and planned once.
     claimed_rows, rows = claim_with_history_round_trip(
-        claim_statement(run_id, token, now, owner), (_HISTORY_PG, [run_id])
+        claim_statement(run_id, token, now, owner), (HISTORY_PG, [run_id])
     )
     return (claim_of(claimed_rows[0]), history_of(rows)) if claimed_rows else None
 
@@ -218,7 +218,7 @@ HISTORY_FIELDS = (
 
 # The JSON columns come as text, so that all of a history's values are decoded by one
 # `json.loads` (per-row decoding cost a 100,000-branch fan-out's last pass 0.6 s).
-_HISTORY_PG = (
+HISTORY_PG = (
     f"SELECT {', '.join(f'{f}::text' if f in JSON_COLUMNS else f for f in HISTORY_FIELDS)} "
     f"FROM {Step._meta.db_table} WHERE run_id = %s"
 )
@@ -236,12 +236,12 @@ def load_history(run_id: uuid.UUID) -> dict[int, RecordedStep]:
         values = Step.objects.filter(run_id=run_id).values_list(*HISTORY_FIELDS)
         return {row[0]: RecordedStep(*row) for row in values.iterator(chunk_size=5000)}
     with connection.wrap_database_errors, psycopg.Cursor(raw_connection()) as cursor:
-        cursor.execute(_HISTORY_PG, [run_id], binary=True)
+        cursor.execute(HISTORY_PG, [run_id], binary=True)
         return history_of(cursor.fetchall())
 
 
 def history_of(rows: list[Any]) -> dict[int, RecordedStep]:
-    """The rows of `_HISTORY_PG` as step records by position."""
+    """The rows of `HISTORY_PG` as step records by position."""
     results = _json_values([row[_RESULT] for row in rows])
     errors = _json_values([row[_ERROR] for row in rows])
     return {

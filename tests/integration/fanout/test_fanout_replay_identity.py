@@ -13,6 +13,7 @@ from publisher.fake import FakeTransport
 from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Run, Step
 from runtime.services import start_run
+from runtime.warm.cache import warm_runs
 
 
 def _recorded(n: int, branches: Branches, *, drained: bool = True) -> Any:
@@ -22,6 +23,13 @@ def _recorded(n: int, branches: Branches, *, drained: bool = True) -> Any:
     if drained:
         branches.drain(threads=n)
     return run
+
+
+def _new_code(what: str, value: Any) -> None:
+    """The workflow's code changes as in a new deployment: in new worker processes, which hold
+    no run warm (runtime.warm), so the next pass replays the history through the new code."""
+    warm_runs().clear()
+    RESHAPE[what] = value
 
 
 def _failed_with(run_id: object) -> str:
@@ -36,7 +44,7 @@ def test_fanout_replay_of_a_map_over_another_step_fails_the_run(
     fake: FakeTransport, branches: Branches, settled: bool
 ) -> None:
     run = _recorded(4, branches, drained=settled)
-    RESHAPE["fn"] = flaky
+    _new_code("fn", flaky)
     assert execute(run.id).outcome is ExecutionOutcome.FAILED
     message = _failed_with(run.id)
     assert "position 1" in message
@@ -49,7 +57,7 @@ def test_fanout_replay_of_a_larger_map_than_recorded_fails_the_run(
     fake: FakeTransport, branches: Branches
 ) -> None:
     run = _recorded(3, branches)
-    RESHAPE["n"] = 5
+    _new_code("n", 5)
     assert execute(run.id).outcome is ExecutionOutcome.FAILED
     message = _failed_with(run.id)
     assert "position 4" in message and "smaller fan-out" in message
@@ -62,7 +70,7 @@ def test_fanout_replay_checks_each_signature_of_ctx_all_by_kind(
     RESHAPE["all"] = [square.s(2), child.s(3)]
     run, _ = start_run("tests.fanout.reshaped", [0])
     assert execute(run.id).outcome is ExecutionOutcome.SUSPENDED
-    RESHAPE["all"] = [square.s(2), square.s(3)]  # the second branch is a step now
+    _new_code("all", [square.s(2), square.s(3)])  # the second branch is a step now
     assert execute(run.id).outcome is ExecutionOutcome.FAILED
     message = _failed_with(run.id)
     assert "position 2" in message and "child" in message

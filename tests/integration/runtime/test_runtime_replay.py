@@ -14,6 +14,7 @@ from runtime.core.clock import FakeClock
 from runtime.executor import Execution, ExecutionOutcome
 from runtime.models import Step
 from runtime.services import start_run
+from runtime.warm.cache import warm_runs
 
 calls = BodyCalls()
 FLAGS = {"renamed": False}
@@ -25,6 +26,13 @@ def _reset() -> Iterator[None]:
     FLAGS["renamed"] = False
     yield
     FLAGS["renamed"] = False
+
+
+def _new_code() -> None:
+    """The workflow's code changes as in a new deployment: in new worker processes, which hold
+    no run warm (runtime.warm), so the next pass replays the history through the new code."""
+    warm_runs().clear()
+    FLAGS["renamed"] = True
 
 
 @step(name="tests.replay.record")
@@ -171,7 +179,7 @@ def test_replay_nondeterminism_fails_the_run_with_the_error(
     assert run_now(run.id).outcome is ExecutionOutcome.SUSPENDED
     assert calls.snapshot() == {"original": 1, "after": 1}
 
-    FLAGS["renamed"] = True  # the workflow code changed while the run slept
+    _new_code()  # the workflow code changed while the run slept
     assert run_now(run.id).outcome is ExecutionOutcome.FAILED
 
     assert calls.snapshot() == {"original": 1, "after": 1}
@@ -189,7 +197,7 @@ def test_replay_nondeterminism_after_the_timer_fired_still_fails_the_run(
 ) -> None:
     run, _ = start_run("tests.replay.changing", [True])
     run_now(run.id)
-    FLAGS["renamed"] = True
+    _new_code()
     clock.advance(10)
     assert run_now(run.id).outcome is ExecutionOutcome.FAILED
     assert run_row(run.id).error["type"] == "NonDeterminismError"
