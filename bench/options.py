@@ -29,6 +29,7 @@ WITH_WORKERS = frozenset(
         "tasks",
         "agents",
         "workers",
+        "soak",
     }
 )
 
