@@ -75,7 +75,7 @@ def redis_used_mib() -> float | None:
         return None
     client = redis.Redis.from_url(url)
     try:
-        info: dict[str, Any] = client.info("memory")  # type: ignore[assignment]
+        info = client.info("memory")
     finally:
         client.close()
     return round(int(info["used_memory"]) / MIB, 1)

@@ -105,7 +105,7 @@ class Load:
         for rid, status, created, finished, error in rows:
             seen.add(rid)
             kind = self.inflight[rid]
-            if status in FINISHED_RUN_STATES:
+            if status in FINISHED_RUN_STATES and finished is not None:
                 done.append(rid)
                 self._book(rid, kind, status, (finished - created).total_seconds() * 1000, error)
             elif status == RunStatus.WAITING and kind in ANSWERED_KINDS:
@@ -135,7 +135,9 @@ class Load:
         steps = Step.objects.filter(
             run_id__in=runs, kind=StepKind.STEP, finished_at__isnull=False
         ).values_list("created_at", "finished_at")
-        self.tally.step_ms += [(end - begin).total_seconds() * 1000 for begin, end in steps]
+        self.tally.step_ms += [
+            (end - begin).total_seconds() * 1000 for begin, end in steps if end is not None
+        ]
 
     def _answer(self, rid: uuid.UUID, kind: str) -> None:
         if rid in self.answered:
