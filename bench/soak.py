@@ -6,7 +6,8 @@ the workers' progress (an open loop, so a backlog shows as one rather than slowi
 producer), after a warm-up cycle followed to its end. Every `every_seconds` a row of the
 table is printed: throughput, step and run latency, each worker process's RSS, the database's
 connections, the broker's memory and queue depth, the history's size. The producer then stops
-and the runs in flight are followed for up to `drain_seconds`; those still unfinished are lost.
+and the runs in flight are followed for up to `drain_seconds`; those still unfinished are lost
+(and kept for a look; the finished ones the purge had not taken yet are deleted).
 
 The verdict's figures: `rss_growth_percent`, the largest growth of a worker process's RSS
 from the first interval's end (after warm-up) to the last one's; `p99_step_drift_percent`,
@@ -28,6 +29,8 @@ from bench.environment import Pool
 from bench.soak_load import Load
 from bench.stats import percentile
 from bench.workers import WorkerProcess
+from runtime.models import Run
+from runtime.models.states import FINISHED_RUN_STATES
 from runtime.registry import versions
 
 POLL_SECONDS = 0.25
@@ -92,6 +95,8 @@ def run_soak(plan: SoakPlan, show: Callable[[str], None]) -> dict[str, Any]:
         load.error(f"worker {name} exited during the soak")
     for line in _log_errors(workers):
         load.error(f"worker log: {line}")
+    # What the purge had not taken yet; runs still in flight stay for a look (runs_lost).
+    Run.objects.filter(workflow__startswith="bench.soak.", status__in=FINISHED_RUN_STATES).delete()
     return _report(plan, pool, load, intervals)
 
 
