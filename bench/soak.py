@@ -180,10 +180,10 @@ COLUMNS = (
     ("minute", 7), ("runs_started", 8), ("runs_finished", 8), ("runs_per_s", 7),
     ("steps_per_s", 8), ("step_p50_ms", 8), ("step_p99_ms", 8), ("run_p50_ms", 8),
     ("run_p99_ms", 8), ("in_flight", 6), ("db_connections", 6), ("redis_used_mib", 7),
-    ("queue_depth", 6), ("history_mib", 8),
+    ("queue_depth", 6), ("history_mib", 8), ("soak_runs_kept", 6),
 )  # fmt: skip
 HEADINGS = ("min", "started", "finished", "runs/s", "steps/s", "step50", "step99", "run50",
-            "run99", "flight", "pgconn", "redisMB", "queue", "histMB")  # fmt: skip
+            "run99", "flight", "pgconn", "redisMB", "queue", "histMB", "kept")  # fmt: skip
 
 
 def header() -> str:

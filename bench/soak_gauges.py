@@ -1,6 +1,6 @@
 """`bench soak`'s gauges, read at the end of each interval: each worker process's resident
-memory, the database's connections, the broker's memory and queue depth, and the history's
-size on disk."""
+memory, the database's connections, the broker's memory and queue depth, the history's
+size on disk and the soak's runs the purge has left."""
 
 from __future__ import annotations
 
@@ -68,6 +68,12 @@ def history_mib() -> float | None:
     return round(int(row[0]) / MIB, 1) if row else None
 
 
+def soak_runs() -> int:
+    """The soak's runs in the database now: those in flight and the finished ones the
+    retention purge has not deleted yet (flat when it keeps up)."""
+    return Run.objects.filter(workflow__startswith="bench.soak.").count()
+
+
 def redis_used_mib() -> float | None:
     """The broker's used memory (INFO memory), when the broker is Redis."""
     url: str = settings.CELERY_BROKER_URL
@@ -89,4 +95,5 @@ def read(workers: list[WorkerProcess]) -> dict[str, Any]:
         "redis_used_mib": redis_used_mib(),
         "queue_depth": dispatch.queue_depth(),
         "history_mib": history_mib(),
+        "soak_runs_kept": soak_runs(),
     }
