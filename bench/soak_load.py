@@ -110,12 +110,13 @@ class Load:
                 self._book(rid, kind, status, (finished - created).total_seconds() * 1000, error)
             elif status == RunStatus.WAITING and kind in ANSWERED_KINDS:
                 self._answer(rid, kind)
-        for rid in set(self.inflight) - seen:
+        gone = set(self.inflight) - seen
+        for rid in gone:
             self.unobserved += 1
-            self.error(f"{self.inflight.pop(rid)} run {rid} was gone before it was seen finished")
+            self.error(f"{self.inflight[rid]} run {rid} was gone before it was seen finished")
         self._book_steps(done)
         tasks = [rid for rid in done if self.inflight[rid] == "task"]
-        for rid in done:
+        for rid in [*done, *gone]:
             del self.inflight[rid]
             self.answered.discard(rid)
             self.orders.pop(rid, None)
