@@ -3,7 +3,8 @@ whether anything leaks or drifts meanwhile.
 
 The load (bench.soak_load) is paced: a cycle of the mix starts every `cycle_seconds` whatever
 the workers' progress (an open loop, so a backlog shows as one rather than slowing the
-producer), after a warm-up cycle followed to its end. Every `every_seconds` a row of the
+producer), after a warm-up cycle followed to its end; the soak's finished runs are purged past
+their retention once a minute (bench.soak_purge). Every `every_seconds` a row of the
 table is printed: throughput, step and run latency, each worker process's RSS, the database's
 connections, the broker's memory and queue depth, the history's size. The producer then stops
 and the runs in flight are followed for up to `drain_seconds`; those still unfinished are lost
@@ -27,6 +28,8 @@ from django.core.management.base import CommandError, CommandParser
 from bench import environment, soak_gauges, soak_workflows
 from bench.environment import Pool
 from bench.soak_load import Load
+from bench.soak_purge import SoakPurge
+from bench.soak_workflows import PREFIX
 from bench.stats import percentile
 from bench.workers import WorkerProcess
 from runtime.models import Run
@@ -84,20 +87,27 @@ def run_soak(plan: SoakPlan, show: Callable[[str], None]) -> dict[str, Any]:
         "FANFOLD_WORKFLOW_MODULES": soak_workflows.__name__,
         "FANFOLD_APP_VERSION": versions.current(),
     }
+    purger = SoakPurge()
     with environment.workers(pool, **env) as running:
         workers = running.processes
         _warm_up(load)
         show(header())
-        intervals = _steady(plan, load, workers, show)
+        purger.start()
+        try:
+            intervals = _steady(plan, load, workers, purger, show)
+        finally:
+            purger.stop()
         _drain(load, plan.drain_seconds)
         dead = [w.log_path.name for w in workers if w.proc.poll() is not None]
+    for failure in purger.failures:
+        load.error(failure)
     for name in dead:
         load.error(f"worker {name} exited during the soak")
     for line in _log_errors(workers):
         load.error(f"worker log: {line}")
     # What the purge had not taken yet; runs still in flight stay for a look (runs_lost).
-    Run.objects.filter(workflow__startswith="bench.soak.", status__in=FINISHED_RUN_STATES).delete()
-    return _report(plan, pool, load, intervals)
+    Run.objects.filter(workflow__startswith=PREFIX, status__in=FINISHED_RUN_STATES).delete()
+    return _report(plan, pool, load, purger, intervals)
 
 
 def _warm_up(load: Load) -> None:
@@ -113,7 +123,11 @@ def _warm_up(load: Load) -> None:
 
 
 def _steady(
-    plan: SoakPlan, load: Load, workers: list[WorkerProcess], show: Callable[[str], None]
+    plan: SoakPlan,
+    load: Load,
+    workers: list[WorkerProcess],
+    purger: SoakPurge,
+    show: Callable[[str], None],
 ) -> list[dict[str, Any]]:
     began = time.monotonic()
     end = began + plan.minutes * 60
@@ -129,19 +143,24 @@ def _steady(
             next_cycle += plan.cycle_seconds
         load.follow()
         if time.monotonic() - last_row >= plan.every_seconds:
-            row, last_row = _row(load, workers, began, last_row, started), time.monotonic()
+            row, last_row = _row(load, workers, purger, began, last_row, started), time.monotonic()
             started = load.started.total()
             intervals.append(row)
             show(line(row))
         time.sleep(max(0.0, min(POLL_SECONDS, next_cycle - time.monotonic())))
     if time.monotonic() - last_row >= plan.every_seconds / 2 or not intervals:
-        intervals.append(_row(load, workers, began, last_row, started))
+        intervals.append(_row(load, workers, purger, began, last_row, started))
         show(line(intervals[-1]))
     return intervals
 
 
 def _row(
-    load: Load, workers: list[WorkerProcess], began: float, since: float, started: int
+    load: Load,
+    workers: list[WorkerProcess],
+    purger: SoakPurge,
+    began: float,
+    since: float,
+    started: int,
 ) -> dict[str, Any]:
     tally = load.take_tally()
     seconds = time.monotonic() - since
@@ -156,6 +175,7 @@ def _row(
         "run_p50_ms": round(percentile(tally.run_ms, 50), 1),
         "run_p99_ms": round(percentile(tally.run_ms, 99), 1),
         "in_flight": len(load.inflight),
+        "purged_so_far": purger.purged,
         **soak_gauges.read(workers),
     }
 
@@ -181,9 +201,11 @@ COLUMNS = (
     ("steps_per_s", 8), ("step_p50_ms", 8), ("step_p99_ms", 8), ("run_p50_ms", 8),
     ("run_p99_ms", 8), ("in_flight", 6), ("db_connections", 6), ("redis_used_mib", 7),
     ("queue_depth", 6), ("history_mib", 8), ("soak_runs_kept", 6),
+    ("purged_so_far", 7),
 )  # fmt: skip
 HEADINGS = ("min", "started", "finished", "runs/s", "steps/s", "step50", "step99", "run50",
-            "run99", "flight", "pgconn", "redisMB", "queue", "histMB", "kept")  # fmt: skip
+            "run99", "flight", "pgconn", "redisMB", "queue", "histMB", "kept",
+            "purged")  # fmt: skip
 
 
 def header() -> str:
@@ -204,7 +226,7 @@ def _growth(first: float | None, last: float | None) -> float | None:
 
 
 def _report(
-    plan: SoakPlan, pool: Pool, load: Load, intervals: list[dict[str, Any]]
+    plan: SoakPlan, pool: Pool, load: Load, purger: SoakPurge, intervals: list[dict[str, Any]]
 ) -> dict[str, Any]:
     first, last = intervals[0], intervals[-1]
     by_process = {
@@ -226,6 +248,8 @@ def _report(
         "runs_completed": load.finished["completed"],
         "runs_finished": load.finished.total(),
         "runs_lost": runs_lost,
+        "runs_purged": purger.purged,
+        "purge_passes": purger.passes,
         "errors": load.error_count,
         "error_samples": load.errors,
         "rss_growth_percent": rss_growth,

@@ -11,6 +11,7 @@ import redis
 from django.conf import settings
 from django.db import connection
 
+from bench.soak_workflows import PREFIX
 from bench.workers import WorkerProcess
 from runtime import dispatch
 from runtime.models import Run
@@ -71,7 +72,7 @@ def history_mib() -> float | None:
 def soak_runs() -> int:
     """The soak's runs in the database now: those in flight and the finished ones the
     retention purge has not deleted yet (flat when it keeps up)."""
-    return Run.objects.filter(workflow__startswith="bench.soak.").count()
+    return Run.objects.filter(workflow__startswith=PREFIX).count()
 
 
 def redis_used_mib() -> float | None:

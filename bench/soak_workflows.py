@@ -1,8 +1,8 @@
 """`bench soak`'s workflows: the mixed load's kinds, each kept RETENTION after it finishes.
 
-Their `retention=` is what puts the workers' retention purge to work during a soak: every
-worker process deletes the finished runs past it once a minute (runtime.worker.housekeeping),
-so the history stays the size of a few minutes of load. Only `bench soak` loads this module
+Their `retention=` puts them in the workers' retention passes (runtime.worker.housekeeping), and
+bench.soak_purge deletes them past it once a minute, so the history stays the size of a couple of
+minutes of load. Only `bench soak` loads this module
 (its workers through FANFOLD_WORKFLOW_MODULES).
 
 The agent's model is pydantic-ai's `FunctionModel`, scripted (look the order up, refund it
@@ -26,6 +26,7 @@ from runtime.agents import FanfoldApprovals, FanfoldDurability
 models.ALLOW_MODEL_REQUESTS = False
 
 RETENTION = timedelta(seconds=60)
+PREFIX = "bench.soak."  # every workflow here is named so
 SIGNAL = "bench.soak.paid"
 CALLBACK = "bench.soak.paid"
 
