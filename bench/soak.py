@@ -249,6 +249,7 @@ def _report(
         "runs_finished": load.finished.total(),
         "runs_lost": runs_lost,
         "runs_purged": purger.purged,
+        "autovacuum": soak_gauges.autovacuum(),
         "purge_passes": purger.passes,
         "errors": load.error_count,
         "error_samples": load.errors,

@@ -69,6 +69,17 @@ def history_mib() -> float | None:
     return round(int(row[0]) / MIB, 1) if row else None
 
 
+def autovacuum() -> str | None:
+    """The server's `autovacuum` setting: off, the dead rows the purge leaves are never made
+    reusable, and the history's size grows however flat its live rows stay."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW autovacuum")
+        row = cursor.fetchone()
+    return str(row[0]) if row else None
+
+
 def soak_runs() -> int:
     """The soak's runs in the database now: those in flight and the finished ones the
     retention purge has not deleted yet (flat when it keeps up)."""
