@@ -30,6 +30,7 @@ WITH_WORKERS = frozenset(
         "tasks",
         "agents",
         "workers",
+        "soak",
     }
 )
 

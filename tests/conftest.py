@@ -27,6 +27,7 @@ SERIAL_FILES = frozenset(
     {
         "test_bench_command.py",
         "test_bench_flow.py",
+        "test_bench_soak.py",
         "test_flow_concurrency.py",
         "test_flow_rate_limit.py",
         "test_flow_schedule_workers.py",

@@ -24,6 +24,8 @@ from bench.resume import run_resume
 from bench.search import run_search
 from bench.sequential import run_concurrent, run_sequential
 from bench.signals import run_signals
+from bench.soak import add_arguments as add_soak_arguments
+from bench.soak import plan_of, run_soak
 from bench.streams import run_stream
 from bench.tasks_backend import run_tasks
 from bench.testkit import measure_here, run_testkit
@@ -42,7 +44,8 @@ def _sample_traces(ratio: float) -> None:
 class Command(BaseCommand):
     help = (
         "Run a Fanfold benchmark: seq, concurrent, checkpoint, fanout, replay, upgrade, stream, "
-        "flow, history, search, signals, update, resume, tasks, agents, testkit or workers."
+        "flow, history, search, signals, update, resume, tasks, agents, testkit, workers or "
+        "soak."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -205,6 +208,7 @@ class Command(BaseCommand):
         kit.add_argument("--here", action="store_true", help="on this DATABASE_URL only")
         start = sub.add_parser("worker-start", help="a worker's launch-to-ready time")
         start.add_argument("--rounds", type=int, default=3)
+        add_soak_arguments(sub)
         for p in (
             seq,
             conc,
@@ -235,6 +239,8 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(report))
             return
+        if scenario == "soak":  # its table was printed as it went
+            report.pop("intervals")
         self.stdout.write(self.style.MIGRATE_HEADING(f"bench {scenario}"))
         for key, value in flatten(report):
             self.stdout.write(f"  {key:<32} {value}")
@@ -293,6 +299,9 @@ class Command(BaseCommand):
             return run_testkit(options["rounds"], options["timeout"])
         if scenario == "workers":
             return self._workers(options)
+        if scenario == "soak":
+            out = self.stderr if options["json"] else self.stdout
+            return run_soak(plan_of(options), out.write)
         if scenario == "worker-start":
             if options["rounds"] < 1:
                 raise CommandError("--rounds must be at least 1")
