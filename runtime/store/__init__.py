@@ -18,17 +18,19 @@ from runtime.store.history.sink import DatabaseSink
 
 
 def new_writer(
-    sink: Callable[[], Sink] = DatabaseSink, async_window: float | None = None
+    sink: Callable[[], Sink] = DatabaseSink,
+    async_window: float | None = None,
+    kind: type[CheckpointWriter] = CheckpointWriter,
 ) -> CheckpointWriter:
-    """A checkpoint writer over a new `sink()`, with the configured batch limits (its async
-    window `async_window` seconds instead, if given)."""
+    """A checkpoint writer (of class `kind`) over a new `sink()`, with the configured batch
+    limits (its async window `async_window` seconds instead, if given)."""
     settings = conf.get()
     limits = BatchLimits(
         max_items=settings.CHECKPOINT_MAX_ITEMS,
         max_bytes=settings.CHECKPOINT_MAX_BYTES,
         async_window=settings.CHECKPOINT_ASYNC_WINDOW if async_window is None else async_window,
     )
-    return CheckpointWriter(sink(), limits)
+    return kind(sink(), limits)
 
 
 _process_writer: ProcessLocal[CheckpointWriter] = ProcessLocal(new_writer)

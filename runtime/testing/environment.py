@@ -84,8 +84,8 @@ class WorkflowEnvironment(OutsideWorld):
         # A fresh checkpoint writer (closed, drained, at the exit), on connections that
         # commit without waiting for the disk.
         self._stack.enter_context(commits_without_flush())
-        # No async window: nothing else writes beside the test's one thread of work.
-        self._stack.enter_context(use_writer(async_window=0.0))
+        # Every checkpoint committed on the test's one thread of work, before it goes on.
+        self._stack.enter_context(use_writer(async_window=0.0, inline=True))
         if self.driver.schedules:
             sync_schedules(self.clock.now())
         return self

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from runtime import conf, dispatch, executor, store
+from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.sink import Sink
 from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.branch_dispatch import BranchDispatch
@@ -56,14 +57,30 @@ def use_dispatcher(dispatcher: dispatch.Dispatcher) -> Iterator[dispatch.Dispatc
         dispatch.install(previous)
 
 
+class InlineWriter(CheckpointWriter):
+    """A checkpoint writer that commits every checkpoint on its caller's thread before it
+    returns, an asynchronous one too: for one thread of work (the test kit), where a write
+    in flight beside the caller's next read only costs a thread's hand-off, and on SQLite's
+    shared in-memory test database fails that read (`database table is locked`)."""
+
+    def submit(self, cp: Checkpoint) -> None:
+        self.write(cp)
+
+
 @contextmanager
 def use_writer(
-    sink: Callable[[], Sink] = DatabaseSink, async_window: float | None = None
+    sink: Callable[[], Sink] = DatabaseSink,
+    async_window: float | None = None,
+    *,
+    inline: bool = False,
 ) -> Iterator[ProcessLocal[CheckpointWriter]]:
     """A fresh process checkpoint writer over `sink()` inside the block, closed after it
-    (`async_window`: its async batching window in seconds, if not the configured one)."""
+    (`async_window`: its async batching window in seconds, if not the configured one;
+    `inline`: an `InlineWriter`, asynchronous checkpoints committed before `submit` returns)."""
+
+    kind = InlineWriter if inline else CheckpointWriter
     local: ProcessLocal[CheckpointWriter] = ProcessLocal(
-        lambda: store.new_writer(sink, async_window)
+        lambda: store.new_writer(sink, async_window, kind)
     )
     previous = store.install_writer(local)
     try:
