@@ -34,7 +34,6 @@ from bench.stats import percentile
 from bench.workers import WorkerProcess
 from runtime.models import Run
 from runtime.models.states import FINISHED_RUN_STATES
-from runtime.registry import versions
 
 POLL_SECONDS = 0.25
 WARM_UP_SECONDS = 120.0
@@ -81,14 +80,10 @@ def run_soak(plan: SoakPlan, show: Callable[[str], None]) -> dict[str, Any]:
     """The soak on the configured database and broker; `show` gets each row of the table."""
     pool = Pool("prefork", 1, 2)
     load = Load()
-    # The workers load the soak's workflows, which this process imported only after its
-    # start: without the version this process starts runs at, they would not serve them.
-    env = {
-        "FANFOLD_WORKFLOW_MODULES": soak_workflows.__name__,
-        "FANFOLD_APP_VERSION": versions.current(),
-    }
+    # environment.workers gives the workers this process's version (the soak's workflows,
+    # imported after its start, count in it).
     purger = SoakPurge()
-    with environment.workers(pool, **env) as running:
+    with environment.workers(pool, FANFOLD_WORKFLOW_MODULES=soak_workflows.__name__) as running:
         workers = running.processes
         _warm_up(load)
         show(header())
