@@ -34,25 +34,29 @@ def plan(**filters: Any) -> str:
 
 
 @pytest.mark.parametrize(
-    ("filters", "index"),
+    ("filters", "index", "run_table_by_index"),
     [
-        ({"status": "failed", "search": {"customer": 42}}, "search_num_idx"),
-        ({"status": "failed,running", "search": {"customer__in": [4, 2]}}, "search_num_idx"),
-        ({"search": {"amount__gte": 5000, "amount__lte": 5010}}, "search_num_idx"),
-        ({"search": {"amount__gte": 5000, "amount__lte": 5100}}, "search_"),
+        ({"status": "failed", "search": {"customer": 42}}, "search_num_idx", True),
+        (
+            {"status": "failed,running", "search": {"customer__in": [4, 2]}},
+            "search_num_idx",
+            True,
+        ),
+        ({"search": {"amount__gte": 5000, "amount__lte": 5010}}, "search_num_idx", True),
+        ({"search": {"amount__gte": 5000, "amount__lte": 5100}}, "search_", True),
         # One run in eighty matches: on 20,000 runs reading the run table whole is a plan
         # PostgreSQL may rightly pick (it does on a freshly loaded table), so only the
         # attribute side is held to an index here; `bench search` times it at 1,000,000.
-        ({"status": "failed", "search": {"region": "eu-west"}}, "search_text_idx"),
+        ({"status": "failed", "search": {"region": "eu-west"}}, "search_text_idx", False),
     ],
 )
 def test_search_plan_attribute_queries_use_an_attribute_index(
-    loaded: None, filters: dict[str, Any], index: str
+    loaded: None, filters: dict[str, Any], index: str, run_table_by_index: bool
 ) -> None:
     shown = plan(**filters)
     assert "runtime_searchattribute" in shown
     assert "Seq Scan on runtime_searchattribute" not in shown, shown
-    if index != "search_text_idx":
+    if run_table_by_index:
         assert "Seq Scan on runtime_run" not in shown, shown
     assert index in shown, shown
 
