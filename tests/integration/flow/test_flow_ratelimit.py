@@ -109,21 +109,22 @@ def test_ratelimit_an_attempt_late_at_every_look_never_starts_off_its_turn(
 ) -> None:
     # Every short wait oversleeps past LATE (a stalled process) while other attempts keep
     # the bucket busy: after MAX_RETAKES new turns the attempt suspends rather than start a
-    # body on no turn of its own.
-    real_sleep = time.sleep
+    # body on no turn of its own. The clock is the test's, so a slow machine cannot make the
+    # bucket look idle between two looks.
+    clock = [timezone.now()]
     naps: list[float] = []
 
     def oversleep(seconds: float) -> None:
         naps.append(seconds)
-        real_sleep(seconds + 2 * LATE.total_seconds())
-        reserve_turn(flows.brisk.name, 0.1, uuid.uuid4(), 1, timezone.now())  # someone else's
+        clock[0] += timedelta(seconds=seconds) + 2 * LATE
+        reserve_turn(flows.brisk.name, 0.1, uuid.uuid4(), 1, clock[0])  # someone else's
 
+    monkeypatch.setattr(ratelimit, "current_time", lambda: clock[0])
     monkeypatch.setattr(ratelimit.time, "sleep", oversleep)
-    now = timezone.now()
-    reserve_turn(flows.brisk.name, 0.1, uuid.uuid4(), 1, now)  # the next turn is 0.1 s away
+    reserve_turn(flows.brisk.name, 0.1, uuid.uuid4(), 1, clock[0])  # the next turn is 0.1 s away
     run_id = uuid.uuid4()
     wake = turn_wait(flows.brisk, run_id, 1, 1)
-    assert wake is not None
+    assert wake == clock[0]
     assert len(naps) == MAX_RETAKES + 1
 
 

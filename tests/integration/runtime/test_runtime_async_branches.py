@@ -146,7 +146,10 @@ def test_async_branches_cancelling_the_run_cancels_bodies_in_flight() -> None:
             time.sleep(0.01)
         assert async_branches.running_runs() == [run.id]
         cancel_run(run.id)
-        assert async_branches.cancel_finished_runs() == 1
+        # This call or the process's watcher (a look each second) cancels the bodies.
+        assert async_branches.cancel_finished_runs() in (0, 1)
+        while async_branches.running_runs() and time.monotonic() < deadline + 10:
+            time.sleep(0.01)
         delivering.join(30)
         assert not delivering.is_alive()
     assert sorted(CANCELLED) == [0, 1, 2, 3, 4]
