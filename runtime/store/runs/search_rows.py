@@ -53,12 +53,23 @@ def attribute_rows(
     ]
 
 
+# A start's attributes as one INSERT of arrays (PostgreSQL): the same SQL and seven params
+# whatever their number, so the driver's query cache and the prepared statement serve every
+# start (a row of params per attribute would make each start's statement new to both).
+_INSERT_ARRAYS = (
+    f"INSERT INTO {_TABLE} ({', '.join(_COLUMNS)})"
+    " SELECT %s::uuid, a.name, a.kind, a.num, a.text, a.at, %s::integer"
+    " FROM unnest(%s::varchar[], %s::varchar[], %s::float8[], %s::varchar[], %s::timestamptz[])"
+    " AS a(name, kind, num, text, at)"
+)
+
+
 def insert_statement(rows: list[dict[str, Any]]) -> tuple[str, list[Any]]:
-    """One multi-row INSERT of these rows, with its params (PostgreSQL's start path puts it
-    in the statement that inserts the run: runtime.store.runs.run_rows)."""
-    values = ", ".join(["(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"] * len(rows))
-    sql = f"INSERT INTO {_TABLE} ({', '.join(_COLUMNS)}) VALUES {values}"
-    return sql, [row[c] for row in rows for c in _COLUMNS]
+    """One INSERT of these rows of one run at one position, with its params (PostgreSQL's
+    start path puts it in the statement that inserts the run: runtime.store.runs.run_rows)."""
+    ((run_id, position),) = {(row["run_id"], row["position"]) for row in rows}
+    columns = [[row[c] for row in rows] for c in ("name", "kind", "num", "text", "at")]
+    return _INSERT_ARRAYS, [run_id, position, *columns]
 
 
 def insert_rows(rows: list[dict[str, Any]]) -> None:

@@ -3,6 +3,7 @@ forked), and refused when undeclared or of the wrong type."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -11,7 +12,7 @@ from search_flows import CALLS
 from runtime import fork, start
 from runtime.core.errors import InvalidArguments
 from runtime.models import Event, SearchAttribute, Step
-from runtime.store.runs.search_rows import attributes_of
+from runtime.store.runs.search_rows import attribute_rows, attributes_of, insert_statement
 from runtime.testing import InMemoryDispatcher
 
 DUE = datetime(2026, 12, 24, 9, 30, tzinfo=UTC)
@@ -30,6 +31,28 @@ def test_search_attributes_set_at_start_in_the_log_and_rows(runs: InMemoryDispat
     created = Event.objects.get(run_id=run.id, seq=1)
     assert created.payload["search"]["customer"] == 42
     assert created.payload["search"]["due"] == DUE.isoformat()
+
+
+def test_search_a_starts_attributes_are_one_statement_text_whatever_their_number() -> None:
+    # PostgreSQL's start inserts them as arrays: one SQL text for the driver's query cache and
+    # one prepared statement, however many attributes a start carries.
+    kinds = {"customer": "int", "region": "str", "due": "datetime"}
+    run_id = uuid.uuid4()
+    one = attribute_rows(run_id, kinds, {"customer": 1})
+    three = attribute_rows(run_id, kinds, {"customer": 1, "region": "eu", "due": DUE.isoformat()})
+    (sql_one, params_one), (sql_three, params_three) = (
+        insert_statement(one),
+        insert_statement(three),
+    )
+    assert sql_one == sql_three
+    assert len(params_one) == len(params_three) == 7
+    assert params_three[2:] == [
+        ["customer", "region", "due"],
+        ["int", "str", "datetime"],
+        [1.0, None, None],
+        [None, "eu", None],
+        [None, None, DUE],
+    ]
 
 
 def test_search_set_search_is_recorded_once_and_replayed(runs: InMemoryDispatcher) -> None:
