@@ -10,7 +10,9 @@ from typing import Any
 from runtime.models import Event, Run, Step
 from tests.support.waiting import wait_until
 
-COMPLETIONS = ("step_completed", "wait_completed")  # a step's, a durable sleep's
+# The event that completes each kind of step: a step's, a durable sleep's, a received
+# message's, a set value's.
+COMPLETIONS = ("step_completed", "wait_completed", "message_received", "value_set")
 
 
 def assert_each_step_completed_once(run_id: Any) -> None:

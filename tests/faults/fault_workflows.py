@@ -72,3 +72,18 @@ def wide(ctx: Any, n: int) -> int:
     values = ctx.map(leaf, range(n))
     ctx.step(charge, "wide")
     return sum(values)
+
+
+STARTS = "tests:faults:starts"  # one entry per time a `chat` run's code starts from its top
+
+
+@workflow(name="tests.faults.chat")
+def chat(ctx: Any, messages: int) -> int:
+    """A long-lived run: `messages` waits for a message, each answered by a step. A warm
+    resume goes on from the parked call; a replay starts the code again (counted)."""
+    counters_redis_client().rpush(STARTS, str(ctx.run_id))
+    total = 0
+    for _ in range(messages):
+        total += ctx.step(tick, ctx.recv("m"))
+        ctx.set_value("total", total)
+    return total
