@@ -27,6 +27,11 @@ def _worker_scenarios(sub: Any) -> list[ArgumentParser]:
         action="store_true",
         help="runs unpinned and pinned to the workers' version, --pairs pairs alternating",
     )
+    seq.add_argument(
+        "--vs-dbos",
+        action="store_true",
+        help="against the same workflow on DBOS, --pairs pairs alternating (the dev extra)",
+    )
     conc = sub.add_parser("concurrent", help="many runs of sequential steps in one worker")
     conc.add_argument("--runs", type=int, default=50)
     conc.add_argument("--steps", type=int, default=200)

@@ -47,6 +47,9 @@ def _refuse_other_workers() -> None:
         )
 
 
+SEQ_MODES = ("observe", "versions", "vs_dbos")  # bench seq's alternatives to a plain run
+
+
 def refuse(scenario: str, options: dict[str, Any]) -> None:
     """CommandError for options out of range, or for workers already on the broker."""
     for name in COUNTS:
@@ -55,6 +58,9 @@ def refuse(scenario: str, options: dict[str, Any]) -> None:
     ratio = options.get("trace_ratio", 1.0)
     if options.get("observe") and not 0 < ratio <= 1:
         raise CommandError(f"--trace-ratio must be above 0 and at most 1, got {ratio}")
+    chosen = [f"--{name.replace('_', '-')}" for name in SEQ_MODES if options.get(name)]
+    if len(chosen) > 1:
+        raise CommandError(f"{' and '.join(chosen)} are separate benchmarks: one at a time")
     if scenario in WITH_WORKERS:
         _refuse_other_workers()
 

@@ -254,6 +254,29 @@ def test_bench_seq_versions_alternates_unpinned_and_pinned_runs(counters_redis: 
     assert len(versions) == 5 and len({v for v in versions if v}) == 1
 
 
+def test_bench_seq_vs_dbos_alternates_fanfold_and_dbos_runs(counters_redis: Any) -> None:
+    report = bench("seq", "--vs-dbos", "--steps", "20", "--pairs", "2")
+
+    assert report["scenario"] == "seq vs DBOS" and report["steps"] == 20
+    assert len(report["fanfold_steps_per_second"]) == len(report["dbos_steps_per_second"]) == 2
+    assert all(rate > 0 for rate in report["dbos_steps_per_second"])
+    assert report["ratios"] == [
+        round(ours / theirs, 3)
+        for ours, theirs in zip(
+            report["fanfold_steps_per_second"], report["dbos_steps_per_second"], strict=True
+        )
+    ]
+    assert report["within_target"] == (report["median_ratio"] >= report["target_ratio"] == 4.0)
+    with connection.cursor() as cursor:  # DBOS's system database went with the bench
+        cursor.execute("SELECT datname FROM pg_database WHERE datname LIKE '%%_dbos'")
+        assert cursor.fetchall() == []
+
+
+def test_bench_seq_takes_one_mode_at_a_time() -> None:
+    error = refused("seq", "--versions", "--vs-dbos")
+    assert "--versions and --vs-dbos are separate benchmarks: one at a time" in error
+
+
 def test_bench_refuses_to_run_beside_workers_already_on_its_broker() -> None:
     with running_worker("bystander", "threads", 1):
         error = refused("seq", "--steps", "5")

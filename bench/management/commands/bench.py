@@ -31,6 +31,7 @@ from bench.tasks_backend import run_tasks
 from bench.testkit import measure_here, run_testkit
 from bench.updates import run_update
 from bench.versions import run_versions_seq, run_versions_upgrade
+from bench.vs_dbos import run_seq_vs_dbos
 from bench.worker_scale import run_pooled_vs_direct, run_worker_scale
 from bench.worker_start import run_worker_start
 
@@ -74,9 +75,9 @@ class Command(BaseCommand):
                 return observe_sequential(
                     options["steps"], options["timeout"], options["pairs"], pool
                 )
+            if options["vs_dbos"]:
+                return run_seq_vs_dbos(options["steps"], options["pairs"], options["timeout"], pool)
             if options["versions"]:
-                if observe:
-                    raise CommandError("--versions and --observe are two benchmarks: one at a time")
                 return run_versions_seq(
                     options["steps"], options["pairs"], options["timeout"], pool
                 )
