@@ -32,6 +32,12 @@ def _worker_scenarios(sub: Any) -> list[ArgumentParser]:
         action="store_true",
         help="against the same workflow on DBOS, --pairs pairs alternating (the dev extra)",
     )
+    seq.add_argument(
+        "--long-steps",
+        type=int,
+        metavar="N",
+        help="runs of --steps and of N steps alternating, --pairs pairs: the long run's rate",
+    )
     conc = sub.add_parser("concurrent", help="many runs of sequential steps in one worker")
     conc.add_argument("--runs", type=int, default=50)
     conc.add_argument("--steps", type=int, default=200)

@@ -13,7 +13,7 @@ from bench.environment import DEFAULT_CONCURRENCY, Pool, other_workers
 COUNTS = (
     "steps", "runs", "samples", "branches", "repeat", "pairs", "chunks", "clients", "workers",
     "concurrency", "waiting", "rounds", "tasks", "processes", "hosts", "events", "events_per_run",
-    "due_events", "updates", "starts", "messages",
+    "due_events", "updates", "starts", "messages", "long_steps",
 )  # fmt: skip
 # Scenarios that start worker processes of their own on the configured broker.
 WITH_WORKERS = frozenset(
@@ -47,14 +47,19 @@ def _refuse_other_workers() -> None:
         )
 
 
-SEQ_MODES = ("observe", "versions", "vs_dbos")  # bench seq's alternatives to a plain run
+SEQ_MODES = (
+    "observe",
+    "versions",
+    "vs_dbos",
+    "long_steps",
+)  # bench seq's alternatives to a plain run
 
 
 def refuse(scenario: str, options: dict[str, Any]) -> None:
     """CommandError for options out of range, or for workers already on the broker."""
     for name in COUNTS:
         if name in options and options[name] is not None and options[name] < 1:
-            raise CommandError(f"--{name} must be at least 1")
+            raise CommandError(f"--{name.replace('_', '-')} must be at least 1")
     ratio = options.get("trace_ratio", 1.0)
     if options.get("observe") and not 0 < ratio <= 1:
         raise CommandError(f"--trace-ratio must be above 0 and at most 1, got {ratio}")

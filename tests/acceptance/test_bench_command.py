@@ -272,9 +272,25 @@ def test_bench_seq_vs_dbos_alternates_fanfold_and_dbos_runs(counters_redis: Any)
         assert cursor.fetchall() == []
 
 
+def test_bench_seq_long_steps_alternates_short_and_long_runs(counters_redis: Any) -> None:
+    report = bench("seq", "--steps", "10", "--long-steps", "30", "--pairs", "2")
+
+    assert report["scenario"] == "seq long vs short"
+    assert (report["steps"], report["long_steps"]) == (10, 30)
+    assert {side: len(rates) for side, rates in report["steps_per_second"].items()} == {
+        "short": 2,
+        "long": 2,
+    }
+    medians = report["median_steps_per_second"]
+    assert report["ratio_long_to_short"] == round(medians["long"] / medians["short"], 3)
+    steps = sorted(Run.objects.filter(status="completed").values_list("result", flat=True))
+    assert steps == [10] * 3 + [30] * 2  # the warm-up's ten steps, then the pairs
+
+
 def test_bench_seq_takes_one_mode_at_a_time() -> None:
     error = refused("seq", "--versions", "--vs-dbos")
     assert "--versions and --vs-dbos are separate benchmarks: one at a time" in error
+    assert "--long-steps must be at least 1" in refused("seq", "--long-steps", "0")
 
 
 def test_bench_refuses_to_run_beside_workers_already_on_its_broker() -> None:

@@ -23,6 +23,7 @@ from bench.options import flatten, pool_of, refuse
 from bench.replaycheck import run_replay_check
 from bench.resume import run_resume
 from bench.search import run_search
+from bench.seq_long import run_seq_long
 from bench.sequential import run_concurrent, run_sequential
 from bench.signals import run_signals
 from bench.soak import plan_of, run_soak
@@ -75,6 +76,11 @@ class Command(BaseCommand):
                 return observe_sequential(
                     options["steps"], options["timeout"], options["pairs"], pool
                 )
+            if options["long_steps"] is not None:
+                return run_seq_long(
+                    options["steps"], options["long_steps"], options["pairs"],
+                    options["timeout"], pool,
+                )  # fmt: skip
             if options["vs_dbos"]:
                 return run_seq_vs_dbos(options["steps"], options["pairs"], options["timeout"], pool)
             if options["versions"]:
