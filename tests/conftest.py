@@ -44,6 +44,11 @@ SERIAL_FILES = frozenset(
         "test_multi_host_database.py",
     }
 )
+# The soak: minutes of steady load on a worker of its own, asserting on no time or figure's size
+# (its verdict is the bench's own). It keeps to the serial tests' rule (nothing of the parallel
+# passes beside it), but times nothing the other serial tests see: scripts/test runs it in the
+# background beside the RabbitMQ pass, on a Redis database of its own.
+SOAK_FILES = frozenset({"test_bench_soak.py"})
 # The files whose behaviour is the broker's: priorities, queues, redelivery after a killed
 # worker, takeover, waiting, the publisher against a worker, the Tasks backend's queues and
 # crashes. scripts/test runs them again on RabbitMQ (every worker test runs on Redis).
@@ -75,6 +80,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = str(item.path)
         if item.path.name in SERIAL_FILES or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.serial)
+        if item.path.name in SOAK_FILES:
+            item.add_marker(pytest.mark.soak)
         if item.path.name in BROKER_FILES:
             item.add_marker(pytest.mark.broker)
         if "/integration/" in path:
