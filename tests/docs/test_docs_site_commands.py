@@ -11,7 +11,13 @@ from bench.workers import ROOT
 
 # Pages written for someone adding Fanfold to their own Django project. The operating pages
 # (deploying, observability, ...) run the demo project and say so.
-SITE_PAGES = ["add-to-your-project.md", "django-tasks.md", "agents.md", "settings.md"]
+SITE_PAGES = [
+    "add-to-your-project.md",
+    "django-tasks.md",
+    "agents.md",
+    "settings.md",
+    "flow-control.md",
+]
 DEMO_APP = re.compile(r"celery\s+-A\s+config\b|\bconfig\.(?:settings|celery|wsgi)\b")
 
 
