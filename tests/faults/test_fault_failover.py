@@ -1,0 +1,155 @@
+"""The primary stopped (immediate shutdown) under running workflows, its streaming standby
+promoted: libpq's multi-host failover (DATABASE_URL lists both, target_session_attrs=read-write)
+takes every connection to the new primary, the prefork workers' and their background loops'
+alike, and the runs complete.
+
+The pair is the test's own (scripts/pg-failover; FAULT_FAILOVER_PORTS names its two ports), and
+the whole test session runs on it: scripts/test runs this file in a pytest of its own.
+
+With synchronous replication the bodies are held while the fault lands, once every body that
+ran has its completion committed: then no body may run again, on either broker. With
+asynchronous replication the primary is stopped in full flow, and the test measures what the
+standby lacked: the completions the old primary had committed (read from its data directory,
+started alone on a spare port) less those the standby held at the promotion, and the bodies
+that ran again.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection
+
+from runtime import RunHandle, start
+from runtime.models import Step
+from runtime.testing import InMemoryDispatcher, use_dispatcher
+from tests.faults import failover_workflows as fails
+from tests.faults import fault_workflows as flows
+from tests.faults.fault_checks import assert_each_step_completed_once, wait_for
+from tests.support.workers import running_worker
+
+SCRIPT = str(Path(__file__).resolve().parents[2] / "scripts" / "pg-failover")
+ENV = {"FANFOLD_WORKFLOW_MODULES": fails.MODULE}
+SEQUENCE = 3000  # steps of the sequential run; the primary fails after a third of them
+BRANCHES = 1000  # branches of the fan-out
+CONCURRENCY = 4  # each worker's prefork processes
+
+
+def _ports() -> list[str]:
+    return os.environ.get("FAULT_FAILOVER_PORTS", "").split()
+
+
+def _pair(*args: str) -> str:
+    """scripts/pg-failover on the test's pair; what it prints (a port)."""
+    done = subprocess.run([SCRIPT, *args, *_ports()], check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def pair() -> Iterator[Callable[[str], str]]:
+    """Resets the pair (a primary, its standby streaming) in a mode; yields the resetter."""
+    if len(_ports()) != 2:
+        pytest.skip("FAULT_FAILOVER_PORTS names no primary/standby pair (scripts/pg-failover)")
+
+    def reset(mode: str) -> str:
+        primary = _pair("reset", mode)
+        connection.close()  # a connection to a standby rebuilt under it
+        return primary
+
+    yield reset
+    connection.close()
+
+
+def _completed(port: str, run_id: Any) -> set[int]:
+    """The positions of the run's `mark` steps completed on the server at `port`."""
+    sql = (
+        f"SELECT position FROM {Step._meta.db_table} "
+        "WHERE run_id = %s AND name = %s AND status = 'completed'"
+    )
+    name = str(connection.settings_dict["NAME"])
+    with psycopg.connect(host="127.0.0.1", port=port, user="postgres", dbname=name) as raw:
+        return {p for (p,) in raw.execute(sql, [run_id, fails.mark.name]).fetchall()}
+
+
+def _ran(counters: Any) -> Counter[int]:
+    return Counter(int(p) for p in counters.lrange(fails.RAN, 0, -1))
+
+
+def _settled(counters: Any, primary: str, run_id: Any) -> bool:
+    """Every body that ran has its completion committed, and none is running: the bodies are
+    held before they begin."""
+    before = len(_ran(counters))
+    time.sleep(0.2)
+    ran = _ran(counters)
+    return len(ran) == before and set(ran) == _completed(primary, run_id)
+
+
+def _broker(name: str, amqp_url: str) -> dict[str, str]:
+    return {"CELERY_BROKER_URL": amqp_url} if name == "rabbitmq" else {}
+
+
+CASES = [(fails.sequence, SEQUENCE, 1000), (fails.fanout, BRANCHES, 300)]
+
+
+@pytest.mark.parametrize("broker", ["redis", "rabbitmq"])
+@pytest.mark.parametrize(("workflow", "arg", "at"), CASES, ids=["sequence", "fanout"])
+def test_fault_failover_sync_no_completed_step_runs_again(
+    pair: Callable[[str], str],
+    counters_redis: Any,
+    request: pytest.FixtureRequest,
+    broker: str,
+    workflow: Any,
+    arg: int,
+    at: int,
+) -> None:
+    primary = pair("sync")
+    amqp = request.getfixturevalue("amqp_url") if broker == "rabbitmq" else ""
+    env = {**ENV, **_broker(broker, amqp)}
+    with running_worker(f"failover-{broker}", "prefork", CONCURRENCY, **env):
+        with use_dispatcher(InMemoryDispatcher()):  # a worker's sweep sends the start
+            handle = start(workflow, arg)
+        wait_for(lambda: len(_ran(counters_redis)) >= at, 120, "the run to get going")
+        counters_redis.set(flows.HOLD, 1)
+        try:
+            wait_for(lambda: _settled(counters_redis, primary, handle.id), 60, "bodies to settle")
+            before = _ran(counters_redis)
+            _pair("crash")
+            standby = _other(primary)
+            held = _completed(standby, handle.id)
+            promoted_at = time.monotonic()
+            _pair("promote")
+            connection.close()
+        finally:
+            counters_redis.delete(flows.HOLD)
+        finished = _finish(handle, counters_redis, len(before), promoted_at)
+    ran = _ran(counters_redis)
+    print(
+        f"\nfailover (sync, {broker}) mid {workflow.name}: {len(before)} bodies before; {finished}"
+    )
+    assert handle.result == sum(range(arg))
+    assert set(before) <= held  # every completion acknowledged before the crash survived it
+    assert [p for p, n in ran.items() if n > 1] == []  # no body ran twice
+    assert len(ran) == arg
+    assert_each_step_completed_once(handle.id)
+    assert counters_redis.lrange(flows.CHARGES, 0, -1) == [workflow.name.split(".")[-1].encode()]
+
+
+def _other(port: str) -> str:
+    first, second = _ports()
+    return second if port == first else first
+
+
+def _finish(handle: RunHandle, counters: Any, before: int, promoted_at: float) -> str:
+    """Wait for a body begun after the promotion, then for the run; how long each took."""
+    recovered = wait_for(lambda: len(_ran(counters)) > before, 120, "the run to go on")
+    handle.wait(timeout=300)
+    done = time.monotonic() - promoted_at
+    return f"a body ran {recovered:.2f} s after the promotion, the run finished after {done:.1f} s"
