@@ -12,13 +12,14 @@ from tests.faults import fault_workflows as flows
 from tests.support.services import counters_redis_client
 
 MODULE = __name__
-RAN = "tests:failover:ran"  # one entry (the step's position) per body execution of `mark`
+RAN = "tests:failover:ran"  # one entry ("RUN_ID:POSITION") per body execution of `mark`
 
 
 @step(name="tests.failover.mark")
 def mark(i: int) -> int:
     flows.wait_while_held()
-    counters_redis_client().rpush(RAN, current_step().position)
+    info = current_step()
+    counters_redis_client().rpush(RAN, f"{info.run_id}:{info.position}")
     return i
 
 
