@@ -95,7 +95,9 @@ def server_spoke(raw: Any) -> bool:
     statements the server sends nothing unless it ends the session (a shutdown's FATAL
     message, or the socket closed: a restart, a failover, pg_terminate_backend). A cheap
     look (no round trip) before a batch that must not be cut off: a statement sent on a dead
-    socket fails after it went out, and its outcome is then unknown."""
+    socket fails after it went out, and its outcome is then unknown. SQLite has no socket."""
+    if not isinstance(raw, psycopg.Connection):
+        return False
     try:
         readable, _, _ = select.select([raw.fileno()], [], [], 0)
     except (OSError, ValueError, psycopg.Error):
