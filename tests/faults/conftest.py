@@ -5,7 +5,9 @@ of its own (scripts/fault-services), so that restarting them touches nothing els
 restarted with `rabbitmqctl stop_app` / `start_app`. `FAULT_PG_CLUSTER` ("VERSION NAME") and
 `FAULT_REDIS_PORT` name what may be restarted; without them the suite cannot run.
 `FAULT_PGBOUNCER` ("PORT POSTGRES_PORT") names the PgBouncer (scripts/pgbouncer) the suite's
-DATABASE_URL goes through, when it does: its restart case runs only then.
+DATABASE_URL goes through, when it does: its restart case runs only then. The failover test
+(test_fault_failover.py) runs in a session of its own on a primary/standby pair of its own
+(scripts/pg-failover), which `FAULT_FAILOVER_PORTS` names instead.
 """
 
 from __future__ import annotations
