@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db import connection
@@ -28,7 +29,15 @@ def database_url() -> str:
     if db["ENGINE"].endswith("sqlite3"):
         return f"sqlite:///{name}"
     auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{name}"
+    hosts, ports = str(db["HOST"]).split(","), str(db["PORT"]).split(",")
+    if len(hosts) == 1:
+        return f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{name}"
+    # A primary and its standbys (config/database_url.py): each host with its port, and the
+    # libpq options (target_session_attrs) that choose among them.
+    ports = ports if len(ports) == len(hosts) else ports[:1] * len(hosts)
+    netloc = ",".join(f"{host}:{port}" for host, port in zip(hosts, ports, strict=True))
+    query = urlencode({k: v for k, v in (db.get("OPTIONS") or {}).items() if isinstance(v, str)})
+    return f"postgres://{auth}@{netloc}/{name}" + (f"?{query}" if query else "")
 
 
 def child_env(**extra: str) -> dict[str, str]:

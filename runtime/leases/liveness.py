@@ -8,11 +8,12 @@ of waiting for them to expire. The lease stays the backstop for a hung process: 
 keeps its lock however slow its step is.
 
 The lock lives on a direct connection of its own (past any pooler: runtime.store.direct),
-checked every second and, after a database restart, reconnected and locked again under the
-same key. A forked child (a prefork worker) gets a key and a connection of its own. On
-databases other than PostgreSQL there is no key, nor with FANFOLD_LIVENESS_LOCKS off, which
-is its default behind a pooler (FANFOLD_DATABASE_POOLED): a host of hundreds of processes
-would need a direct connection for each. Their leases then move on when they expire.
+checked every second and, after a database restart or a failover, reconnected and locked
+again under the same key, tried every tenth of a second until it is held. A forked child (a
+prefork worker) gets a key and a connection of its own. On databases other than PostgreSQL
+there is no key, nor with FANFOLD_LIVENESS_LOCKS off, which is its default behind a pooler
+(FANFOLD_DATABASE_POOLED): a host of hundreds of processes would need a direct connection
+for each. Their leases then move on when they expire.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ from runtime.store.lifecycle.leases import locked_connection
 log = logging.getLogger("fanfold.liveness")
 
 CHECK_INTERVAL = 1.0  # seconds between checks that the lock's connection is alive
+# Seconds between attempts to take the lock again once it is lost: well within the takeover
+# pass's two looks (runtime.recovery.dead_processes, a second apart), so that a live process
+# holds its lock again soon after a failover's promotion and is not taken for dead.
+RETAKE_INTERVAL = 0.1
 
 
 class Liveness:
@@ -42,12 +47,16 @@ class Liveness:
         self._lock = threading.Lock()
         self.key = secrets.randbits(62) | 1
         self._raw: psycopg.Connection | None = None
-        self._loop = BackgroundLoop("fanfold-liveness", lambda: CHECK_INTERVAL, self._check)
+        self._loop = BackgroundLoop("fanfold-liveness", self.interval, self._check)
         self._loop.start()
         try:
             self._check()
         except Exception:  # the database is away: the loop takes the lock when it is back
             log.exception("could not take the liveness lock %s yet", self.key)
+
+    def interval(self) -> float:
+        """Seconds until the next check: sooner while the lock is not held."""
+        return CHECK_INTERVAL if self._raw is not None else RETAKE_INTERVAL
 
     def _check(self) -> None:
         with self._lock:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import os
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -89,6 +90,31 @@ class SinkConnection:
 KEPT_IDLE_CHECK = 10.0
 
 
+def server_spoke(raw: Any) -> bool:
+    """Whether an idle connection's socket has something to read, or is gone: between
+    statements the server sends nothing unless it ends the session (a shutdown's FATAL
+    message, or the socket closed: a restart, a failover, pg_terminate_backend). A cheap
+    look (no round trip) before a batch that must not be cut off: a statement sent on a dead
+    socket fails after it went out, and its outcome is then unknown. SQLite has no socket."""
+    if not isinstance(raw, psycopg.Connection):
+        return False
+    try:
+        readable, _, _ = select.select([raw.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return True  # closed under us
+    return bool(readable)
+
+
+def drop_if_dead(idle_for: float, idle_check: float) -> None:
+    """Close this thread's default connection if it is dead: tested by a round trip when it
+    sat idle `idle_check` seconds or more, or when the server spoke meanwhile."""
+    raw = connection.connection
+    if raw is None:
+        return
+    if (idle_for >= idle_check or server_spoke(raw)) and not connection.is_usable():
+        connection.close()
+
+
 @dataclass
 class _Kept:
     pid: int
@@ -117,9 +143,7 @@ class KeptConnections:
         if kept is None or kept.pid != os.getpid():  # a forked child opens its own
             kept = self._local.kept = _Kept(os.getpid(), SinkConnection(self._alias))
         with kept.connection.lent():
-            stale = time.monotonic() - kept.last_used > KEPT_IDLE_CHECK
-            if stale and connection.connection is not None and not connection.is_usable():
-                connection.close()
+            drop_if_dead(time.monotonic() - kept.last_used, KEPT_IDLE_CHECK)
             try:
                 yield
             except (InterfaceError, OperationalError):

@@ -62,7 +62,8 @@ def open_direct(application_name: str | None = None) -> psycopg.Connection:
     params = direct_params()
     if application_name:
         params["application_name"] = application_name
-    return psycopg.connect(**params, autocommit=True, connect_timeout=10)
+    params.setdefault("connect_timeout", 10)  # unless the URL or OPTIONS name one
+    return psycopg.connect(**params, autocommit=True)
 
 
 def usable(raw: psycopg.Connection | None) -> bool:

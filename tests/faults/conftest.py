@@ -5,7 +5,9 @@ of its own (scripts/fault-services), so that restarting them touches nothing els
 restarted with `rabbitmqctl stop_app` / `start_app`. `FAULT_PG_CLUSTER` ("VERSION NAME") and
 `FAULT_REDIS_PORT` name what may be restarted; without them the suite cannot run.
 `FAULT_PGBOUNCER` ("PORT POSTGRES_PORT") names the PgBouncer (scripts/pgbouncer) the suite's
-DATABASE_URL goes through, when it does: its restart case runs only then.
+DATABASE_URL goes through, when it does: its restart case runs only then. The failover test
+(test_fault_failover.py) runs in a session of its own on a primary/standby pair of its own
+(scripts/pg-failover), which `FAULT_FAILOVER_PORTS` names instead.
 """
 
 from __future__ import annotations
@@ -38,8 +40,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
-def _configured() -> None:
-    if not (os.environ.get("FAULT_PG_CLUSTER") and os.environ.get("FAULT_REDIS_PORT")):
+def _configured(request: pytest.FixtureRequest) -> None:
+    # The failover test runs on a primary/standby pair of its own, in a session of its own.
+    needed = ("FAULT_FAILOVER_PORTS",) if "failover" in request.path.name else (
+        "FAULT_PG_CLUSTER", "FAULT_REDIS_PORT")  # fmt: skip
+    if not all(os.environ.get(name) for name in needed):
         message = "the fault suite runs on its own services: scripts/test sets them up"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message, pytrace=False)
@@ -104,7 +109,10 @@ def restart_redis() -> Callable[[], None]:
     return restart
 
 
-AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/fanfold_faults"  # scripts/fault-services makes it
+# scripts/fault-services makes the vhost; FAULT_AMQP_BROKER_URL names another.
+AMQP_URL = os.environ.get(
+    "FAULT_AMQP_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672/fanfold_faults"
+)
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from runtime.checkpoint.errors import OutcomeUnknown
 from runtime.core.branches import receipt_key
 from runtime.core.clock import current_time
 from runtime.core.writes import LeaseGuard, SuspendGuard, UnfinishedGuard
-from runtime.store.connection import SinkConnection
+from runtime.store.connection import SinkConnection, drop_if_dead
 from runtime.store.dialect import PipelinedTransaction, execute, postgres
 from runtime.store.fanout import branch_reports, quiet_reports
 from runtime.store.fanout.branch_claims import ClaimBatch
@@ -84,13 +84,12 @@ class DatabaseSink:
             self._last_used = time.monotonic()
 
     def _drop_dead_connection(self) -> None:
-        # After a quiet spell the server may have dropped the connection (restart, failover,
+        # The server may have dropped the connection since the last batch (restart, failover,
         # idle timeout). Finding out before the batch keeps a dead socket from being mistaken
-        # for a COMMIT of unknown outcome.
-        if connection.connection is None or time.monotonic() - self._last_used < _IDLE_CHECK:
-            return
-        if not connection.is_usable():
-            connection.close()
+        # for a COMMIT of unknown outcome, whose step would run again: tested after a quiet
+        # spell, or at once when the server said something meanwhile (a failover a moment
+        # after the last batch: issue 56).
+        drop_if_dead(time.monotonic() - self._last_used, _IDLE_CHECK)
 
     def _write(self, parts: list[RunPart], branch_writes: BranchWrites) -> Receipts:
         self._committing = False

@@ -61,6 +61,18 @@ def test_direct_sessions_take_the_default_database_name_when_the_url_has_none(
     assert name == (params["NAME"],)
 
 
+def test_direct_sessions_take_the_urls_connect_timeout(fanfold_settings: Any) -> None:
+    # A failover URL names one (docs/operating.md, "Failover"): libpq waits that long for a
+    # host that does not answer before it tries the next.
+    params = connection.settings_dict
+    fanfold_settings(
+        DIRECT_DATABASE_URL=f"postgres://{params['USER']}@{params['HOST']}:{params['PORT']}"
+        f"/{params['NAME']}?connect_timeout=3&target_session_attrs=read-write"
+    )
+    with locked_connection(4243) as raw:
+        assert raw.info.get_parameters()["connect_timeout"] == "3"
+
+
 def test_direct_sessions_stream_slots_live_on_one_session_of_their_own() -> None:
     first = stream_slots.take_slot(7, 2)
     second = stream_slots.take_slot(7, 2)

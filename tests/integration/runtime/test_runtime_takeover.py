@@ -14,11 +14,13 @@ from django.db import connection
 from django.utils import timezone
 
 from runtime.executor import execute
-from runtime.leases.liveness import process_key
+from runtime.leases import liveness as liveness_module
+from runtime.leases.liveness import Liveness, process_key
 from runtime.models import Run
 from runtime.recovery.dead_processes import Takeover
 from runtime.services import start_run
 from tests.support.dispatch import Enqueued
+from tests.support.waiting import wait_until
 
 
 def _lease(run_id: uuid.UUID, owner: int) -> None:
@@ -105,3 +107,43 @@ def test_takeover_execution_claims_under_this_process_key(enqueued: Enqueued) ->
     execute(run.id)
     row = Run.objects.get(id=run.id)
     assert row.status == "completed" and row.lease_owner is None  # released with the lease
+
+
+def _lock_held(key: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = %s",
+            [key],
+        )
+        return bool(cursor.fetchone()[0])
+
+
+def test_takeover_a_process_that_lost_its_lock_tries_again_sooner_until_it_holds_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A failover: the lock's session ends with the old primary, and no server takes it until
+    # the standby is promoted. The process tries again every tenth of a second meanwhile, well
+    # within the takeover pass's two looks a second apart, so it is not taken for dead.
+    liveness = Liveness()
+    try:
+        wait_until(lambda: _lock_held(liveness.key), 10, message="the lock to be taken")
+        assert liveness.interval() == liveness_module.CHECK_INTERVAL
+
+        def no_server(key: int) -> psycopg.Connection:
+            raise psycopg.OperationalError("no server takes writes yet")
+
+        monkeypatch.setattr(liveness_module, "locked_connection", no_server)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
+                "AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = %s",
+                [liveness.key],
+            )
+        retaking = lambda: liveness.interval() == liveness_module.RETAKE_INTERVAL  # noqa: E731
+        wait_until(retaking, 10, message="the lost lock to be noticed")
+        monkeypatch.undo()  # the standby is promoted
+        wait_until(lambda: _lock_held(liveness.key), 10, message="the lock to be taken again")
+        assert liveness.interval() == liveness_module.CHECK_INTERVAL
+    finally:
+        liveness.close()
