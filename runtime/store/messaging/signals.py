@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import OuterRef, Subquery
 
 from runtime.core.clock import current_time
 from runtime.core.matching import candidate_keys, keyset_key, match_key, matches
@@ -154,8 +155,12 @@ def purge_signals_before(cutoff: datetime, batch: int) -> int:
 
 
 def wait_at(run_id: uuid.UUID, position: int) -> SignalWait | None:
-    """The run's signal wait at `position`, as it is now, or None."""
-    return SignalWait.objects.filter(run_id=run_id, position=position).first()
+    """The run's signal wait at `position`, as it is now, or None; read with `emitted_by`, who
+    emitted the signal it took through the API (None if nobody did, or it took none), so that
+    a resume reads its wait in one round trip."""
+    emitter = Signal.objects.filter(id=OuterRef("signal_id")).values("emitted_by")[:1]
+    found = SignalWait.objects.filter(run_id=run_id, position=position)
+    return found.annotate(emitted_by=Subquery(emitter)).first()
 
 
 def emitter_of(signal_id: int) -> Any:
