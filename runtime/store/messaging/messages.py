@@ -16,7 +16,7 @@ from runtime.core.errors import RunFinished, RunNotFound
 from runtime.models import FINISHED_RUN_STATES, Message, Run, RunStatus
 from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
-from runtime.store.messaging.message_statements import send_pg
+from runtime.store.messaging.message_statements import send_pg, take_pg
 from runtime.store.messaging.wakes import wake_runs_txn
 
 
@@ -117,6 +117,9 @@ def _earlier(
 def take_message(run_id: uuid.UUID, topic: str, position: int) -> Received | None:
     """The message the `ctx.recv` at `position` takes: the one it took before, else the oldest
     unreceived one on `topic` (marked as its own), else None."""
+    if postgres() and not connection.in_atomic_block:
+        took = take_pg(run_id, topic, position, current_time())
+        return None if took is None else Received(*took)
     with transaction.atomic():
         taken = Message.objects.filter(run_id=run_id, received_position=position)
         found = taken.values_list("id", "value", "sent_by").first()

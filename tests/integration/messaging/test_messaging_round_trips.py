@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from runtime import RunFinished, emit_signal, send, start
 from runtime.models import Message, Run, RunStatus, SignalWait
+from runtime.store.messaging.messages import take_message
 from runtime.testing import InMemoryDispatcher
 
 
@@ -52,3 +53,22 @@ def test_a_plain_message_is_sent_in_one_statement(runs: InMemoryDispatcher) -> N
     with pytest.raises(RunFinished):
         send(waiting.id, "box", {"n": 2})
     assert Message.objects.filter(run_id=waiting.id).count() == 1
+
+
+def test_a_recv_takes_its_message_in_one_statement_and_finds_it_again(
+    runs: InMemoryDispatcher,
+) -> None:
+    waiting = start("tests.msg.inbox", "box", 2)
+    runs.join()
+    first = send(waiting.id, "box", {"n": 1})
+    send(waiting.id, "other", {"n": 0})
+
+    with CaptureQueriesContext(connection) as queries:
+        took = take_message(waiting.id, "box", 900)
+
+    assert len(queries.captured_queries) == 1
+    assert took is not None and (took.id, took.value) == (first, {"n": 1})
+    again = take_message(waiting.id, "box", 900)  # a replay of that position: the same one
+    assert again is not None and again.id == first
+    assert take_message(waiting.id, "box", 901) is None  # nothing else on the topic
+    assert Message.objects.get(id=first).received_position == 900
