@@ -84,6 +84,7 @@ def _worker_scenarios(sub: Any) -> list[ArgumentParser]:
     res = sub.add_parser("resume", help="a long-lived run's resumes, warm and cache off")
     res.add_argument("--messages", type=int, default=1000, help="round trips of one run")
     res.add_argument("--runs", type=int, default=1000, help="runs resumed by signals")
+    res.add_argument("--emitters", type=int, default=8, help="threads emitting the signals at once")
     tasks = sub.add_parser("tasks", help="Django tasks: Fanfold's backend vs django-tasks-db")
     tasks.add_argument("--tasks", type=int, default=1000, help="no-op tasks per side")
     tasks.add_argument(

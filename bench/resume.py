@@ -6,8 +6,11 @@ Long-lived runs: one run takes `messages` messages one by one, each answered wit
 takes as many updates (`bench.update.counter`, `RunHandle.update()`); each round trip is timed,
 and the figures are the p50 of the first tenth and of the last tenth: a resume that replays the
 whole history grows slower with it, a warm one should not. Signal resumes: `runs` runs each
-wait for their own signal, then `runs` signals are emitted one after the other, and the figure is
-the time from the first emit to the last run's end (`bench signals`' signal side).
+wait for their own signal, then `runs` signals are emitted by `emitters` threads at once (one
+emit is two commits and a broker send, so one thread emitting one signal after the other
+measures its own emits rather than the workers' resumes), and the figure is the time from the
+first emit to the last run's end (`bench signals`' signal side); `sent_ms` is how long the
+emits took, `emit_ms` one emit's p50 and p95.
 
 Each side runs on workers of its own: the warm side as configured, the other with
 FANFOLD_WARM_RUNS=0 (every resume replays). Without a routing of resumes to the worker process
@@ -39,7 +42,9 @@ def _tenths(took: list[float]) -> dict[str, float]:
     }
 
 
-def _side(messages: int, runs: int, timeout: float) -> tuple[dict[str, Any], list[uuid.UUID]]:
+def _side(
+    messages: int, runs: int, timeout: float, emitters: int
+) -> tuple[dict[str, Any], list[uuid.UUID]]:
     created: list[uuid.UUID] = []
     name = f"bench.resume.{uuid.uuid4().hex[:8]}"
     try:
@@ -48,7 +53,7 @@ def _side(messages: int, runs: int, timeout: float) -> tuple[dict[str, Any], lis
         created.append(rid)
         by_update, rid = _update_side(messages, timeout)
         created.append(rid)
-        signals = _signal_side(runs, name, timeout)
+        signals = _signal_side(runs, name, timeout, emitters)
         created += signals.pop("ids")
     except BaseException:
         _delete(created)
@@ -62,13 +67,15 @@ def _side(messages: int, runs: int, timeout: float) -> tuple[dict[str, Any], lis
     return report, created
 
 
-def run_resume(messages: int, runs: int, timeout: float, pool: Pool) -> dict[str, Any]:
+def run_resume(
+    messages: int, runs: int, timeout: float, pool: Pool, emitters: int = 8
+) -> dict[str, Any]:
     """The long-lived runs and the signal resumes, warm and with the cache off."""
     modules = f"{update_workflows.__name__},{signal_workflows.__name__}"
     sides: dict[str, Any] = {}
     for label, extra in (("warm", {}), ("cache_off", {"FANFOLD_WARM_RUNS": "0"})):
         with environment.workers(pool, FANFOLD_WORKFLOW_MODULES=modules, **extra):
-            sides[label], created = _side(messages, runs, timeout)
+            sides[label], created = _side(messages, runs, timeout, emitters)
         _delete(created)
     return {
         "scenario": "resume",
@@ -76,5 +83,6 @@ def run_resume(messages: int, runs: int, timeout: float, pool: Pool) -> dict[str
         **pool.describe(),
         "messages": messages,
         "runs": runs,
+        "emitters": emitters,
         **sides,
     }

@@ -268,8 +268,10 @@ def _suspend(
         session.barrier()
         session.checkpoint(cp, sync=True)
     except Abort as abort:
-        if isinstance(abort.failure.__cause__, WokenUp):
-            raise _Replay(run_wakeups(session.run_id)) from None
+        woken = abort.failure.__cause__
+        if isinstance(woken, WokenUp):
+            wakeups = woken.wakeups
+            raise _Replay(run_wakeups(session.run_id) if wakeups is None else wakeups) from None
         return _aborted(session, abort.failure)
     if wake_at is not None:
         delay = max((wake_at - clock.now()).total_seconds(), 0.0)

@@ -96,6 +96,9 @@ def recv(
     raise wait.suspend(deadline)
 
 
+_UNREAD = object()
+
+
 def wait_for_signal(
     cursor: ReplayCursor,
     name: str,
@@ -123,7 +126,9 @@ def wait_for_signal(
         row = close_wait_timed_out(rid, position)
     if row is not None and row.signal_id is not None:
         payload = {"name": name, "signal_id": row.signal_id, "payload": row.payload}
-        by = emitter_of(row.signal_id)
+        by = getattr(row, "emitted_by", _UNREAD)  # read with the wait (store.messaging.signals)
+        if by is _UNREAD:
+            by = emitter_of(row.signal_id)
         if by is not None:  # emitted through the API: the log names who emitted it
             payload["by"] = by
         return wait.complete(row.payload, EventType.SIGNAL_RECEIVED, payload)

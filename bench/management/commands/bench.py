@@ -147,7 +147,9 @@ class Command(BaseCommand):
         if scenario == "update":
             return run_update(options["updates"], options["timeout"], pool)
         if scenario == "resume":
-            return run_resume(options["messages"], options["runs"], options["timeout"], pool)
+            return run_resume(
+                options["messages"], options["runs"], options["timeout"], pool, options["emitters"]
+            )
         if scenario == "signals":
             return run_signals(
                 options["runs"], options["waiting"], options["samples"], options["repeat"],

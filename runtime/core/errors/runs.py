@@ -67,6 +67,11 @@ class LeaseLost(FanfoldError):
 
 
 class WokenUp(LeaseLost):
-    """A suspend lost the race with a wake-up: the executor must replay instead of sleeping."""
+    """A suspend lost the race with a wake-up: the executor must replay instead of sleeping.
+    `wakeups`: the run's count of wake-ups as the write that found it read it (None: unread)."""
 
     code = "woken_up"
+
+    def __init__(self, message: str, wakeups: int | None = None) -> None:
+        super().__init__(message)
+        self.wakeups = wakeups

@@ -83,6 +83,24 @@ def _check_step_open(run_id: uuid.UUID, guard: OpenStepGuard) -> None:
         raise StepChanged(f"step {guard.step_id} has finished or its deadline moved")
 
 
+def suspend_failure(part: RunPart) -> Exception | None:
+    """Why a lone suspend (`part`: a run patch under a SuspendGuard, nothing else) that a
+    PostgreSQL fast path rolled back failed, read in one statement instead of writing it again
+    in a transaction: WokenUp (with the wake-ups read) or LeaseLost; None when neither (the
+    transaction path names the failure)."""
+    guard = part.guard
+    if not isinstance(guard, SuspendGuard) or part.events or part.steps or part.fanouts:
+        return None
+    if part.chunks or part.wakes or part.cancel_open_steps:
+        return None
+    row = Run.objects.filter(id=part.run_id).values_list("lease_token", "wakeups").first()
+    if row is None or row[0] != guard.token:
+        return LeaseLost(f"this executor no longer owns run {part.run_id}")
+    if row[1] != guard.wakeups:
+        return WokenUp(f"run {part.run_id} was woken while suspending", wakeups=row[1])
+    return None
+
+
 def _guard_failure(part: RunPart) -> Exception:
     guard = part.guard
     if isinstance(guard, OpenStepGuard):

@@ -37,7 +37,7 @@ from runtime.store.fanout.branch_claims import ClaimBatch
 from runtime.store.fanout.branch_reports import Receipts
 from runtime.store.history import pg_statements
 from runtime.store.history.batch import BranchWrites, SortedBatch
-from runtime.store.history.history_txn import write_parts_txn
+from runtime.store.history.history_txn import suspend_failure, write_parts_txn
 from runtime.store.history.parts import STEP_UPDATE_FIELDS, RunPart, run_parts
 
 _IDLE_CHECK = 10.0  # seconds without a batch after which the connection is tested first
@@ -118,6 +118,10 @@ class DatabaseSink:
             return receipts
         if not branch_writes and self._one_round_trip(parts, now):
             return Receipts()
+        if len(parts) == 1 and not branch_writes:
+            failure = suspend_failure(parts[0])  # a suspend that lost the race with a wake-up
+            if failure is not None:
+                raise failure
         return None
 
     def _claims_alone(self, writes: BranchWrites, now: datetime) -> Receipts | None:

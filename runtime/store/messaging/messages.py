@@ -9,12 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from runtime.core.clock import current_time
 from runtime.core.errors import RunFinished, RunNotFound
-from runtime.models import FINISHED_RUN_STATES, Message, Run
+from runtime.models import FINISHED_RUN_STATES, Message, Run, RunStatus
+from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
+from runtime.store.messaging.message_statements import send_pg, take_pg
 from runtime.store.messaging.wakes import wake_runs_txn
 
 
@@ -48,6 +50,8 @@ def insert_message(
     """Insert the message into run `rid`'s mailbox and wake the run (`enqueue(run_id,
     priority)` after commit); the earlier message for a repeated key or source. Raises
     RunNotFound or RunFinished, writing nothing."""
+    if idempotency_key is None and source is None and postgres() and not connection.in_atomic_block:
+        return _insert_message_pg(rid, topic, value, by, enqueue)
     with transaction.atomic():
         # Locked: a run cannot finish between this check and the message's commit.
         status = (
@@ -79,6 +83,25 @@ def insert_message(
     return SentMessage(message.id, created=True)
 
 
+def _insert_message_pg(
+    rid: uuid.UUID,
+    topic: str,
+    value: Any,
+    by: dict[str, Any] | None,
+    enqueue: Callable[[uuid.UUID, int], object],
+) -> SentMessage:
+    """`insert_message` of a plain send in one statement (message_statements)."""
+    found = send_pg(rid, topic, value, by, current_time())
+    if found is None:
+        raise RunNotFound(f"no run {rid}")
+    status, priority, message_id = found
+    if message_id is None:
+        raise RunFinished(f"run {rid} has finished ({status}): it takes no messages")
+    if status == RunStatus.WAITING:  # a running or pending run finds it by itself
+        enqueue(rid, priority)
+    return SentMessage(message_id, created=True)
+
+
 def _earlier(
     run_id: uuid.UUID, idempotency_key: str | None, source: tuple[uuid.UUID, int] | None
 ) -> int | None:
@@ -94,6 +117,9 @@ def _earlier(
 def take_message(run_id: uuid.UUID, topic: str, position: int) -> Received | None:
     """The message the `ctx.recv` at `position` takes: the one it took before, else the oldest
     unreceived one on `topic` (marked as its own), else None."""
+    if postgres() and not connection.in_atomic_block:
+        took = take_pg(run_id, topic, position, current_time())
+        return None if took is None else Received(*took)
     with transaction.atomic():
         taken = Message.objects.filter(run_id=run_id, received_position=position)
         found = taken.values_list("id", "value", "sent_by").first()

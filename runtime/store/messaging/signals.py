@@ -9,11 +9,14 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import OuterRef, Subquery
 
 from runtime.core.clock import current_time
 from runtime.core.matching import candidate_keys, keyset_key, match_key, matches
-from runtime.models import Signal, SignalKeyset, SignalWait
+from runtime.models import RunStatus, Signal, SignalKeyset, SignalWait
+from runtime.store.dialect import postgres
+from runtime.store.messaging.signal_statements import deliver_pg
 from runtime.store.messaging.wakes import wake_runs_txn
 
 _LOOKBACK_BATCH = 200  # signals read at a time when a new wait looks back
@@ -51,6 +54,8 @@ def deliver(signal: Signal, enqueue: Callable[[uuid.UUID, int], object]) -> int:
     keys = candidate_keys(signal.name, signal.payload, list(keysets))
     if not keys:
         return 0
+    if postgres() and not connection.in_atomic_block:
+        return _deliver_pg(signal, keys, enqueue)
     open_waits = SignalWait.objects.filter(
         match_key__in=keys, closed_at__isnull=True, accepts_from__lte=signal.created_at
     )
@@ -68,6 +73,18 @@ def deliver(signal: Signal, enqueue: Callable[[uuid.UUID, int], object]) -> int:
         )
         wake_runs_txn([run_id for _, run_id in waits], now, enqueue)
     return len(waits)
+
+
+def _deliver_pg(
+    signal: Signal, keys: list[str], enqueue: Callable[[uuid.UUID, int], object]
+) -> int:
+    """`deliver` in one statement (runtime.store.messaging.signal_statements); the waiting
+    runs are enqueued once it committed."""
+    closed, woken = deliver_pg(keys, signal.id, signal.payload, signal.created_at, current_time())
+    for run_id, status, priority in sorted(woken):
+        if status == RunStatus.WAITING:  # a running run replays when its suspend finds it
+            enqueue(run_id, priority)
+    return closed
 
 
 def open_wait(
@@ -138,8 +155,12 @@ def purge_signals_before(cutoff: datetime, batch: int) -> int:
 
 
 def wait_at(run_id: uuid.UUID, position: int) -> SignalWait | None:
-    """The run's signal wait at `position`, as it is now, or None."""
-    return SignalWait.objects.filter(run_id=run_id, position=position).first()
+    """The run's signal wait at `position`, as it is now, or None; read with `emitted_by`, who
+    emitted the signal it took through the API (None if nobody did, or it took none), so that
+    a resume reads its wait in one round trip."""
+    emitter = Signal.objects.filter(id=OuterRef("signal_id")).values("emitted_by")[:1]
+    found = SignalWait.objects.filter(run_id=run_id, position=position)
+    return found.annotate(emitted_by=Subquery(emitter)).first()
 
 
 def emitter_of(signal_id: int) -> Any:

@@ -1,4 +1,9 @@
-"""The PostgreSQL fast path of an update's receipt and answer: one statement each.
+"""The PostgreSQL fast path of an update's acceptance, receipt and answer: one statement each.
+
+The acceptance locks the run, inserts the update if the run is active (a repeated id inserts
+nothing), marks the run woken and due now, and notifies its listeners, in one round trip
+instead of a transaction's nine; unflushed when the caller waits for the answer (whose
+flushed commit flushes it too).
 
 The receipt marks the oldest untaken update (or finds the one the position took before) and
 commits without waiting for the WAL flush: lost with the server, the replay takes the same
@@ -17,7 +22,7 @@ from typing import Any, cast
 from django.db import connection
 from django.db.models import JSONField
 
-from runtime.models import RunUpdate
+from runtime.models import ACTIVE_RUN_STATES, Run, RunUpdate
 from runtime.store.history.payload_forms import StoredForms
 from runtime.store.messaging.streams import CHANNEL
 
@@ -43,6 +48,30 @@ took AS (
 )
 SELECT * FROM prior UNION ALL SELECT * FROM took
 """
+
+_RUNS = Run._meta.db_table
+_ACTIVE = ", ".join(f"'{state}'" for state in ACTIVE_RUN_STATES)
+_ACCEPT = f"""
+WITH locked AS (SELECT id, status, priority FROM {_RUNS} WHERE id = %s FOR UPDATE),
+inserted AS (
+    INSERT INTO {_TABLE} (run_id, update_id, name, payload, status, sent_by, created_at)
+    SELECT id, %s, %s, %s::jsonb, 'pending', %s::jsonb, %s FROM locked{{no_flush}}
+    WHERE locked.status IN ({_ACTIVE})
+    ON CONFLICT (run_id, update_id) DO NOTHING
+    RETURNING run_id
+),
+woken AS (
+    UPDATE {_RUNS} r SET wakeups = r.wakeups + 1, wake_at = %s, updated_at = %s
+    FROM inserted WHERE r.id = inserted.run_id
+    RETURNING r.id
+),
+notified AS (SELECT pg_notify(%s, %s) FROM inserted)
+SELECT status, priority, EXISTS (SELECT 1 FROM inserted), (SELECT count(*) FROM notified)
+FROM locked
+"""
+_NO_FLUSH = ", (SELECT set_config('synchronous_commit', 'off', true)) AS no_flush"
+_ACCEPT_FLUSHED = _ACCEPT.replace("{no_flush}", "")
+_ACCEPT_UNFLUSHED = _ACCEPT.replace("{no_flush}", _NO_FLUSH)
 
 _ANSWER = f"""
 WITH answered AS (
@@ -73,6 +102,28 @@ def take_update_pg(
         cursor.execute(_TAKE, params)
         row = cursor.fetchone()
     return None if row is None else _decoded(row)
+
+
+def accept_update_pg(
+    rid: uuid.UUID,
+    update_id: str,
+    name: str,
+    payload: Any,
+    by: dict[str, Any] | None,
+    now: datetime,
+    flush: bool,
+) -> tuple[str, int, bool] | None:
+    """Accept the update (see the module): the run's (status, priority, whether this call
+    inserted the update), or None for no such run. Outside a transaction: it commits."""
+    stored = RunUpdate._meta.get_field("payload").get_db_prep_save(
+        StoredForms().form(payload, rid), connection
+    )
+    sent_by = RunUpdate._meta.get_field("sent_by").get_db_prep_save(by, connection)
+    params = [rid, update_id, name, stored, sent_by, now, now, now, CHANNEL, str(rid)]
+    with connection.cursor() as cursor:
+        cursor.execute(_ACCEPT_FLUSHED if flush else _ACCEPT_UNFLUSHED, params)
+        row = cursor.fetchone()
+    return None if row is None else (row[0], row[1], bool(row[2]))
 
 
 def answer_update_pg(

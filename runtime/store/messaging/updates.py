@@ -13,11 +13,12 @@ from django.db import IntegrityError, connection, transaction
 
 from runtime.core.clock import current_time
 from runtime.core.errors import RunFinished, RunNotFound
-from runtime.models import FINISHED_RUN_STATES, Run, RunUpdate, UpdateStatus
+from runtime.models import FINISHED_RUN_STATES, Run, RunStatus, RunUpdate, UpdateStatus
 from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
 from runtime.store.messaging.streams import notify_run
 from runtime.store.messaging.update_statements import (
+    accept_update_pg,
     answer_update_pg,
     take_update_pg,
 )
@@ -90,7 +91,10 @@ def insert_update(
 ) -> tuple[UpdateRow, bool]:
     """Accept update `update_id` for run `rid` and wake the run (`enqueue(run_id, priority)`
     after commit); (the update, True), or (the earlier one, False) for a repeated id. Raises
-    RunNotFound or RunFinished (a new update to a finished run), writing nothing."""
+    RunNotFound or RunFinished (a new update to a finished run), writing nothing. `flush`
+    False: on PostgreSQL the commit does not wait for the WAL flush."""
+    if postgres() and not connection.in_atomic_block:
+        return _insert_update_pg(rid, update_id, name, payload, by, enqueue, flush)
     with transaction.atomic():
         # Locked: a run cannot finish between this check and the update's commit.
         status = (
@@ -117,6 +121,32 @@ def insert_update(
             return again, False
         wake_runs_txn([rid], now, enqueue)
         notify_run(rid)
+    return UpdateRow(update_id, name, payload, UpdateStatus.PENDING, by=by), True
+
+
+def _insert_update_pg(
+    rid: uuid.UUID,
+    update_id: str,
+    name: str,
+    payload: Any,
+    by: dict[str, Any] | None,
+    enqueue: Callable[[uuid.UUID, int], object],
+    flush: bool,
+) -> tuple[UpdateRow, bool]:
+    """`insert_update` in one statement (runtime.store.messaging.update_statements)."""
+    found = accept_update_pg(rid, update_id, name, payload, by, current_time(), flush)
+    if found is None:
+        raise RunNotFound(f"no run {rid}")
+    status, priority, inserted = found
+    if not inserted:  # a repeated id (applied once, even once the run finished), or finished
+        earlier = find_update(rid, update_id)
+        if earlier is not None:
+            return earlier, False
+        if status in FINISHED_RUN_STATES:
+            raise RunFinished(f"run {rid} has finished ({status}): it takes no updates")
+        raise IntegrityError(f"update {update_id!r} of run {rid} conflicted but is not found")
+    if status == RunStatus.WAITING:  # a running or pending run finds it by itself
+        enqueue(rid, priority)
     return UpdateRow(update_id, name, payload, UpdateStatus.PENDING, by=by), True
 
 

@@ -1,0 +1,91 @@
+"""The PostgreSQL fast path of a plain send (no idempotency key, not from workflow code): one
+statement locks the run, inserts the message if the run is active, and marks the run woken
+and due now, instead of a transaction's begin, five statements and its commit. A send that
+may repeat an earlier one takes the transaction path, which finds the earlier message.
+
+A `ctx.recv`'s receipt is one statement too (the message its position took before, else the
+oldest untaken one on its topic, marked), committed without waiting for the WAL flush as an
+update's receipt is: lost with the server, the replay takes the same oldest message again."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, cast
+
+from django.db import connection
+from django.db.models import JSONField
+
+from runtime.models import ACTIVE_RUN_STATES, Message, Run
+from runtime.store.history.payload_forms import StoredForms
+
+_MESSAGES = Message._meta.db_table
+_RUNS = Run._meta.db_table
+_ACTIVE = ", ".join(f"'{state}'" for state in ACTIVE_RUN_STATES)
+_SEND = f"""
+WITH locked AS (SELECT id, status, priority FROM {_RUNS} WHERE id = %s FOR UPDATE),
+inserted AS (
+    INSERT INTO {_MESSAGES} (run_id, topic, value, sent_by, created_at)
+    SELECT id, %s, %s::jsonb, %s::jsonb, %s FROM locked WHERE locked.status IN ({_ACTIVE})
+    RETURNING id, run_id
+),
+woken AS (
+    UPDATE {_RUNS} r SET wakeups = r.wakeups + 1, wake_at = %s, updated_at = %s
+    FROM inserted WHERE r.id = inserted.run_id
+    RETURNING r.id
+)
+SELECT status, priority, (SELECT id FROM inserted), (SELECT count(*) FROM woken) FROM locked
+"""
+
+
+def send_pg(
+    rid: uuid.UUID, topic: str, value: Any, by: dict[str, Any] | None, now: datetime
+) -> tuple[str, int, int | None] | None:
+    """Send a plain message (see the module): the run's (status, priority, the message's id or
+    None when the run has finished), or None for no such run. Commits, outside a
+    transaction."""
+    stored = Message._meta.get_field("value").get_db_prep_save(
+        StoredForms().form(value, rid), connection
+    )
+    sent_by = Message._meta.get_field("sent_by").get_db_prep_save(by, connection)
+    params = [rid, topic, stored, sent_by, now, now, now]
+    with connection.cursor() as cursor:
+        cursor.execute(_SEND, params)
+        row = cursor.fetchone()
+    return None if row is None else (row[0], row[1], row[2])
+
+
+_TAKE = f"""
+WITH no_flush AS (SELECT set_config('synchronous_commit', 'off', true)),
+prior AS (SELECT id, value, sent_by FROM {_MESSAGES} WHERE run_id = %s AND received_position = %s),
+oldest AS (
+    SELECT id FROM {_MESSAGES}
+    WHERE run_id = %s AND topic = %s AND received_position IS NULL
+      AND NOT EXISTS (SELECT 1 FROM prior)
+    ORDER BY id LIMIT 1 FOR UPDATE
+),
+took AS (
+    UPDATE {_MESSAGES} m SET received_position = %s, received_at = %s
+    FROM oldest, no_flush WHERE m.id = oldest.id
+    RETURNING m.id, m.value, m.sent_by
+)
+SELECT * FROM prior UNION ALL SELECT * FROM took
+"""
+
+
+def take_pg(
+    run_id: uuid.UUID, topic: str, position: int, now: datetime
+) -> tuple[int, Any, Any] | None:
+    """(id, value, sent_by) of the message the `ctx.recv` at `position` takes, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(_TAKE, [run_id, position, run_id, topic, position, now])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return int(row[0]), _decoded("value", row[1]), _decoded("sent_by", row[2])
+
+
+def _decoded(name: str, stored: Any) -> Any:
+    """A JSON column as the model reads it (a payload's stored form unpacked)."""
+    field = cast(JSONField[Any], Message._meta.get_field(name))
+    return field.from_db_value(stored, None, connection)  # type: ignore[arg-type]

@@ -1,0 +1,74 @@
+"""What a message or a signal costs on PostgreSQL: a plain send is one statement (the run
+locked, the message inserted, the run woken); an emit is the signal's insert, the keysets'
+read and one statement that closes the waits it satisfies and wakes their runs."""
+
+from __future__ import annotations
+
+import uuid
+
+import messaging_flows  # noqa: F401  (registers the workflows)
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from runtime import RunFinished, emit_signal, send, start
+from runtime.models import Message, Run, RunStatus, SignalWait
+from runtime.store.messaging.messages import take_message
+from runtime.testing import InMemoryDispatcher
+
+
+def test_a_signal_is_delivered_in_one_statement_after_the_keysets(
+    runs: InMemoryDispatcher,
+) -> None:
+    tag = uuid.uuid4().hex[:6]
+    waiting = start("tests.msg.paid", f"order-{tag}")
+    runs.join()
+    assert SignalWait.objects.filter(run_id=waiting.id, closed_at__isnull=True).exists()
+
+    with CaptureQueriesContext(connection) as queries:
+        delivered = emit_signal("payment.settled", {"order_id": f"order-{tag}"})
+
+    assert delivered == 1
+    # The signal's insert, the keysets' read, and the delivery.
+    assert len(queries.captured_queries) == 3
+    wait = SignalWait.objects.get(run_id=waiting.id)
+    assert wait.closed_at is not None and wait.payload == {"order_id": f"order-{tag}"}
+    assert runs.runs[-1].run_id == waiting.id  # woken: sent to a worker
+
+
+def test_a_plain_message_is_sent_in_one_statement(runs: InMemoryDispatcher) -> None:
+    waiting = start("tests.msg.inbox", "box", 1)
+    runs.join()
+    wakeups = Run.objects.get(id=waiting.id).wakeups
+    sent_before = len(runs.runs)
+
+    with CaptureQueriesContext(connection) as queries:
+        message_id = send(waiting.id, "box", {"n": 1})
+
+    assert len(queries.captured_queries) == 1
+    assert Message.objects.get(id=message_id).value == {"n": 1}
+    assert Run.objects.get(id=waiting.id).wakeups == wakeups + 1
+    assert len(runs.runs) == sent_before + 1  # the waiting run is sent to a worker
+    Run.objects.filter(id=waiting.id).update(status=RunStatus.COMPLETED)
+    with pytest.raises(RunFinished):
+        send(waiting.id, "box", {"n": 2})
+    assert Message.objects.filter(run_id=waiting.id).count() == 1
+
+
+def test_a_recv_takes_its_message_in_one_statement_and_finds_it_again(
+    runs: InMemoryDispatcher,
+) -> None:
+    waiting = start("tests.msg.inbox", "box", 2)
+    runs.join()
+    first = send(waiting.id, "box", {"n": 1})
+    send(waiting.id, "other", {"n": 0})
+
+    with CaptureQueriesContext(connection) as queries:
+        took = take_message(waiting.id, "box", 900)
+
+    assert len(queries.captured_queries) == 1
+    assert took is not None and (took.id, took.value) == (first, {"n": 1})
+    again = take_message(waiting.id, "box", 900)  # a replay of that position: the same one
+    assert again is not None and again.id == first
+    assert take_message(waiting.id, "box", 901) is None  # nothing else on the topic
+    assert Message.objects.get(id=first).received_position == 900
