@@ -87,5 +87,5 @@ def take_pg(
 
 def _decoded(name: str, stored: Any) -> Any:
     """A JSON column as the model reads it (a payload's stored form unpacked)."""
-    field = cast(JSONField[Any], Message._meta.get_field(name))
+    field = cast("JSONField[Any]", Message._meta.get_field(name))
     return field.from_db_value(stored, None, connection)  # type: ignore[arg-type]

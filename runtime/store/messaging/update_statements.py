@@ -88,7 +88,7 @@ def _decoded(row: Sequence[Any]) -> tuple[Any, ...]:
     """A row of COLUMNS with its JSON columns read as the model reads them."""
     values = list(row)
     for i, name in ((2, "payload"), (4, "reply"), (6, "sent_by")):
-        field = cast(JSONField[Any], RunUpdate._meta.get_field(name))
+        field = cast("JSONField[Any]", RunUpdate._meta.get_field(name))
         values[i] = field.from_db_value(values[i], None, connection)  # type: ignore[arg-type]
     return tuple(values)
 
