@@ -11,26 +11,24 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from django.db import connection
-from django.db.models import JSONField
 
-from runtime.models import ACTIVE_RUN_STATES, Message, Run
+from runtime.models import Message
 from runtime.store.history.payload_forms import StoredForms
+from runtime.store.messaging.statement_parts import ACTIVE, NO_FLUSH, RUNS, WAKE, decoded
 
 _MESSAGES = Message._meta.db_table
-_RUNS = Run._meta.db_table
-_ACTIVE = ", ".join(f"'{state}'" for state in ACTIVE_RUN_STATES)
 _SEND = f"""
-WITH locked AS (SELECT id, status, priority FROM {_RUNS} WHERE id = %s FOR UPDATE),
+WITH locked AS (SELECT id, status, priority FROM {RUNS} WHERE id = %s FOR UPDATE),
 inserted AS (
     INSERT INTO {_MESSAGES} (run_id, topic, value, sent_by, created_at)
-    SELECT id, %s, %s::jsonb, %s::jsonb, %s FROM locked WHERE locked.status IN ({_ACTIVE})
+    SELECT id, %s, %s::jsonb, %s::jsonb, %s FROM locked WHERE locked.status IN ({ACTIVE})
     RETURNING id, run_id
 ),
 woken AS (
-    UPDATE {_RUNS} r SET wakeups = r.wakeups + 1, wake_at = %s, updated_at = %s
+    UPDATE {RUNS} r SET {WAKE}
     FROM inserted WHERE r.id = inserted.run_id
     RETURNING r.id
 )
@@ -56,7 +54,7 @@ def send_pg(
 
 
 _TAKE = f"""
-WITH no_flush AS (SELECT set_config('synchronous_commit', 'off', true)),
+WITH no_flush AS ({NO_FLUSH}),
 prior AS (SELECT id, value, sent_by FROM {_MESSAGES} WHERE run_id = %s AND received_position = %s),
 oldest AS (
     SELECT id FROM {_MESSAGES}
@@ -82,10 +80,4 @@ def take_pg(
         row = cursor.fetchone()
     if row is None:
         return None
-    return int(row[0]), _decoded("value", row[1]), _decoded("sent_by", row[2])
-
-
-def _decoded(name: str, stored: Any) -> Any:
-    """A JSON column as the model reads it (a payload's stored form unpacked)."""
-    field = cast("JSONField[Any]", Message._meta.get_field(name))
-    return field.from_db_value(stored, None, connection)  # type: ignore[arg-type]
+    return int(row[0]), decoded(Message, "value", row[1]), decoded(Message, "sent_by", row[2])

@@ -16,11 +16,10 @@ from typing import Any
 
 from django.db import connection
 
-from runtime.models import ACTIVE_RUN_STATES, Run, SignalWait
+from runtime.models import SignalWait
+from runtime.store.messaging.statement_parts import ACTIVE, RUNS, WAKE
 
 _WAITS = SignalWait._meta.db_table
-_RUNS = Run._meta.db_table
-_ACTIVE = ", ".join(f"'{state}'" for state in ACTIVE_RUN_STATES)
 _DELIVER = f"""
 WITH waits AS (
     SELECT id, run_id FROM {_WAITS}
@@ -33,8 +32,8 @@ closed AS (
     RETURNING w.run_id
 ),
 woken AS (
-    UPDATE {_RUNS} r SET wakeups = r.wakeups + 1, wake_at = %s, updated_at = %s
-    WHERE r.id IN (SELECT run_id FROM closed) AND r.status IN ({_ACTIVE})
+    UPDATE {RUNS} r SET {WAKE}
+    WHERE r.id IN (SELECT run_id FROM closed) AND r.status IN ({ACTIVE})
     RETURNING r.id, r.status, r.priority
 )
 SELECT (SELECT count(*) FROM closed), NULL, NULL, NULL

@@ -17,20 +17,20 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from django.db import connection
-from django.db.models import JSONField
 
-from runtime.models import ACTIVE_RUN_STATES, Run, RunUpdate
+from runtime.models import RunUpdate
 from runtime.store.history.payload_forms import StoredForms
+from runtime.store.messaging.statement_parts import ACTIVE, NO_FLUSH, RUNS, WAKE, decoded
 from runtime.store.messaging.streams import CHANNEL
 
 _TABLE = RunUpdate._meta.db_table
 COLUMNS = "update_id, name, payload, status, reply, reason, sent_by"
 
 _TAKE = f"""
-WITH no_flush AS (SELECT set_config('synchronous_commit', 'off', true)),
+WITH no_flush AS ({NO_FLUSH}),
 prior AS (
     SELECT {COLUMNS} FROM {_TABLE} WHERE run_id = %s AND received_position = %s
 ),
@@ -49,19 +49,17 @@ took AS (
 SELECT * FROM prior UNION ALL SELECT * FROM took
 """
 
-_RUNS = Run._meta.db_table
-_ACTIVE = ", ".join(f"'{state}'" for state in ACTIVE_RUN_STATES)
 _ACCEPT = f"""
-WITH locked AS (SELECT id, status, priority FROM {_RUNS} WHERE id = %s FOR UPDATE),
+WITH locked AS (SELECT id, status, priority FROM {RUNS} WHERE id = %s FOR UPDATE),
 inserted AS (
     INSERT INTO {_TABLE} (run_id, update_id, name, payload, status, sent_by, created_at)
     SELECT id, %s, %s, %s::jsonb, 'pending', %s::jsonb, %s FROM locked{{no_flush}}
-    WHERE locked.status IN ({_ACTIVE})
+    WHERE locked.status IN ({ACTIVE})
     ON CONFLICT (run_id, update_id) DO NOTHING
     RETURNING run_id
 ),
 woken AS (
-    UPDATE {_RUNS} r SET wakeups = r.wakeups + 1, wake_at = %s, updated_at = %s
+    UPDATE {RUNS} r SET {WAKE}
     FROM inserted WHERE r.id = inserted.run_id
     RETURNING r.id
 ),
@@ -69,7 +67,7 @@ notified AS (SELECT pg_notify(%s, %s) FROM inserted)
 SELECT status, priority, EXISTS (SELECT 1 FROM inserted), (SELECT count(*) FROM notified)
 FROM locked
 """
-_NO_FLUSH = ", (SELECT set_config('synchronous_commit', 'off', true)) AS no_flush"
+_NO_FLUSH = f", ({NO_FLUSH}) AS no_flush"
 _ACCEPT_FLUSHED = _ACCEPT.replace("{no_flush}", "")
 _ACCEPT_UNFLUSHED = _ACCEPT.replace("{no_flush}", _NO_FLUSH)
 
@@ -88,8 +86,7 @@ def _decoded(row: Sequence[Any]) -> tuple[Any, ...]:
     """A row of COLUMNS with its JSON columns read as the model reads them."""
     values = list(row)
     for i, name in ((2, "payload"), (4, "reply"), (6, "sent_by")):
-        field = cast("JSONField[Any]", RunUpdate._meta.get_field(name))
-        values[i] = field.from_db_value(values[i], None, connection)  # type: ignore[arg-type]
+        values[i] = decoded(RunUpdate, name, values[i])
     return tuple(values)
 
 

@@ -1,0 +1,24 @@
+"""What the one-statement PostgreSQL paths of messages, updates and signals share (their
+modules: message_statements, update_statements, signal_statements)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django.db import connection
+from django.db.models import JSONField, Model
+
+from runtime.models import ACTIVE_RUN_STATES, Run
+
+RUNS = Run._meta.db_table
+ACTIVE = ", ".join(f"'{state}'" for state in ACTIVE_RUN_STATES)  # for `status IN (...)`
+# A CTE's SELECT that makes the statement's commit skip the WAL flush (this transaction only).
+NO_FLUSH = "SELECT set_config('synchronous_commit', 'off', true)"
+# A run woken and due now: `UPDATE {RUNS} r SET {WAKE} ...`, with `now` bound twice.
+WAKE = "wakeups = r.wakeups + 1, wake_at = %s, updated_at = %s"
+
+
+def decoded(model: type[Model], name: str, stored: Any) -> Any:
+    """A JSON column of `model` as the model reads it (a payload's stored form unpacked)."""
+    field = cast("JSONField[Any]", model._meta.get_field(name))
+    return field.from_db_value(stored, None, connection)  # type: ignore[arg-type]
