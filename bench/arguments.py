@@ -126,7 +126,10 @@ def _worker_scenarios(sub: Any) -> list[ArgumentParser]:
             help="run with metrics and tracing off, then on, and report both",
         )
         p.add_argument(
-            "--pairs", type=int, default=3, help="off/on pairs for --observe (--versions)"
+            "--pairs",
+            type=int,
+            default=3,
+            help="pairs for --observe (off/on), --versions, --vs-dbos or --long-steps",
         )
         p.add_argument(
             "--trace-ratio",

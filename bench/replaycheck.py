@@ -23,6 +23,13 @@ from runtime.testing import InMemoryDispatcher, use_dispatcher
 SEED_CHUNK = 1000  # runs inserted per bulk insert
 
 
+def drop_seeded(ids: list[uuid.UUID], template: Run) -> None:
+    """Delete the seeded runs (a chunk at a time) and the run they were copied from."""
+    for start in range(0, len(ids), SEED_CHUNK):
+        Run.objects.filter(id__in=ids[start : start + SEED_CHUNK]).delete()
+    template.delete()
+
+
 def recorded_run(steps: int, timeout: float) -> Run:
     """One run of `steps` no-op steps, executed in this process."""
     dispatcher = InMemoryDispatcher()
@@ -99,9 +106,7 @@ def run_replay_check(runs: int, steps: int, timeout: float) -> dict[str, Any]:
             mismatched += not report.ok
         seconds = time.perf_counter() - started
     finally:
-        for start in range(0, len(ids), SEED_CHUNK):
-            Run.objects.filter(id__in=ids[start : start + SEED_CHUNK]).delete()
-        template.delete()
+        drop_seeded(ids, template)
     return {
         "scenario": "replay",
         **environment.describe(),

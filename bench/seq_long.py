@@ -11,16 +11,9 @@ from typing import Any
 
 from bench import environment
 from bench.environment import Pool
-from bench.sequential import run_seconds, warm_up
-from runtime.handles import start
+from bench.sequential import noop_run_rate, warm_up
 
 TARGET = 0.95
-
-
-def _rate(steps: int, timeout: float) -> float:
-    handle = start("examples.noop_loop", steps)
-    handle.wait(timeout=timeout, poll_interval=0.01)
-    return round(steps / run_seconds([handle]), 1)
 
 
 def run_seq_long(
@@ -33,7 +26,7 @@ def run_seq_long(
         for pair in range(pairs):
             order = (("short", steps), ("long", long_steps))
             for side, count in order if pair % 2 == 0 else order[::-1]:
-                rates[side].append(_rate(count, timeout))
+                rates[side].append(noop_run_rate(count, timeout))
     medians = {side: statistics.median(values) for side, values in rates.items()}
     ratio = round(medians["long"] / medians["short"], 3)
     return {

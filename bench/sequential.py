@@ -67,6 +67,13 @@ def warm_up(timeout: float) -> None:
     start("examples.noop_loop", 10).wait(timeout=timeout, poll_interval=0.01)
 
 
+def noop_run_rate(steps: int, timeout: float) -> float:
+    """Start one run of `steps` no-op steps, wait for it: its steps per second."""
+    handle = start("examples.noop_loop", steps)
+    handle.wait(timeout=timeout, poll_interval=0.01)
+    return round(steps / run_seconds([handle]), 1)
+
+
 def run_sequential(
     steps: int,
     timeout: float,

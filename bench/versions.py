@@ -22,11 +22,11 @@ from django.test.utils import override_settings
 
 from bench import environment
 from bench.environment import Pool
-from bench.replaycheck import SEED_CHUNK, recorded_run, seed_runs
+from bench.replaycheck import drop_seeded, recorded_run, seed_runs
 from bench.sequential import run_seconds, warm_up
 from runtime.deploy.upgrades import upgrade
 from runtime.handles import RunHandle
-from runtime.models import Run, RunStatus
+from runtime.models import RunStatus
 from runtime.services import start_run
 
 SIDES = ("unpinned", "pinned")
@@ -75,9 +75,7 @@ def run_versions_upgrade(runs: int, steps: int, timeout: float) -> dict[str, Any
         result = upgrade(old, dry_run=True)
         seconds = time.perf_counter() - started
     finally:
-        for first in range(0, len(ids), SEED_CHUNK):
-            Run.objects.filter(id__in=ids[first : first + SEED_CHUNK]).delete()
-        template.delete()
+        drop_seeded(ids, template)
     return {
         "scenario": "versions upgrade --dry-run",
         **environment.describe(),

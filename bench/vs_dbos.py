@@ -19,9 +19,8 @@ from django.db import connection
 
 from bench import environment
 from bench.environment import Pool
-from bench.sequential import run_seconds, warm_up
+from bench.sequential import noop_run_rate, warm_up
 from bench.workers import ROOT
-from runtime.handles import start
 
 TARGET = 4.0
 
@@ -63,9 +62,7 @@ def run_seq_vs_dbos(steps: int, pairs: int, timeout: float, pool: Pool) -> dict[
         with environment.workers(pool):
             warm_up(timeout)
             for _ in range(pairs):
-                handle = start("examples.noop_loop", steps)
-                handle.wait(timeout=timeout, poll_interval=0.01)
-                ours.append(round(steps / run_seconds([handle]), 1))
+                ours.append(noop_run_rate(steps, timeout))
                 theirs.extend(_dbos_rates(steps, 1, url, timeout))
     finally:
         _drop(name)
