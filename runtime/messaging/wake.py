@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import uuid
 
-from runtime.dispatch import enqueue_run
+from runtime.dispatch import enqueue_run_soon
 
 
 def enqueue_woken(run_id: uuid.UUID, priority: int) -> None:
-    """Enqueue a run that a message, a value or a signal woke."""
-    enqueue_run(run_id, priority=priority)
+    """Enqueue a run that a message, a value or a signal woke.
+
+    Its wake is committed (the run is due now), so the message leaves from the background
+    publisher instead of before the emit or send returns: a burst of wake-ups goes as a few
+    batch messages (runtime.core.run_batches), and a message lost on the way is sent again by
+    the run sweep, as for any due run.
+    """
+    enqueue_run_soon(run_id, priority=priority)

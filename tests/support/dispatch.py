@@ -99,3 +99,21 @@ class RecordingDispatcher(CeleryDispatcher):
                 self.later(
                     run_id, group_position, d.position, d.attempt, d.countdown, d.poll, priority
                 )
+
+
+class LossyDispatcher(CeleryDispatcher):
+    """The real background publish, into a fake broker (`broker`, whose requests a test may
+    fail); what the run sweep (or any direct enqueue) sends is recorded in `resent`."""
+
+    def __init__(self) -> None:
+        self.broker = FakeTransport()
+        super().__init__(transport=self.broker)
+        self.resent: list[uuid.UUID] = []
+
+    def enqueue_run(
+        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+    ) -> None:
+        self.resent.append(run_id)
+
+    def queue_depth(self, queue: str | None = None) -> int | None:
+        return 0

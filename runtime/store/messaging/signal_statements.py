@@ -12,12 +12,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
+import psycopg
 from django.db import connection
+from django.db.models import JSONField
 
-from runtime.models import SignalWait
-from runtime.store.messaging.statement_parts import ACTIVE, RUNS, WAKE
+from runtime.models import Signal, SignalKeyset, SignalWait
+from runtime.store.connection import raw_connection
+from runtime.store.messaging.statement_parts import ACTIVE, RUNS, WAKE, decoded
 
 _WAITS = SignalWait._meta.db_table
 _DELIVER = f"""
@@ -50,8 +53,60 @@ def deliver_pg(
     transaction."""
     stored = SignalWait._meta.get_field("payload").get_db_prep_save(payload, connection)
     params = [list(keys), emitted_at, now, signal_id, stored, now, now]
-    with connection.cursor() as cursor:
-        cursor.execute(_DELIVER, params)
-        rows = cursor.fetchall()
+    rows = _prepared(_DELIVER, params)
     closed = next(int(row[0]) for row in rows if row[0] is not None)
     return closed, [(row[1], row[2], row[3]) for row in rows if row[0] is None]
+
+
+_SIGNALS = Signal._meta.db_table
+_WAIT_AT = f"""
+SELECT w.id, w.name, w.signal_id, w.payload, w.closed_at,
+       (SELECT s.emitted_by FROM {_SIGNALS} s WHERE s.id = w.signal_id)
+FROM {_WAITS} w WHERE w.run_id = %s AND w.position = %s
+"""
+
+
+def wait_at_pg(run_id: uuid.UUID, position: int) -> SignalWait | None:
+    """The run's wait at `position` (what a resume reads of it: its signal, payload and
+    close) with `emitted_by` of the signal it took, or None."""
+    rows = _prepared(_WAIT_AT, [run_id, position])
+    if not rows:
+        return None
+    wait_id, name, signal_id, payload, closed_at, by = rows[0]
+    wait = SignalWait(id=wait_id, run_id=run_id, position=position, name=name,
+                      signal_id=signal_id, payload=decoded(SignalWait, "payload", payload),
+                      closed_at=closed_at)  # fmt: skip
+    wait.emitted_by = decoded(Signal, "emitted_by", by)  # type: ignore[attr-defined]
+    return wait
+
+
+_INSERT_SIGNAL = f"""
+INSERT INTO {_SIGNALS} (name, payload, idempotency_key, emitted_by, created_at)
+VALUES (%s, %s::jsonb, NULL, %s::jsonb, %s) RETURNING id
+"""
+_KEYSETS = f"SELECT keys FROM {SignalKeyset._meta.db_table} WHERE name = %s"
+
+
+def insert_signal_pg(signal: Signal) -> None:
+    """Insert `signal` (one without an idempotency key) and set its id."""
+
+    def stored(name: str, value: Any) -> Any:
+        field = cast("JSONField[Any]", Signal._meta.get_field(name))
+        return field.get_db_prep_save(value, connection)
+
+    params = [signal.name, stored("payload", signal.payload),
+              stored("emitted_by", signal.emitted_by), signal.created_at]  # fmt: skip
+    ((signal.id,),) = _prepared(_INSERT_SIGNAL, params)
+
+
+def keysets_pg(name: str) -> list[Any]:
+    """The match key sets that waits for signal `name` registered."""
+    return [decoded(SignalKeyset, "keys", keys) for (keys,) in _prepared(_KEYSETS, [name])]
+
+
+def _prepared(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    # Prepared: the wait table is partitioned, and planning a statement over its partitions
+    # anew each time cost more than running it.
+    with connection.wrap_database_errors, psycopg.Cursor(raw_connection()) as cursor:
+        cursor.execute(sql, params, prepare=True)
+        return cursor.fetchall()

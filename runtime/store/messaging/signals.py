@@ -16,7 +16,12 @@ from runtime.core.clock import current_time
 from runtime.core.matching import candidate_keys, keyset_key, match_key, matches
 from runtime.models import RunStatus, Signal, SignalKeyset, SignalWait
 from runtime.store.dialect import postgres
-from runtime.store.messaging.signal_statements import deliver_pg
+from runtime.store.messaging.signal_statements import (
+    deliver_pg,
+    insert_signal_pg,
+    keysets_pg,
+    wait_at_pg,
+)
 from runtime.store.messaging.wakes import wake_runs_txn
 
 _LOOKBACK_BATCH = 200  # signals read at a time when a new wait looks back
@@ -27,7 +32,10 @@ def insert_signal(signal: Signal) -> int | None:
     (and nothing is inserted), else None."""
     key = signal.idempotency_key
     if key is None:
-        signal.save(force_insert=True)
+        if postgres():
+            insert_signal_pg(signal)  # prepared: an emit's first round trip
+        else:
+            signal.save(force_insert=True)
         return None
     earlier = _earlier(signal.name, key)
     if earlier is not None:
@@ -50,8 +58,11 @@ def _earlier(name: str, key: str) -> int | None:
 
 def deliver(signal: Signal, enqueue: Callable[[uuid.UUID, int], object]) -> int:
     """Deliver a committed signal to the open waits it satisfies; how many runs took it."""
-    keysets = SignalKeyset.objects.filter(name=signal.name).values_list("keys", flat=True)
-    keys = candidate_keys(signal.name, signal.payload, list(keysets))
+    if postgres():
+        keysets = keysets_pg(signal.name)
+    else:
+        keysets = list(SignalKeyset.objects.filter(name=signal.name).values_list("keys", flat=True))
+    keys = candidate_keys(signal.name, signal.payload, keysets)
     if not keys:
         return 0
     if postgres() and not connection.in_atomic_block:
@@ -158,6 +169,8 @@ def wait_at(run_id: uuid.UUID, position: int) -> SignalWait | None:
     """The run's signal wait at `position`, as it is now, or None; read with `emitted_by`, who
     emitted the signal it took through the API (None if nobody did, or it took none), so that
     a resume reads its wait in one round trip."""
+    if postgres():
+        return wait_at_pg(run_id, position)
     emitter = Signal.objects.filter(id=OuterRef("signal_id")).values("emitted_by")[:1]
     found = SignalWait.objects.filter(run_id=run_id, position=position)
     return found.annotate(emitted_by=Subquery(emitter)).first()

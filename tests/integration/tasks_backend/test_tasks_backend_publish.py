@@ -12,10 +12,9 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from publisher.fake import FakeTransport
 from runtime import dispatch
 from runtime.core import run_batches
-from runtime.dispatch import EXECUTE_RUN, EXECUTE_RUNS, CeleryDispatcher
+from runtime.dispatch import EXECUTE_RUN, EXECUTE_RUNS
 from runtime.django_tasks.compat import TaskResultStatus
 from runtime.executor import execute
 from runtime.models import Run, Step
@@ -23,23 +22,7 @@ from runtime.recovery import run_sweep
 from runtime.store.runs.run_statements import claim_run_with_history
 from runtime.testing import use_dispatcher
 from tests.support import sample_tasks as tasks
-
-
-class LossyDispatcher(CeleryDispatcher):
-    """The real background publish, into a fake broker; what the sweep sends is recorded."""
-
-    def __init__(self) -> None:
-        self.broker = FakeTransport()
-        super().__init__(transport=self.broker)
-        self.resent: list[uuid.UUID] = []
-
-    def enqueue_run(
-        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
-    ) -> None:
-        self.resent.append(run_id)
-
-    def queue_depth(self, queue: str | None = None) -> int | None:
-        return 0
+from tests.support.dispatch import LossyDispatcher
 
 
 def test_tasks_backend_message_leaves_through_the_background_publisher() -> None:
