@@ -14,6 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from runtime import RunFinished, emit_signal, send, start
+from runtime.handles import RunHandle
 from runtime.messaging.signals import emit
 from runtime.models import Event, Message, Run, RunStatus, SignalWait
 from runtime.store.messaging.messages import take_message
@@ -34,16 +35,22 @@ def _statements_sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
     return sent
 
 
+def _waiting_for_payment(runs: InMemoryDispatcher) -> tuple[str, RunHandle]:
+    """A run waiting for the payment signal of its own order; the order and the run."""
+    order = f"order-{uuid.uuid4().hex[:6]}"
+    waiting = start("tests.msg.paid", order)
+    runs.join()
+    assert SignalWait.objects.filter(run_id=waiting.id, closed_at__isnull=True).exists()
+    return order, waiting
+
+
 def test_a_signal_is_delivered_in_one_statement_after_the_keysets(
     runs: InMemoryDispatcher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tag = uuid.uuid4().hex[:6]
-    waiting = start("tests.msg.paid", f"order-{tag}")
-    runs.join()
-    assert SignalWait.objects.filter(run_id=waiting.id, closed_at__isnull=True).exists()
+    order, waiting = _waiting_for_payment(runs)
 
     sent = _statements_sent(monkeypatch)
-    delivered = emit_signal("payment.settled", {"order_id": f"order-{tag}"})
+    delivered = emit_signal("payment.settled", {"order_id": order})
     monkeypatch.undo()
 
     assert delivered == 1
@@ -52,7 +59,7 @@ def test_a_signal_is_delivered_in_one_statement_after_the_keysets(
     assert [sql.split()[0] for sql, _ in sent] == ["INSERT", "SELECT", "WITH"]
     assert all(prepared for _, prepared in sent)
     wait = SignalWait.objects.get(run_id=waiting.id)
-    assert wait.closed_at is not None and wait.payload == {"order_id": f"order-{tag}"}
+    assert wait.closed_at is not None and wait.payload == {"order_id": order}
     assert runs.runs[-1].run_id == waiting.id  # woken: sent to a worker
 
 
@@ -97,11 +104,9 @@ def test_a_recv_takes_its_message_in_one_statement_and_finds_it_again(
 def test_a_signal_resume_reads_its_wait_and_emitter_in_one_prepared_statement(
     runs: InMemoryDispatcher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tag = uuid.uuid4().hex[:6]
-    waiting = start("tests.msg.paid", f"order-{tag}")
-    runs.join()
+    order, waiting = _waiting_for_payment(runs)
     by = {"user": "ops", "via": "test"}
-    emitted = emit(name="payment.settled", payload={"order_id": f"order-{tag}"}, by=by)
+    emitted = emit(name="payment.settled", payload={"order_id": order}, by=by)
     assert emitted.delivered == 1
 
     sent = _statements_sent(monkeypatch)
@@ -112,4 +117,4 @@ def test_a_signal_resume_reads_its_wait_and_emitter_in_one_prepared_statement(
     assert len(waits) == 1 and waits[0][1]  # the wait and its signal's emitter, prepared
     assert Run.objects.get(id=waiting.id).status == RunStatus.COMPLETED
     received = Event.objects.get(run_id=waiting.id, type="signal_received").payload
-    assert received["by"] == by and received["payload"] == {"order_id": f"order-{tag}"}
+    assert received["by"] == by and received["payload"] == {"order_id": order}
