@@ -11,9 +11,10 @@ only messages that something else sends again when they are lost.
 Two options shape a stream of submits. `combine` turns a batch taken off the queue into the
 messages actually published (runtime.core.run_batches makes one message of many runs' starts);
 `on_failure` still gets the submitted ones. `linger` paces a stream: a batch ready within
-`linger` seconds of the previous request waits out the rest of that time (unless `batch_size`
-messages are queued, or a `flush` waits), so that it takes more messages with it; a message
-submitted after a quiet spell leaves at once.
+`linger` seconds of the previous request that carried several messages waits out the rest of
+that time (unless `batch_size` messages are queued, or a `flush` waits), so that it takes more
+messages with it; a message submitted after a quiet spell, or after a request of one message,
+leaves at once.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ class BackgroundPublisher:
             return self._submitted - self._attempted
 
     def _run(self) -> None:
-        previous = float("-inf")  # when the previous request began
+        previous = float("-inf")  # when the previous request that carried several began
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._queue))
@@ -123,7 +124,9 @@ class BackgroundPublisher:
                     self._cond.wait(left)
                 count = min(len(self._queue), self.batch_size)
                 batch = [self._queue.popleft() for _ in range(count)]
-            previous = time.monotonic()
+            # A lone message is no stream: the next one leaves at once too, as a caller waiting
+            # on each message's answer in turn needs (a run's resume, say).
+            previous = time.monotonic() if len(batch) > 1 else float("-inf")
             try:
                 sent = batch if self._combine is None else self._combine(batch)
                 publish_messages(sent, self._transport(), batch_size=self.batch_size)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from publisher.background import BackgroundPublisher
@@ -159,14 +159,34 @@ def test_background_publisher_publishes_what_combine_makes_of_a_batch(
 def test_background_publisher_lingers_between_requests_of_a_stream(
     make_messages: MakeMessages,
 ) -> None:
+    transport = GatedTransport()
+    publisher = BackgroundPublisher(lambda: transport, linger=3600.0)
+    first, *burst = make_messages(6)
+    publisher.submit(first)  # after a quiet spell: at once (it waits at the gate)
+    wait_until(lambda: len(transport.requests) == 1, interval=0.005)
+    for message in burst[:3]:
+        publisher.submit(message)  # they queue behind the first request
+    transport.gate.set()
+    # After a request of one message the next leaves at once, with all that queued meanwhile.
+    wait_until(lambda: len(transport.delivered) == 4, interval=0.005)
+    for message in burst[3:]:
+        publisher.submit(message)  # within the linger of a request of several: they wait
+    threading.Event().wait(0.2)
+    assert len(transport.requests) == 2 and publisher.pending() == 2
+    assert publisher.flush(10)  # a flush cuts the linger short
+    assert [len(request.messages) for request in transport.requests] == [1, 3, 2]
+
+
+def test_background_publisher_sends_lone_messages_at_once_whatever_the_linger(
+    make_messages: MakeMessages,
+) -> None:
     fake = FakeTransport()
     publisher = BackgroundPublisher(lambda: fake, linger=3600.0)
-    first, *rest = make_messages(4)
-    publisher.submit(first)  # after a quiet spell: at once
-    wait_until(lambda: bool(fake.delivered), interval=0.005)
-    for message in rest:
-        publisher.submit(message)  # within the linger of the first request: they wait
-    threading.Event().wait(0.2)
-    assert len(fake.requests) == 1 and publisher.pending() == 3
-    assert publisher.flush(10)  # a flush cuts the linger short
-    assert [len(request.messages) for request in fake.requests] == [1, 3]
+
+    def delivered(count: int) -> Callable[[], bool]:
+        return lambda: len(fake.delivered) == count
+
+    for n, message in enumerate(make_messages(3), start=1):
+        publisher.submit(message)  # one at a time, each after the last left: a caller in turn
+        wait_until(delivered(n), interval=0.005)
+    assert [len(request.messages) for request in fake.requests] == [1, 1, 1]
