@@ -1,0 +1,198 @@
+"""The pending list of search attributes (PostgreSQL): a start's attributes as one row, moved
+into the indexed attribute rows by the workers' drain, and found by queries until then.
+
+A start inserts one `runtime_searchpending` row (its run id, its attributes as JSON) in the
+statement that inserts the run, rather than a row per attribute with an entry in the typed
+B-trees: the start's cost was those index entries (docs/design/search.md, "The pending
+list"). The drain moves a batch in one statement; a run's attributes are drained at once
+where they must be consistent (before `ctx.set_search` writes, before a fork copies them).
+Queries add the pending rows to the attribute rows (`pending_matching`), so a run is found by
+its attributes as soon as its start commits. SQLite writes the attribute rows at the start
+and has nothing pending: every function here is a no-op or empty there.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
+from django.db.models import BooleanField, DateTimeField, FloatField, QuerySet
+from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+
+from runtime.models import SearchAttribute, SearchPending
+from runtime.store.dialect import postgres
+
+_PENDING = SearchPending._meta.db_table
+_ATTRIBUTES = SearchAttribute._meta.db_table
+_INSERT = f"INSERT INTO {_PENDING} (run_id, attributes) VALUES (%s::uuid, %s::jsonb)"
+
+# From the pending rows `moved` (deleted, returned), the attribute rows of position 0; a row
+# there already came from a later position (a `ctx.set_search`, a fork's copy): it stays.
+_INDEX_MOVED = (
+    f"indexed AS (INSERT INTO {_ATTRIBUTES} (run_id, name, kind, num, text, at, position)"
+    " SELECT m.run_id, a.key, a.value ->> 'kind', (a.value ->> 'num')::float8,"
+    " a.value ->> 'text', (a.value ->> 'at')::timestamptz, 0"
+    " FROM moved m CROSS JOIN LATERAL jsonb_each(m.attributes) a"
+    " ON CONFLICT (run_id, name) DO NOTHING RETURNING 1)"
+    " SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM indexed)"
+)
+# A batch, oldest runs first (time-ordered ids), skipping rows another drain holds.
+DRAIN_SQL = (
+    f"WITH moved AS (DELETE FROM {_PENDING} WHERE run_id IN (SELECT run_id FROM {_PENDING}"
+    " ORDER BY run_id LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING run_id, attributes), "
+    + _INDEX_MOVED
+)
+# These runs' rows, waiting for a drain that holds one (its rows are then committed).
+_DRAIN_RUNS_SQL = (
+    f"WITH moved AS (DELETE FROM {_PENDING} WHERE run_id = ANY(%s)"
+    " RETURNING run_id, attributes), " + _INDEX_MOVED
+)
+DRAIN_BATCH = 1000
+DRAIN_SECONDS = 2.0  # per housekeeping sweep
+
+
+@dataclass(frozen=True, slots=True)
+class Drained:
+    """What a drain moved: pending rows (runs) and the attribute rows it inserted."""
+
+    runs: int = 0
+    attributes: int = 0
+
+    def __add__(self, other: Drained) -> Drained:
+        return Drained(self.runs + other.runs, self.attributes + other.attributes)
+
+
+def pending_form(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A run's attribute rows (runtime.store.runs.search_rows.attribute_rows) as its pending
+    row's JSON: each attribute's kind and its one typed column's value."""
+    form: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        column = {"str": "text", "datetime": "at"}.get(row["kind"], "num")
+        value = row[column]
+        form[row["name"]] = {"kind": row["kind"], column: value.isoformat() if column == "at"
+                             else value}  # fmt: skip
+    return form
+
+
+def insert_statement(rows: list[dict[str, Any]]) -> tuple[str, list[Any]]:
+    """The INSERT of the pending row of these attribute rows of one run at its start, with
+    its params: one SQL text whatever their number (runtime.store.runs.run_rows puts it in
+    the statement that inserts the run)."""
+    ((run_id,),) = {(row["run_id"],) for row in rows}
+    return _INSERT, [run_id, json.dumps(pending_form(rows), separators=(",", ":"))]
+
+
+def drain(limit: int = DRAIN_BATCH) -> Drained:
+    """Move up to `limit` pending rows into attribute rows, in one statement (a transaction
+    of its own unless the caller holds one); rows another drain holds are left to it."""
+    if not postgres():
+        return Drained()
+    with connection.cursor() as cursor:
+        cursor.execute(DRAIN_SQL, [limit])
+        runs, attributes = cursor.fetchone()
+    return Drained(runs, attributes)
+
+
+def drain_all(limit: int = DRAIN_BATCH, seconds: float = DRAIN_SECONDS) -> Drained:
+    """Drain batch after batch until one comes back short (the workers' housekeeping), or
+    for `seconds` at most: a backlog (workers that were down) is taken over several sweeps
+    rather than holding up the loop's schedule ticks."""
+    total = Drained()
+    ends = time.monotonic() + seconds
+    while True:
+        batch = drain(limit)
+        total += batch
+        if batch.runs < limit or time.monotonic() >= ends:
+            return total
+
+
+def drain_runs(run_ids: Iterable[uuid.UUID]) -> Drained:
+    """Move these runs' pending rows now (waiting for a drain that holds one): afterwards
+    their attribute rows are all they have."""
+    ids = list(run_ids)
+    if not ids or not postgres():
+        return Drained()
+    with connection.cursor() as cursor:
+        cursor.execute(_DRAIN_RUNS_SQL, [ids])
+        runs, attributes = cursor.fetchone()
+    return Drained(runs, attributes)
+
+
+def pending_count() -> int:
+    """How many runs have attributes waiting for the drain."""
+    return SearchPending.objects.count() if postgres() else 0
+
+
+def pending_attributes(run_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+    """The pending attributes of these runs, {run id: {name: value in JSON form}}."""
+    if not postgres():
+        return {}
+    found: dict[uuid.UUID, dict[str, Any]] = {}
+    for run_id, attributes in SearchPending.objects.filter(run_id__in=run_ids).values_list(
+        "run_id", "attributes"
+    ):
+        found[run_id] = {name: json_value(typed) for name, typed in attributes.items()}
+    return found
+
+
+def json_value(typed: dict[str, Any]) -> Any:
+    """An attribute's value in JSON form from its pending JSON (as SearchAttribute.value)."""
+    kind = typed.get("kind")
+    if kind == "str":
+        return typed.get("text")
+    if kind == "datetime":
+        return typed.get("at")
+    num = typed.get("num")
+    if num is None:
+        return None
+    return bool(num) if kind == "bool" else int(num) if kind == "int" else num
+
+
+def _typed_value(name: str, column: str) -> Any:
+    """The SQL value of the pending attribute `name` in its typed column's type (NULL when
+    the run has no such attribute, or it is of another type)."""
+    text = KT(f"attributes__{name}__{column}")
+    if column == "num":
+        return Cast(text, FloatField())
+    if column == "at":
+        return Cast(text, DateTimeField())
+    return text
+
+
+def pending_matching(name: str, column: str, lookups: list[dict[str, Any]]) -> QuerySet[Any]:
+    """The run ids of pending rows whose attribute `name` meets every lookup (on `column`:
+    num, text or at, as the attribute rows' lookups name it), for the query's UNION ALL."""
+    rows = SearchPending.objects.annotate(**{column: _typed_value(name, column)})
+    for lookup in lookups:
+        rows = rows.filter(**lookup)
+    return rows.values("run_id")
+
+
+def pending_text_values(name: str, limit: int) -> list[str]:
+    """The first `limit` distinct pending values of the str attribute `name`, in order."""
+    if not postgres():
+        return []
+    rows = SearchPending.objects.annotate(text=_typed_value(name, "text"))
+    found = rows.filter(text__isnull=False).order_by("text").values_list("text", flat=True)
+    return list(found.distinct()[:limit])
+
+
+def pending_value_matches(term: str, number: float | None) -> QuerySet[Any] | None:
+    """The run ids of pending rows with an attribute whose value is `term` (a str) or `number`
+    (None off PostgreSQL): the admin search box's bare terms."""
+    if not postgres():
+        return None
+    path = "$.* ? (@.text == $t || @.num == $n)" if number is not None else "$.* ? (@.text == $t)"
+    found = RawSQL(
+        "jsonb_path_exists(attributes, %s::jsonpath, %s::jsonb)",
+        [path, json.dumps({"t": term, "n": number})],
+        output_field=BooleanField(),
+    )
+    return SearchPending.objects.filter(found).values("run_id")
