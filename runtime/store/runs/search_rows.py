@@ -13,11 +13,10 @@ from django.db.models import Q, QuerySet
 
 from runtime.core.search import Condition
 from runtime.models import Event, Run, SearchAttribute
-from runtime.store.dialect import postgres
 from runtime.store.runs.search_pending import (
+    drain_matching,
     drain_runs,
     pending_attributes,
-    pending_matching,
     pending_text_values,
     pending_value_matches,
 )
@@ -153,19 +152,17 @@ def _lookup(cond: Condition) -> dict[str, Any]:
 def matching(runs: QuerySet[Run], conditions: list[Condition]) -> QuerySet[Run]:
     """`runs` narrowed to those whose attributes meet every condition: per attribute one
     semi-join on its (name, value) index, its conditions together (a range is one index
-    range, estimated as one: docs/design/search.md); on PostgreSQL with the pending rows
-    that meet them too (UNION ALL: runtime.store.runs.search_pending)."""
+    range, estimated as one: docs/design/search.md). On PostgreSQL the pending rows that
+    meet them are drained first (runtime.store.runs.search_pending), so a run is found from
+    the moment its start commits."""
     by_name: dict[str, list[Condition]] = {}
     for cond in conditions:
         by_name.setdefault(cond.name, []).append(cond)
     for name, terms in by_name.items():
         lookups = [_lookup(cond) for cond in terms]
+        drain_matching(name, _column(terms[0]), lookups)
         rows = SearchAttribute.objects.filter(name=name)
         for lookup in lookups:
             rows = rows.filter(**lookup)
-        found: QuerySet[Any] = rows.values("run_id")
-        if postgres():
-            pending = pending_matching(name, _column(terms[0]), lookups)
-            found = found.union(pending, all=True)
-        runs = runs.filter(id__in=found)
+        runs = runs.filter(id__in=rows.values("run_id"))
     return runs
