@@ -1,14 +1,15 @@
 """The pending list of search attributes (PostgreSQL): a start's attributes as one row, moved
-into the indexed attribute rows by the workers' drain, and found by queries until then.
+into the indexed attribute rows by the workers' drain, or by whoever needs them there first.
 
 A start inserts one `runtime_searchpending` row (its run id, its attributes as JSON) in the
 statement that inserts the run, rather than a row per attribute with an entry in the typed
 B-trees: the start's cost was those index entries (docs/design/search.md, "The pending
 list"). The drain moves a batch in one statement; a run's attributes are drained at once
-where they must be consistent (before `ctx.set_search` writes, before a fork copies them).
-Queries add the pending rows to the attribute rows (`pending_matching`), so a run is found by
-its attributes as soon as its start commits. SQLite writes the attribute rows at the start
-and has nothing pending: every function here is a no-op or empty there.
+where they must be consistent (before `ctx.set_search` writes), and a list query drains the
+pending rows it matches before it reads the attribute rows (`drain_matching`), so a run is
+found by its attributes as soon as its start commits. A run's page reads its pending values
+as they are. SQLite writes the attribute rows at the start and has nothing pending: every
+function here is a no-op or empty there.
 """
 
 from __future__ import annotations

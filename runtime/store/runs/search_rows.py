@@ -108,14 +108,15 @@ def text_values(name: str, limit: int) -> list[str]:
 
 
 def value_matching(term: str, number: float | None) -> QuerySet[Any]:
-    """The run ids with an attribute whose value is `term` (a str) or `number`, pending ones
-    included (the admin search box's bare terms)."""
+    """The run ids with an attribute whose value is `term` (a str) or `number` (the admin
+    search box's bare terms), the pending runs that have one drained first (as `matching`)."""
+    pending = pending_value_matches(term, number)
+    if pending is not None:
+        drain_runs(pending.values_list("run_id", flat=True))
     rows = SearchAttribute.objects.filter(text=term)
     if number is not None:
         rows = SearchAttribute.objects.filter(Q(text=term) | Q(num=number))
-    found: QuerySet[Any] = rows.values("run_id")
-    pending = pending_value_matches(term, number)
-    return found if pending is None else found.union(pending, all=True)
+    return rows.values("run_id")
 
 
 def start_values(run: Run) -> dict[str, Any]:
