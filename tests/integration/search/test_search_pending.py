@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import search_flows  # noqa: F401  (registers the workflows)
 from django.db import connection, connections, transaction
+from test_search_admin import LIST, staff
 
 from runtime import fork, start
 from runtime.lifecycle.archive import SECTIONS, read_archive, restore, write_archives
@@ -158,3 +159,20 @@ def test_search_pending_the_workers_sweep_drains_it(runs: InMemoryDispatcher) ->
     sweep.flow_pass()
     assert pending_count() == 0
     assert set(SearchAttribute.objects.values_list("run_id", flat=True)) == set(started)
+
+
+def test_search_pending_the_admin_offers_and_finds_pending_values(
+    runs: InMemoryDispatcher,
+) -> None:
+    first = start("tests.search.quick", search={"customer": 5, "region": "eu-pending"})
+    second = start("tests.search.quick", search={"customer": 6, "region": "eu-later"})
+    admin = staff("staff-pending")
+    chosen = admin.get(LIST, {"workflow__exact": "tests.search.quick"}).content.decode()
+    assert "region = eu-later" in chosen and "customer = 5" in chosen  # read while pending
+    assert pending_count() == 2
+    page = admin.get(f"{LIST}{second.id}/change/").content.decode()
+    assert "eu-later" in page
+    by_value = admin.get(LIST, {"q": "eu-pending"}).content.decode()
+    assert str(first.id)[-8:] in by_value and str(second.id)[-8:] not in by_value
+    by_number = admin.get(LIST, {"q": "6"}).content.decode()
+    assert str(second.id)[-8:] in by_number and str(first.id)[-8:] not in by_number
