@@ -12,7 +12,7 @@ from search_flows import CALLS
 
 from runtime import fork, start
 from runtime.core.errors import InvalidArguments
-from runtime.models import Event, SearchAttribute, Step
+from runtime.models import Event, SearchAttribute, SearchPending, Step
 from runtime.store.runs.search_pending import insert_statement
 from runtime.store.runs.search_rows import attribute_rows, attributes_of
 from runtime.testing import InMemoryDispatcher
@@ -131,7 +131,7 @@ def test_search_start_refuses_undeclared_names_and_wrong_types(
 ) -> None:
     with pytest.raises(InvalidArguments, match=message.replace("(", r"\(").replace(")", r"\)")):
         start("tests.search.quick", search=values)  # type: ignore[arg-type]
-    assert not SearchAttribute.objects.exists()
+    assert not SearchAttribute.objects.exists() and not SearchPending.objects.exists()
 
 
 def test_search_set_search_refuses_a_wrong_type_and_fails_the_run(
