@@ -133,29 +133,23 @@ def pending_count() -> int:
     return SearchPending.objects.count() if postgres() else 0
 
 
-def pending_attributes(run_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
-    """The pending attributes of these runs, {run id: {name: value in JSON form}}."""
-    if not postgres():
-        return {}
-    found: dict[uuid.UUID, dict[str, Any]] = {}
-    for run_id, attributes in SearchPending.objects.filter(run_id__in=run_ids).values_list(
-        "run_id", "attributes"
-    ):
-        found[run_id] = {name: json_value(typed) for name, typed in attributes.items()}
-    return found
+# A run's attribute rows with its pending ones as rows (id 0, position 0), by position: a row
+# of a later position (a `ctx.set_search`) comes after, and wins.
+_ROWS_WITH_PENDING = (
+    f"SELECT id, run_id, name, kind, num, text, at, position FROM {_ATTRIBUTES}"
+    " WHERE run_id = ANY(%s::uuid[]) UNION ALL"
+    " SELECT 0, p.run_id, a.key, a.value ->> 'kind', (a.value ->> 'num')::float8,"
+    " a.value ->> 'text', (a.value ->> 'at')::timestamptz, 0"
+    f" FROM {_PENDING} p CROSS JOIN LATERAL jsonb_each(p.attributes) a"
+    " WHERE p.run_id = ANY(%s::uuid[]) ORDER BY position"
+)
 
 
-def json_value(typed: dict[str, Any]) -> Any:
-    """An attribute's value in JSON form from its pending JSON (as SearchAttribute.value)."""
-    kind = typed.get("kind")
-    if kind == "str":
-        return typed.get("text")
-    if kind == "datetime":
-        return typed.get("at")
-    num = typed.get("num")
-    if num is None:
-        return None
-    return bool(num) if kind == "bool" else int(num) if kind == "int" else num
+def rows_with_pending(run_ids: list[uuid.UUID]) -> list[SearchAttribute]:
+    """These runs' attribute rows and their pending attributes as rows (unsaved: id 0), in
+    one query where the router sends the model's reads (a replica in `lagging_reads`)."""
+    keys = [run_id.hex for run_id in run_ids]
+    return list(SearchAttribute.objects.raw(_ROWS_WITH_PENDING, [keys, keys]))
 
 
 def _typed_value(name: str, column: str) -> Any:

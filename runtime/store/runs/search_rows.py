@@ -13,12 +13,13 @@ from django.db.models import Q, QuerySet
 
 from runtime.core.search import Condition
 from runtime.models import Event, Run, SearchAttribute
+from runtime.store.dialect import postgres
 from runtime.store.runs.search_pending import (
     drain_matching,
     drain_runs,
-    pending_attributes,
     pending_text_values,
     pending_value_matches,
+    rows_with_pending,
 )
 
 _COLUMNS = ("run_id", "name", "kind", "num", "text", "at", "position")
@@ -88,11 +89,11 @@ def attributes_of(run_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any
     """The attributes of these runs, {run id: {name: value}} (runs without any left out)."""
     ids = list(run_ids)
     found: dict[uuid.UUID, dict[str, Any]] = {}
-    # Pending values first: a run's pending row holds its start's (position 0), and an
-    # attribute row of the same name was set later.
-    for run_id, pending in pending_attributes(ids).items():
-        found[run_id] = pending
-    for row in SearchAttribute.objects.filter(run_id__in=ids):
+    if postgres():  # with the pending ones, oldest position first: a later one wins
+        rows = rows_with_pending(ids)
+    else:
+        rows = list(SearchAttribute.objects.filter(run_id__in=ids))
+    for row in rows:
         found.setdefault(row.run_id, {})[row.name] = row.value
     return {run_id: dict(sorted(values.items())) for run_id, values in found.items()}
 
