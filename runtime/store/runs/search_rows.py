@@ -22,7 +22,6 @@ from runtime.store.runs.search_pending import (
     rows_with_pending,
 )
 
-_COLUMNS = ("run_id", "name", "kind", "num", "text", "at", "position")
 _TABLE = SearchAttribute._meta.db_table
 # text_values: from the smallest value, each next one is the least greater than the last.
 TEXT_VALUES_SQL = (
