@@ -5,6 +5,7 @@ removes a run's attributes sees the pending ones (runtime.store.runs.search_pend
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,6 +91,31 @@ def test_search_pending_two_concurrent_drains_neither_lose_nor_duplicate(
     assert pending_count() == 0
     rows = SearchAttribute.objects.filter(name="customer")
     assert rows.count() == 100 and set(rows.values_list("run_id", flat=True)) == started
+
+
+def test_search_pending_a_query_waits_for_a_drain_that_holds_its_run(
+    runs: InMemoryDispatcher,
+) -> None:
+    # The drain took the run's row but has not committed: the query's own drain waits for it
+    # and then reads the rows it inserted (read-your-writes while workers drain).
+    run = start("tests.search.quick", search={"customer": 77})
+    held, moved = threading.Event(), []
+
+    def slow_drain() -> None:
+        try:
+            with transaction.atomic():
+                moved.append(drain().runs)
+                held.set()
+                time.sleep(0.5)
+        finally:
+            connections.close_all()
+
+    other = threading.Thread(target=slow_drain)
+    other.start()
+    assert held.wait(10)
+    assert ids(customer=77) == {run.id}
+    other.join()
+    assert moved == [1] and pending_count() == 0
 
 
 def test_search_pending_set_search_drains_first_and_keeps_the_newer_value(
