@@ -46,9 +46,9 @@ class _Housekeeping:
             admission.admit_waiting()
             ratelimit.forget_old_turns()
             signals.purge_expired_signals()  # bounded: one batch per sweep
-            search_pending.drain_all()  # until a batch comes back short
             listing.heartbeat()  # the versions this worker serves, seen now
             self.ticks = listing.leads_schedules()  # an older version's workers drain
+            search_pending.drain_all()  # until a batch comes back short (2 s at most)
         if self.ticks:
             schedules.tick_once()
         if now >= self.next_retention:
