@@ -13,7 +13,7 @@ import time
 
 from django.db import connection
 
-from runtime.models import Run, SearchAttribute
+from runtime.models import Run, SearchAttribute, SearchPending
 
 WORKFLOW = "bench.search_order"
 REGIONS = ("eu-west", "eu-north", "us-east", "us-west", "ap-south", "ap-east", "sa-east", "af")
@@ -36,14 +36,16 @@ def loaded(workflow: str = WORKFLOW) -> int:
 
 
 def clear(workflow: str = WORKFLOW) -> None:
-    """Remove the loaded runs and their attributes (plain DELETEs: they have no history)."""
-    attributes, run_table = SearchAttribute._meta.db_table, Run._meta.db_table
+    """Remove the loaded runs and their attributes, pending or not (plain DELETEs: they have
+    no history)."""
+    run_table = Run._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {attributes} WHERE run_id IN (SELECT id FROM {run_table} "
-            "WHERE workflow = %s)",
-            [workflow],
-        )
+        for table in (SearchPending._meta.db_table, SearchAttribute._meta.db_table):
+            cursor.execute(
+                f"DELETE FROM {table} WHERE run_id IN (SELECT id FROM {run_table} "
+                "WHERE workflow = %s)",
+                [workflow],
+            )
         cursor.execute(f"DELETE FROM {run_table} WHERE workflow = %s", [workflow])
 
 
@@ -83,3 +85,22 @@ def load(runs: int, workflow: str = WORKFLOW, seed: float = 0.42) -> float:
     with connection.cursor() as cursor:  # the visibility map too: index-only probes
         cursor.execute(f"VACUUM ANALYZE {run_table}, {attributes}")
     return time.monotonic() - began
+
+
+def unindex(newest: int, workflow: str = WORKFLOW) -> None:
+    """Move the attributes of the `newest` loaded runs back to the pending list, as if no
+    worker had drained their starts yet (the plan test's pending branch)."""
+    run_table, attributes = Run._meta.db_table, SearchAttribute._meta.db_table
+    pending = SearchPending._meta.db_table
+    newest_runs = (
+        f"SELECT id FROM {run_table} WHERE workflow = %s ORDER BY created_at DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {pending} (run_id, attributes) SELECT run_id, jsonb_object_agg(name, "
+            "jsonb_strip_nulls(jsonb_build_object('kind', kind, 'num', num, 'text', text, "
+            f"'at', at))) FROM {attributes} WHERE run_id IN ({newest_runs}) GROUP BY run_id",
+            [workflow, newest],
+        )
+        cursor.execute(f"DELETE FROM {attributes} WHERE run_id IN (SELECT run_id FROM {pending})")
+        cursor.execute(f"VACUUM ANALYZE {pending}, {attributes}")

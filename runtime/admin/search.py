@@ -17,10 +17,10 @@ from runtime.admin.display import pretty_json, timestamp
 from runtime.core.errors import InvalidArguments
 from runtime.core.search import conditions
 from runtime.django_tasks.run_view import TASK_ATTRIBUTE
-from runtime.models import Event, EventType, Run, SearchAttribute
+from runtime.models import Event, EventType, Run
 from runtime.registry import registry
 from runtime.run_queries import of_task as run_query_of_task
-from runtime.store.runs.search_rows import attributes_of, matching, text_values
+from runtime.store.runs.search_rows import attributes_of, matching, text_values, value_matching
 
 RECENT_RUNS = 500  # the runs whose values the filter offers (the newest of the workflow)
 VALUES_SHOWN = 8  # per attribute
@@ -94,13 +94,11 @@ def by_terms(request: HttpRequest, runs: QuerySet[Run], terms: list[str]) -> Que
 
 def value_matches(term: str) -> Q:
     """Runs with an attribute whose value is `term` (a str, or the number it reads as)."""
-    rows = SearchAttribute.objects.filter(text=term)
     try:
-        number = float(term)
+        number: float | None = float(term)
     except ValueError:
-        return Q(id__in=rows.values("run_id"))
-    rows = SearchAttribute.objects.filter(Q(text=term) | Q(num=number))
-    return Q(id__in=rows.values("run_id"))
+        number = None
+    return Q(id__in=value_matching(term, number))
 
 
 def attributes_html(run: Run) -> SafeString:

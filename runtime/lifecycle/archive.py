@@ -24,7 +24,16 @@ from runtime.core.lifecycle_errors import (
     ArchiveStorageMissing,
     ArchiveUnreadable,
 )
-from runtime.models import Event, FanoutGroup, Run, RunUpdate, SearchAttribute, Step, StreamChunk
+from runtime.models import (
+    Event,
+    FanoutGroup,
+    Run,
+    RunUpdate,
+    SearchAttribute,
+    SearchPending,
+    Step,
+    StreamChunk,
+)
 from runtime.models.messaging import Message, RunValue, SignalWait
 from runtime.models.payloads import PayloadField
 from runtime.payloads.codec import json_text
@@ -43,6 +52,10 @@ SECTIONS: dict[str, type[models.Model]] = {
     "values": RunValue,
     "signal_waits": SignalWait,
     "updates": RunUpdate,  # absent from archives written before updates: restored as none
+    # Read before the attribute rows: a drain that moves a run's pending row in between then
+    # leaves it in both sections (a restored pending row is drained again, a no-op), never in
+    # neither. Absent from archives written before the pending list: restored as none.
+    "search_pending": SearchPending,
     "search_attributes": SearchAttribute,
 }
 _ORDER = {

@@ -11,7 +11,7 @@ from runtime.models.flow import ConcurrencySlot, RateBucket, RateReservation, Sc
 from runtime.models.history import Event, Step
 from runtime.models.messaging import Message, RunValue, Signal, SignalKeyset, SignalWait
 from runtime.models.runs import Run
-from runtime.models.search import SearchAttribute
+from runtime.models.search import SearchAttribute, SearchPending
 from runtime.models.states import (
     ACTIVE_RUN_STATES,
     FINISHED_RUN_STATES,
@@ -42,6 +42,7 @@ __all__ = [
     "RunValue",
     "Schedule",
     "SearchAttribute",
+    "SearchPending",
     "ServedVersion",
     "Signal",
     "SignalKeyset",

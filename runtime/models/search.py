@@ -5,6 +5,11 @@ int, float and bool, `text`, `at`) under a B-tree on (name, value), so equality 
 queries on any declared attribute use an index without an index per attribute name
 (docs/design/search.md says why). Rows reference their run without a database constraint and
 go with it (RunQuerySet.delete cascades through the ORM).
+
+On PostgreSQL a start writes its attributes as one `SearchPending` row instead, moved into
+`SearchAttribute` rows by the workers' drain (runtime.store.runs.search_pending): the start
+pays for one small heap row and one append to a primary key rather than three rows and
+their random-keyed index entries (docs/design/search.md, "The pending list").
 """
 
 from __future__ import annotations
@@ -13,6 +18,27 @@ from django.db import models
 from django.db.models import Q
 
 from runtime.core.search import MAX_TEXT
+
+
+# Declared before SearchAttribute on purpose: Run's related objects follow the order models
+# are defined, and the purge (runtime.store.lifecycle.purge) deletes in that order. A drain
+# that moves a run's pending row while the purge deletes the run must be waited for before
+# the purge deletes the attribute rows, or the rows it inserts would outlive their run.
+class SearchPending(models.Model):
+    """A run's start attributes not yet indexed: {name: {"kind": ..., "num" | "text" | "at":
+    value}} (the columns of its SearchAttribute rows, values in JSON form), position 0."""
+
+    run = models.OneToOneField(
+        "runtime.Run",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="search_pending",
+        db_constraint=False,
+    )
+    attributes = models.JSONField()
+
+    def __str__(self) -> str:
+        return f"pending search attributes of {self.run_id}"
 
 
 class SearchAttribute(models.Model):

@@ -3,7 +3,8 @@
 One BackgroundLoop per worker process, no separate beat. Each pass takes due schedule ticks
 (in the workers of the deployment version that arrived last only: runtime.versions.listing);
 every SWEEP_INTERVAL it also admits runs still waiting for a free slot (the backstop for an
-admission lost with a dead process), forgets rate-limit turns long past and records the
+admission lost with a dead process), forgets rate-limit turns long past, indexes the search
+attributes of the runs started since (runtime.store.runs.search_pending) and records the
 deployment versions it serves (runtime.versions.listing); every minute it
 deletes finished runs past their retention, for a few seconds at most (runtime.lifecycle).
 A process's first retention pass comes a random part of that minute after its start, so that
@@ -21,6 +22,7 @@ from runtime.flow import admission, ratelimit
 from runtime.lifecycle.retention import retention_pass
 from runtime.messaging import signals
 from runtime.process.background import BackgroundLoop
+from runtime.store.runs import search_pending
 from runtime.versions import listing
 
 
@@ -46,6 +48,7 @@ class _Housekeeping:
             signals.purge_expired_signals()  # bounded: one batch per sweep
             listing.heartbeat()  # the versions this worker serves, seen now
             self.ticks = listing.leads_schedules()  # an older version's workers drain
+            search_pending.drain_all()  # until a batch comes back short (2 s at most)
         if self.ticks:
             schedules.tick_once()
         if now >= self.next_retention:

@@ -18,7 +18,8 @@ from runtime.models import ACTIVE_RUN_STATES, Event, EventType, Run, Step
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
-from runtime.store.runs.search_rows import attribute_rows, insert_rows, insert_statement
+from runtime.store.runs.search_pending import insert_statement as pending_statement
+from runtime.store.runs.search_rows import attribute_rows, insert_rows
 
 _RUN_ID = Run._meta.get_field("id")
 
@@ -75,7 +76,7 @@ def insert_run_txn(
     block. A repeated idempotency key raises Django's IntegrityError. `app_version` is the
     deployment version the run is pinned to (runtime.versions). `search` is the workflow's
     declared attribute kinds and the run's checked values (runtime.store.runs.search_rows),
-    inserted with it (on PostgreSQL in the same statement).
+    inserted with it (on PostgreSQL in the same statement, as a pending row).
     """
     now = current_time()
     gated = concurrency_key is not None
@@ -134,12 +135,13 @@ def _insert_together(
 ) -> None:
     """The run's, its event's and its search attributes' INSERTs as one prepared statement
     (the event's foreign key is checked at its end, when the run's row is there), its values
-    bound by the server."""
+    bound by the server. The attributes go in as one pending row, indexed later by the
+    workers' drain (runtime.store.runs.search_pending)."""
     run_sql, params = _insert_statement(Run, run)
     event_sql, event_params = _insert_statement(Event, event)
     sql = f"WITH new_run AS ({run_sql}) "
     if attributes:
-        attr_sql, attr_params = insert_statement(attributes)
+        attr_sql, attr_params = pending_statement(attributes)
         sql += f", new_attributes AS ({attr_sql}) "
         params += attr_params
     try:

@@ -9,12 +9,19 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from runtime.core.search import Condition
 from runtime.models import Event, Run, SearchAttribute
+from runtime.store.dialect import postgres
+from runtime.store.runs.search_pending import (
+    drain_matching,
+    drain_runs,
+    pending_text_values,
+    pending_value_matches,
+    rows_with_pending,
+)
 
-_COLUMNS = ("run_id", "name", "kind", "num", "text", "at", "position")
 _TABLE = SearchAttribute._meta.db_table
 # text_values: from the smallest value, each next one is the least greater than the last.
 TEXT_VALUES_SQL = (
@@ -53,25 +60,6 @@ def attribute_rows(
     ]
 
 
-# A start's attributes as one INSERT of arrays (PostgreSQL): the same SQL and seven params
-# whatever their number, so the driver's query cache and the prepared statement serve every
-# start (a row of params per attribute would make each start's statement new to both).
-_INSERT_ARRAYS = (
-    f"INSERT INTO {_TABLE} ({', '.join(_COLUMNS)})"
-    " SELECT %s::uuid, a.name, a.kind, a.num, a.text, a.at, %s::integer"
-    " FROM unnest(%s::varchar[], %s::varchar[], %s::float8[], %s::varchar[], %s::timestamptz[])"
-    " AS a(name, kind, num, text, at)"
-)
-
-
-def insert_statement(rows: list[dict[str, Any]]) -> tuple[str, list[Any]]:
-    """One INSERT of these rows of one run at one position, with its params (PostgreSQL's
-    start path puts it in the statement that inserts the run: runtime.store.runs.run_rows)."""
-    ((run_id, position),) = {(row["run_id"], row["position"]) for row in rows}
-    columns = [[row[c] for row in rows] for c in ("name", "kind", "num", "text", "at")]
-    return _INSERT_ARRAYS, [run_id, position, *columns]
-
-
 def insert_rows(rows: list[dict[str, Any]]) -> None:
     """Insert these attribute rows (inside the caller's transaction)."""
     if rows:
@@ -80,7 +68,9 @@ def insert_rows(rows: list[dict[str, Any]]) -> None:
 
 def set_attributes(rows: list[dict[str, Any]]) -> None:
     """Set these attribute rows of one run, each unless a later position set the attribute
-    (a replay of an older `ctx.set_search` never overwrites a newer value)."""
+    (a replay of an older `ctx.set_search` never overwrites a newer value). The run's pending
+    start values are drained first: a query must not find it by a value it no longer has."""
+    drain_runs({row["run_id"] for row in rows})
     with transaction.atomic():
         for row in rows:
             fields = {k: row[k] for k in ("kind", "num", "text", "at", "position")}
@@ -96,10 +86,15 @@ def set_attributes(rows: list[dict[str, Any]]) -> None:
 
 def attributes_of(run_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
     """The attributes of these runs, {run id: {name: value}} (runs without any left out)."""
+    ids = list(run_ids)
     found: dict[uuid.UUID, dict[str, Any]] = {}
-    for row in SearchAttribute.objects.filter(run_id__in=list(run_ids)).order_by("name"):
+    if postgres():  # with the pending ones, oldest position first: a later one wins
+        rows = rows_with_pending(ids)
+    else:
+        rows = list(SearchAttribute.objects.filter(run_id__in=ids))
+    for row in rows:
         found.setdefault(row.run_id, {})[row.name] = row.value
-    return found
+    return {run_id: dict(sorted(values.items())) for run_id, values in found.items()}
 
 
 def text_values(name: str, limit: int) -> list[str]:
@@ -107,7 +102,21 @@ def text_values(name: str, limit: int) -> list[str]:
     of its (name, text) index, one probe per value, however many runs share each value."""
     with connection.cursor() as cursor:
         cursor.execute(TEXT_VALUES_SQL, [name, name, limit])
-        return [row[0] for row in cursor.fetchall()]
+        indexed = [row[0] for row in cursor.fetchall()]
+    pending = pending_text_values(name, limit)
+    return sorted(set(indexed) | set(pending))[:limit] if pending else indexed
+
+
+def value_matching(term: str, number: float | None) -> QuerySet[Any]:
+    """The run ids with an attribute whose value is `term` (a str) or `number` (the admin
+    search box's bare terms), the pending runs that have one drained first (as `matching`)."""
+    pending = pending_value_matches(term, number)
+    if pending is not None:
+        drain_runs(pending.values_list("run_id", flat=True))
+    rows = SearchAttribute.objects.filter(text=term)
+    if number is not None:
+        rows = SearchAttribute.objects.filter(Q(text=term) | Q(num=number))
+    return rows.values("run_id")
 
 
 def start_values(run: Run) -> dict[str, Any]:
@@ -123,8 +132,12 @@ def run_workflow(run_id: uuid.UUID) -> str | None:
     return Run.objects.filter(id=run_id).values_list("workflow", flat=True).first()
 
 
+def _column(cond: Condition) -> str:
+    return {"str": "text", "datetime": "at"}.get(cond.kind, "num")
+
+
 def _lookup(cond: Condition) -> dict[str, Any]:
-    column = {"str": "text", "datetime": "at"}.get(cond.kind, "num")
+    column = _column(cond)
 
     def stored(value: Any) -> Any:
         return _typed(cond.kind, value)[column]
@@ -140,13 +153,17 @@ def _lookup(cond: Condition) -> dict[str, Any]:
 def matching(runs: QuerySet[Run], conditions: list[Condition]) -> QuerySet[Run]:
     """`runs` narrowed to those whose attributes meet every condition: per attribute one
     semi-join on its (name, value) index, its conditions together (a range is one index
-    range, estimated as one: docs/design/search.md)."""
+    range, estimated as one: docs/design/search.md). On PostgreSQL the pending rows that
+    meet them are drained first (runtime.store.runs.search_pending), so a run is found from
+    the moment its start commits."""
     by_name: dict[str, list[Condition]] = {}
     for cond in conditions:
         by_name.setdefault(cond.name, []).append(cond)
     for name, terms in by_name.items():
+        lookups = [_lookup(cond) for cond in terms]
+        drain_matching(name, _column(terms[0]), lookups)
         rows = SearchAttribute.objects.filter(name=name)
-        for cond in terms:
-            rows = rows.filter(**_lookup(cond))
+        for lookup in lookups:
+            rows = rows.filter(**lookup)
         runs = runs.filter(id__in=rows.values("run_id"))
     return runs

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from runtime.models import Run, SearchAttribute
+from runtime.models import Run, SearchAttribute, SearchPending
 from runtime.testing import InMemoryDispatcher
 from tests.support.users import operator, starter
 
@@ -66,6 +66,7 @@ def test_search_api_start_refuses_wrong_attributes_with_400(ada: APIClient, sear
     response = post(ada, {"workflow": "tests.search.quick", "search": search})
     assert response.status_code == 400, response.content
     assert not Run.objects.exists() and not SearchAttribute.objects.exists()
+    assert not SearchPending.objects.exists()
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ forked), and refused when undeclared or of the wrong type."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 
@@ -11,8 +12,9 @@ from search_flows import CALLS
 
 from runtime import fork, start
 from runtime.core.errors import InvalidArguments
-from runtime.models import Event, SearchAttribute, Step
-from runtime.store.runs.search_rows import attribute_rows, attributes_of, insert_statement
+from runtime.models import Event, SearchAttribute, SearchPending, Step
+from runtime.store.runs.search_pending import insert_statement
+from runtime.store.runs.search_rows import attribute_rows, attributes_of
 from runtime.testing import InMemoryDispatcher
 
 DUE = datetime(2026, 12, 24, 9, 30, tzinfo=UTC)
@@ -34,8 +36,8 @@ def test_search_attributes_set_at_start_in_the_log_and_rows(runs: InMemoryDispat
 
 
 def test_search_a_starts_attributes_are_one_statement_text_whatever_their_number() -> None:
-    # PostgreSQL's start inserts them as arrays: one SQL text for the driver's query cache and
-    # one prepared statement, however many attributes a start carries.
+    # PostgreSQL's start inserts them as one pending row: one SQL text for the driver's query
+    # cache and one prepared statement, however many attributes a start carries.
     kinds = {"customer": "int", "region": "str", "due": "datetime"}
     run_id = uuid.uuid4()
     one = attribute_rows(run_id, kinds, {"customer": 1})
@@ -45,14 +47,12 @@ def test_search_a_starts_attributes_are_one_statement_text_whatever_their_number
         insert_statement(three),
     )
     assert sql_one == sql_three
-    assert len(params_one) == len(params_three) == 7
-    assert params_three[2:] == [
-        ["customer", "region", "due"],
-        ["int", "str", "datetime"],
-        [1.0, None, None],
-        [None, "eu", None],
-        [None, None, DUE],
-    ]
+    assert len(params_one) == len(params_three) == 2
+    assert json.loads(params_three[1]) == {
+        "customer": {"kind": "int", "num": 1.0},
+        "region": {"kind": "str", "text": "eu"},
+        "due": {"kind": "datetime", "at": DUE.isoformat()},
+    }
 
 
 def test_search_set_search_is_recorded_once_and_replayed(runs: InMemoryDispatcher) -> None:
@@ -131,7 +131,7 @@ def test_search_start_refuses_undeclared_names_and_wrong_types(
 ) -> None:
     with pytest.raises(InvalidArguments, match=message.replace("(", r"\(").replace(")", r"\)")):
         start("tests.search.quick", search=values)  # type: ignore[arg-type]
-    assert not SearchAttribute.objects.exists()
+    assert not SearchAttribute.objects.exists() and not SearchPending.objects.exists()
 
 
 def test_search_set_search_refuses_a_wrong_type_and_fails_the_run(

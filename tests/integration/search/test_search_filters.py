@@ -9,12 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import search_flows  # noqa: F401  (registers the workflows)
 from django.contrib.auth.models import User
+from django.db import connection
 
 from runtime import list_runs, start
 from runtime.core.identity import child_run_key
 from runtime.core.search import InvalidFilter
-from runtime.models import Run
+from runtime.models import Run, SearchAttribute
 from runtime.run_queries import run_query
+from runtime.store.runs.search_pending import drain_all, pending_count
 from runtime.testing import InMemoryDispatcher
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -26,9 +28,10 @@ ROWS = [  # customer, region, amount, vip, due, status
 ]
 
 
-@pytest.fixture
-def orders(runs: InMemoryDispatcher) -> list[uuid.UUID]:
-    """Four runs of tests.search.quick, oldest first, created a day apart from T0."""
+@pytest.fixture(params=["pending", "drained"])
+def orders(request: pytest.FixtureRequest, runs: InMemoryDispatcher) -> list[uuid.UUID]:
+    """Four runs of tests.search.quick, oldest first, created a day apart from T0; their
+    attributes still in the pending list (PostgreSQL) or drained into the attribute rows."""
     ids = []
     for n, (customer, region, amount, vip, due, status) in enumerate(ROWS):
         values = {"customer": customer, "region": region, "amount": amount, "vip": vip, "due": due}
@@ -39,6 +42,11 @@ def orders(runs: InMemoryDispatcher) -> list[uuid.UUID]:
             finished_at=moment + timedelta(hours=2) if status in ("failed", "completed") else None,
         )  # fmt: skip
         ids.append(run.id)
+    if connection.vendor == "postgresql":  # found alike before and after the drain
+        assert pending_count() == len(ROWS) and not SearchAttribute.objects.exists()
+    if request.param == "drained":
+        drain_all()
+        assert pending_count() == 0
     return ids
 
 
