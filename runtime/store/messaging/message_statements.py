@@ -17,7 +17,14 @@ from django.db import connection
 
 from runtime.models import Message
 from runtime.store.history.payload_forms import StoredForms
-from runtime.store.messaging.statement_parts import ACTIVE, NO_FLUSH, RUNS, WAKE, decoded
+from runtime.store.messaging.statement_parts import (
+    ACTIVE,
+    NO_FLUSH,
+    RUNS,
+    WAKE,
+    decoded,
+    prepared,
+)
 
 _MESSAGES = Message._meta.db_table
 _SEND = f"""
@@ -47,10 +54,8 @@ def send_pg(
     )
     sent_by = Message._meta.get_field("sent_by").get_db_prep_save(by, connection)
     params = [rid, topic, stored, sent_by, now, now, now]
-    with connection.cursor() as cursor:
-        cursor.execute(_SEND, params)
-        row = cursor.fetchone()
-    return None if row is None else (row[0], row[1], row[2])
+    rows = prepared(_SEND, params)
+    return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
 
 
 _TAKE = f"""
@@ -75,9 +80,8 @@ def take_pg(
     run_id: uuid.UUID, topic: str, position: int, now: datetime
 ) -> tuple[int, Any, Any] | None:
     """(id, value, sent_by) of the message the `ctx.recv` at `position` takes, or None."""
-    with connection.cursor() as cursor:
-        cursor.execute(_TAKE, [run_id, position, run_id, topic, position, now])
-        row = cursor.fetchone()
-    if row is None:
+    rows = prepared(_TAKE, [run_id, position, run_id, topic, position, now])
+    if not rows:
         return None
+    row = rows[0]
     return int(row[0]), decoded(Message, "value", row[1]), decoded(Message, "sent_by", row[2])

@@ -14,13 +14,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-import psycopg
 from django.db import connection
 from django.db.models import JSONField
 
 from runtime.models import Signal, SignalKeyset, SignalWait
-from runtime.store.connection import raw_connection
-from runtime.store.messaging.statement_parts import ACTIVE, RUNS, WAKE, decoded
+from runtime.store.messaging.statement_parts import ACTIVE, RUNS, WAKE, decoded, prepared
 
 _WAITS = SignalWait._meta.db_table
 _DELIVER = f"""
@@ -53,7 +51,7 @@ def deliver_pg(
     transaction."""
     stored = SignalWait._meta.get_field("payload").get_db_prep_save(payload, connection)
     params = [list(keys), emitted_at, now, signal_id, stored, now, now]
-    rows = _prepared(_DELIVER, params)
+    rows = prepared(_DELIVER, params)
     closed = next(int(row[0]) for row in rows if row[0] is not None)
     return closed, [(row[1], row[2], row[3]) for row in rows if row[0] is None]
 
@@ -69,7 +67,7 @@ FROM {_WAITS} w WHERE w.run_id = %s AND w.position = %s
 def wait_at_pg(run_id: uuid.UUID, position: int) -> SignalWait | None:
     """The run's wait at `position` (what a resume reads of it: its signal, payload and
     close) with `emitted_by` of the signal it took, or None."""
-    rows = _prepared(_WAIT_AT, [run_id, position])
+    rows = prepared(_WAIT_AT, [run_id, position])
     if not rows:
         return None
     wait_id, name, signal_id, payload, closed_at, by = rows[0]
@@ -96,17 +94,9 @@ def insert_signal_pg(signal: Signal) -> None:
 
     params = [signal.name, stored("payload", signal.payload),
               stored("emitted_by", signal.emitted_by), signal.created_at]  # fmt: skip
-    ((signal.id,),) = _prepared(_INSERT_SIGNAL, params)
+    ((signal.id,),) = prepared(_INSERT_SIGNAL, params)
 
 
 def keysets_pg(name: str) -> list[Any]:
     """The match key sets that waits for signal `name` registered."""
-    return [decoded(SignalKeyset, "keys", keys) for (keys,) in _prepared(_KEYSETS, [name])]
-
-
-def _prepared(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    # Prepared: the wait table is partitioned, and planning a statement over its partitions
-    # anew each time cost more than running it.
-    with connection.wrap_database_errors, psycopg.Cursor(raw_connection()) as cursor:
-        cursor.execute(sql, params, prepare=True)
-        return cursor.fetchall()
+    return [decoded(SignalKeyset, "keys", keys) for (keys,) in prepared(_KEYSETS, [name])]

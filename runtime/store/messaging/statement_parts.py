@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import psycopg
 from django.db import connection
 from django.db.models import JSONField, Model
 
 from runtime.models import ACTIVE_RUN_STATES, Run
+from runtime.store.connection import raw_connection
 
 RUNS = Run._meta.db_table
 ACTIVE = ", ".join(f"'{state}'" for state in ACTIVE_RUN_STATES)  # for `status IN (...)`
@@ -22,3 +24,12 @@ def decoded(model: type[Model], name: str, stored: Any) -> Any:
     """A JSON column of `model` as the model reads it (a payload's stored form unpacked)."""
     field = cast("JSONField[Any]", model._meta.get_field(name))
     return field.from_db_value(stored, None, connection)  # type: ignore[arg-type]
+
+
+def prepared(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    """Run one statement as a prepared statement (in the current transaction, if any); its
+    rows. The messaging tables are partitioned: planning a statement over their partitions
+    each time cost more than running it."""
+    with connection.wrap_database_errors, psycopg.Cursor(raw_connection()) as cursor:
+        cursor.execute(sql, params, prepare=True)
+        return cursor.fetchall() if cursor.pgresult and cursor.pgresult.nfields else []

@@ -23,7 +23,7 @@ from django.db import connection
 
 from runtime.models import RunUpdate
 from runtime.store.history.payload_forms import StoredForms
-from runtime.store.messaging.statement_parts import ACTIVE, NO_FLUSH, RUNS, WAKE, decoded
+from runtime.store.messaging.statement_parts import ACTIVE, NO_FLUSH, RUNS, WAKE, decoded, prepared
 from runtime.store.messaging.streams import CHANNEL
 
 _TABLE = RunUpdate._meta.db_table
@@ -95,10 +95,8 @@ def take_update_pg(
 ) -> tuple[Any, ...] | None:
     """The COLUMNS of the update the `ctx.next_update` at `position` takes, or None."""
     params: list[Any] = [rid, position, rid, list(names), list(names), position, now, rid]
-    with connection.cursor() as cursor:
-        cursor.execute(_TAKE, params)
-        row = cursor.fetchone()
-    return None if row is None else _decoded(row)
+    rows = prepared(_TAKE, params)
+    return _decoded(rows[0]) if rows else None
 
 
 def accept_update_pg(
@@ -117,10 +115,8 @@ def accept_update_pg(
     )
     sent_by = RunUpdate._meta.get_field("sent_by").get_db_prep_save(by, connection)
     params = [rid, update_id, name, stored, sent_by, now, now, now, CHANNEL, str(rid)]
-    with connection.cursor() as cursor:
-        cursor.execute(_ACCEPT_FLUSHED if flush else _ACCEPT_UNFLUSHED, params)
-        row = cursor.fetchone()
-    return None if row is None else (row[0], row[1], bool(row[2]))
+    rows = prepared(_ACCEPT_FLUSHED if flush else _ACCEPT_UNFLUSHED, params)
+    return (rows[0][0], rows[0][1], bool(rows[0][2])) if rows else None
 
 
 def answer_update_pg(
@@ -138,9 +134,7 @@ def answer_update_pg(
         StoredForms().form(reply, rid) if reply is not None else None, connection
     )
     params = [status, stored, reason, position, now, rid, update_id, CHANNEL, str(rid)]
-    with connection.cursor() as cursor:
-        cursor.execute(_ANSWER, params)
-        return cursor.fetchone() is not None
+    return bool(prepared(_ANSWER, params))
 
 
 def no_flush() -> None:

@@ -5,13 +5,9 @@ read and one statement that closes the waits it satisfies and wakes their runs."
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import messaging_flows  # noqa: F401  (registers the workflows)
-import psycopg
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from runtime import RunFinished, emit_signal, send, start
 from runtime.handles import RunHandle
@@ -19,20 +15,7 @@ from runtime.messaging.signals import emit
 from runtime.models import Event, Message, Run, RunStatus, SignalWait
 from runtime.store.messaging.messages import take_message
 from runtime.testing import InMemoryDispatcher
-
-
-def _statements_sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
-    """Every statement any psycopg cursor sends from now on (Django's and the raw prepared
-    ones), with whether it was sent prepared."""
-    sent: list[tuple[str, bool]] = []
-    execute = psycopg.Cursor.execute
-
-    def counted(cursor: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append((str(query), bool(kwargs.get("prepare"))))
-        return execute(cursor, query, *args, **kwargs)
-
-    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
-    return sent
+from tests.support.statements import statements_sent
 
 
 def _waiting_for_payment(runs: InMemoryDispatcher) -> tuple[str, RunHandle]:
@@ -45,13 +28,12 @@ def _waiting_for_payment(runs: InMemoryDispatcher) -> tuple[str, RunHandle]:
 
 
 def test_a_signal_is_delivered_in_one_statement_after_the_keysets(
-    runs: InMemoryDispatcher, monkeypatch: pytest.MonkeyPatch
+    runs: InMemoryDispatcher,
 ) -> None:
     order, waiting = _waiting_for_payment(runs)
 
-    sent = _statements_sent(monkeypatch)
-    delivered = emit_signal("payment.settled", {"order_id": order})
-    monkeypatch.undo()
+    with statements_sent() as sent:
+        delivered = emit_signal("payment.settled", {"order_id": order})
 
     assert delivered == 1
     # The signal's insert, the keysets' read, and the delivery, each prepared: the delivery
@@ -69,10 +51,10 @@ def test_a_plain_message_is_sent_in_one_statement(runs: InMemoryDispatcher) -> N
     wakeups = Run.objects.get(id=waiting.id).wakeups
     sent_before = len(runs.runs)
 
-    with CaptureQueriesContext(connection) as queries:
+    with statements_sent() as sent:
         message_id = send(waiting.id, "box", {"n": 1})
 
-    assert len(queries.captured_queries) == 1
+    assert [prepared for _, prepared in sent] == [True]  # one statement, prepared
     assert Message.objects.get(id=message_id).value == {"n": 1}
     assert Run.objects.get(id=waiting.id).wakeups == wakeups + 1
     assert len(runs.runs) == sent_before + 1  # the waiting run is sent to a worker
@@ -90,10 +72,10 @@ def test_a_recv_takes_its_message_in_one_statement_and_finds_it_again(
     first = send(waiting.id, "box", {"n": 1})
     send(waiting.id, "other", {"n": 0})
 
-    with CaptureQueriesContext(connection) as queries:
+    with statements_sent() as sent:
         took = take_message(waiting.id, "box", 900)
 
-    assert len(queries.captured_queries) == 1
+    assert [prepared for _, prepared in sent] == [True]
     assert took is not None and (took.id, took.value) == (first, {"n": 1})
     again = take_message(waiting.id, "box", 900)  # a replay of that position: the same one
     assert again is not None and again.id == first
@@ -102,16 +84,15 @@ def test_a_recv_takes_its_message_in_one_statement_and_finds_it_again(
 
 
 def test_a_signal_resume_reads_its_wait_and_emitter_in_one_prepared_statement(
-    runs: InMemoryDispatcher, monkeypatch: pytest.MonkeyPatch
+    runs: InMemoryDispatcher,
 ) -> None:
     order, waiting = _waiting_for_payment(runs)
     by = {"user": "ops", "via": "test"}
     emitted = emit(name="payment.settled", payload={"order_id": order}, by=by)
     assert emitted.delivered == 1
 
-    sent = _statements_sent(monkeypatch)
-    runs.join()
-    monkeypatch.undo()
+    with statements_sent() as sent:
+        runs.join()
 
     waits = [(sql, prepared) for sql, prepared in sent if "runtime_signalwait" in sql]
     assert len(waits) == 1 and waits[0][1]  # the wait and its signal's emitter, prepared

@@ -7,13 +7,12 @@ from __future__ import annotations
 import uuid
 
 import update_flows  # noqa: F401  (registers the workflows)
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from runtime import start
 from runtime.models import Run, RunStatus, RunUpdate
 from runtime.store.messaging.updates import insert_update
 from runtime.testing import InMemoryDispatcher
+from tests.support.statements import statements_sent
 
 
 def _waiting_cart(runs: InMemoryDispatcher) -> uuid.UUID:
@@ -28,15 +27,15 @@ def test_an_update_is_accepted_in_one_statement(runs: InMemoryDispatcher) -> Non
     before = Run.objects.get(id=rid).wakeups
     woken: list[tuple[uuid.UUID, int]] = []
 
-    with CaptureQueriesContext(connection) as queries:
+    with statements_sent() as sent:
         row, created = insert_update(
             rid, "u-1", "add_item", {"sku": "A1"}, by=None,
             enqueue=lambda run_id, priority: woken.append((run_id, priority)), flush=False,
         )  # fmt: skip
 
     assert created and row.id == "u-1" and row.status == "pending"
-    assert len(queries.captured_queries) == 1
-    assert "synchronous_commit" in queries.captured_queries[0]["sql"]
+    assert [prepared for _, prepared in sent] == [True]  # one statement, prepared
+    assert "synchronous_commit" in sent[0][0]
     assert woken == [(rid, 0)]  # a waiting run is sent to a worker
     after = Run.objects.get(id=rid)
     assert after.wakeups == before + 1 and after.wake_at is not None
@@ -54,9 +53,9 @@ def test_a_repeated_update_id_and_a_finished_run_write_nothing(runs: InMemoryDis
             enqueue=lambda run_id, priority: woken.append((run_id, priority)), flush=flush,
         )  # fmt: skip
 
-    with CaptureQueriesContext(connection) as queries:
+    with statements_sent() as sent:
         accept(flush=True)
-    assert "synchronous_commit" not in queries.captured_queries[0]["sql"]
+    assert "synchronous_commit" not in sent[0][0]
     wakeups = Run.objects.get(id=rid).wakeups
     _, created = accept(flush=True)
     assert not created and len(woken) == 1
