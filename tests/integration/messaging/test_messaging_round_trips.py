@@ -14,6 +14,7 @@ from runtime.handles import RunHandle
 from runtime.messaging.signals import emit
 from runtime.models import Event, Message, Run, RunStatus, SignalWait
 from runtime.store.messaging.messages import take_message
+from runtime.store.messaging.values import latest_value, upsert_value
 from runtime.testing import InMemoryDispatcher
 from tests.support.statements import statements_sent
 
@@ -99,3 +100,18 @@ def test_a_signal_resume_reads_its_wait_and_emitter_in_one_prepared_statement(
     assert Run.objects.get(id=waiting.id).status == RunStatus.COMPLETED
     received = Event.objects.get(run_id=waiting.id, type="signal_received").payload
     assert received["by"] == by and received["payload"] == {"order_id": order}
+
+
+def test_a_value_is_set_and_read_in_one_prepared_statement_each(
+    runs: InMemoryDispatcher,
+) -> None:
+    run = start("tests.msg.inbox", "box", 1)
+    runs.join()
+    with statements_sent() as sent:
+        upsert_value(run.id, "total", {"n": 1}, position=7)  # a new key
+        upsert_value(run.id, "total", {"n": 2}, position=9)  # a later position: replaces
+        upsert_value(run.id, "total", {"n": 0}, position=8)  # a replayed older one: kept out
+        found = latest_value(run.id, "total")
+    assert [prepared for _, prepared in sent] == [True] * 4
+    assert found == {"n": 2}
+    assert latest_value(run.id, "missing", "none") == "none"
