@@ -20,7 +20,7 @@ def statements_sent() -> Iterator[list[tuple[str, bool]]]:
         sent.append((str(query), bool(kwargs.get("prepare"))))
         return execute(cursor, query, *args, **kwargs)
 
-    psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+    psycopg.Cursor.execute = counted  # type: ignore[method-assign, assignment]
     try:
         yield sent
     finally:

@@ -21,7 +21,7 @@ from typing import Any
 
 from django.db import connection
 
-from runtime.models import RunUpdate
+from runtime.models import Run, RunUpdate
 from runtime.store.history.payload_forms import StoredForms
 from runtime.store.messaging.statement_parts import ACTIVE, NO_FLUSH, RUNS, WAKE, decoded, prepared
 from runtime.store.messaging.streams import CHANNEL
@@ -141,3 +141,29 @@ def no_flush() -> None:
     """This transaction's commit does not wait for the WAL flush (inside an atomic block)."""
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL synchronous_commit = off")
+
+
+_RUN_STATE = f"SELECT workflow, status, error FROM {RUNS} WHERE id = %s"
+_ANSWER_AND_RUN = (
+    f"SELECT {', '.join('u.' + c for c in COLUMNS.split(', '))}, r.workflow, r.status, r.error"
+    f" FROM {_TABLE} u JOIN {RUNS} r ON r.id = u.run_id WHERE u.run_id = %s AND u.update_id = %s"
+)
+
+
+def run_state_pg(rid: uuid.UUID) -> tuple[str, str, Any] | None:
+    """The run's (workflow, status, error), or None for no such run."""
+    rows = prepared(_RUN_STATE, [rid])
+    if not rows:
+        return None
+    workflow, status, error = rows[0]
+    return workflow, status, decoded(Run, "error", error)
+
+
+def answer_and_run_pg(rid: uuid.UUID, update_id: str) -> tuple[Any, ...] | None:
+    """The update's COLUMNS, then its run's workflow, status and error, in one read (one
+    snapshot), or None for no such update: what a caller waiting for the answer reads."""
+    rows = prepared(_ANSWER_AND_RUN, [rid, update_id])
+    if not rows:
+        return None
+    *update, workflow, status, error = rows[0]
+    return (*_decoded(update), workflow, status, decoded(Run, "error", error))

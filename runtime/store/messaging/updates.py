@@ -19,7 +19,9 @@ from runtime.store.history.payload_forms import StoredForms
 from runtime.store.messaging.streams import notify_run
 from runtime.store.messaging.update_statements import (
     accept_update_pg,
+    answer_and_run_pg,
     answer_update_pg,
+    run_state_pg,
     take_update_pg,
 )
 from runtime.store.messaging.wakes import wake_runs_txn
@@ -58,7 +60,11 @@ class RunState:
 
 
 def run_state(rid: uuid.UUID) -> RunState | None:
-    """The run's workflow, status and error, or None for no such run."""
+    """The run's workflow, status and error, or None for no such run (prepared on
+    PostgreSQL: a caller reads it for every update it sends)."""
+    if postgres():
+        row = run_state_pg(rid)
+        return None if row is None else RunState(*row)
     row = Run.objects.filter(id=rid).values_list("workflow", "status", "error").first()
     return None if row is None else RunState(*row)
 
@@ -66,8 +72,12 @@ def run_state(rid: uuid.UUID) -> RunState | None:
 def answer_and_run(rid: uuid.UUID, update_id: str) -> tuple[UpdateRow, RunState] | None:
     """The update and its run in one read (one snapshot: an answer committed before the run
     finished is seen with it), or None for no such update."""
-    fields = (*_FIELDS, "run__workflow", "run__status", "run__error")
-    row = RunUpdate.objects.filter(run_id=rid, update_id=update_id).values_list(*fields).first()
+    if postgres():
+        row = answer_and_run_pg(rid, update_id)
+    else:
+        fields = (*_FIELDS, "run__workflow", "run__status", "run__error")
+        found = RunUpdate.objects.filter(run_id=rid, update_id=update_id)
+        row = found.values_list(*fields).first()
     if row is None:
         return None
     return UpdateRow(*row[: len(_FIELDS)]), RunState(*row[len(_FIELDS) :])

@@ -10,7 +10,7 @@ import update_flows  # noqa: F401  (registers the workflows)
 
 from runtime import start
 from runtime.models import Run, RunStatus, RunUpdate
-from runtime.store.messaging.updates import insert_update
+from runtime.store.messaging.updates import answer_and_run, insert_update, run_state
 from runtime.testing import InMemoryDispatcher
 from tests.support.statements import statements_sent
 
@@ -63,3 +63,27 @@ def test_a_repeated_update_id_and_a_finished_run_write_nothing(runs: InMemoryDis
     Run.objects.filter(id=rid).update(status=RunStatus.COMPLETED)
     _, created = accept(flush=True)  # the same id once finished: the first update, again
     assert not created and RunUpdate.objects.filter(run_id=rid).count() == 1
+
+
+def test_a_caller_reads_the_run_and_the_answer_in_one_prepared_statement_each(
+    runs: InMemoryDispatcher,
+) -> None:
+    rid = _waiting_cart(runs)
+    insert_update(rid, "u-1", "add_item", {"sku": "A1"}, by={"user": "ops"},
+                  enqueue=lambda run_id, priority: None, flush=True)  # fmt: skip
+    with statements_sent() as sent:
+        state = run_state(rid)
+        found = answer_and_run(rid, "u-1")
+        missing = answer_and_run(rid, "u-2")
+    assert [prepared for _, prepared in sent] == [True, True, True]
+    assert state is not None and (state.workflow, state.status) == ("tests.upd.cart", "waiting")
+    assert found is not None and missing is None
+    row, run = found
+    assert (row.id, row.name, row.payload, row.status, row.by) == (
+        "u-1",
+        "add_item",
+        {"sku": "A1"},
+        "pending",
+        {"user": "ops"},
+    )
+    assert (run.workflow, run.status, run.error) == ("tests.upd.cart", "waiting", None)
