@@ -195,7 +195,7 @@ def _framed(statements: Sequence[Statement], last: bool) -> tuple[list[Statement
     return framed, before, after
 
 
-def _has_rows(cursor: psycopg.Cursor[Any]) -> bool:
+def has_rows(cursor: psycopg.Cursor[Any]) -> bool:
     # `cursor.description` would build a Column per column just to say whether there are any.
     result = cursor.pgresult
     return result is not None and result.nfields > 0
@@ -226,7 +226,7 @@ def execute(statements: Sequence[Statement], *, last: bool = False) -> list[list
                     pg_cursor = psycopg.Cursor(raw)
                     cursors.append(pg_cursor)
                     pg_cursor.execute(sql, params, prepare=sql not in _FRAMES)
-            rows = [c.fetchall() if _has_rows(c) else [] for c in cursors]
+            rows = [c.fetchall() if has_rows(c) else [] for c in cursors]
         finally:
             for c in cursors:
                 c.close()

@@ -13,8 +13,6 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
-
 from runtime.models import Message
 from runtime.store.history.payload_forms import StoredForms
 from runtime.store.messaging.statement_parts import (
@@ -23,6 +21,7 @@ from runtime.store.messaging.statement_parts import (
     RUNS,
     WAKE,
     decoded,
+    encoded,
     prepared,
 )
 
@@ -49,11 +48,8 @@ def send_pg(
     """Send a plain message (see the module): the run's (status, priority, the message's id or
     None when the run has finished), or None for no such run. Commits, outside a
     transaction."""
-    stored = Message._meta.get_field("value").get_db_prep_save(
-        StoredForms().form(value, rid), connection
-    )
-    sent_by = Message._meta.get_field("sent_by").get_db_prep_save(by, connection)
-    params = [rid, topic, stored, sent_by, now, now, now]
+    stored = encoded(Message, "value", StoredForms().form(value, rid))
+    params = [rid, topic, stored, encoded(Message, "sent_by", by), now, now, now]
     rows = prepared(_SEND, params)
     return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
 

@@ -12,13 +12,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, cast
-
-from django.db import connection
-from django.db.models import JSONField
+from typing import Any
 
 from runtime.models import Signal, SignalKeyset, SignalWait
-from runtime.store.messaging.statement_parts import ACTIVE, RUNS, WAKE, decoded, prepared
+from runtime.store.messaging.statement_parts import ACTIVE, RUNS, WAKE, decoded, encoded, prepared
 
 _WAITS = SignalWait._meta.db_table
 _DELIVER = f"""
@@ -49,7 +46,7 @@ def deliver_pg(
     """Close the open waits with one of the match `keys` that accept a signal emitted at
     `emitted_at`; (how many, the woken runs' (id, status, priority)). Commits, outside a
     transaction."""
-    stored = SignalWait._meta.get_field("payload").get_db_prep_save(payload, connection)
+    stored = encoded(SignalWait, "payload", payload)
     params = [list(keys), emitted_at, now, signal_id, stored, now, now]
     rows = prepared(_DELIVER, params)
     closed = next(int(row[0]) for row in rows if row[0] is not None)
@@ -87,13 +84,8 @@ _KEYSETS = f"SELECT keys FROM {SignalKeyset._meta.db_table} WHERE name = %s"
 
 def insert_signal_pg(signal: Signal) -> None:
     """Insert `signal` (one without an idempotency key) and set its id."""
-
-    def stored(name: str, value: Any) -> Any:
-        field = cast("JSONField[Any]", Signal._meta.get_field(name))
-        return field.get_db_prep_save(value, connection)
-
-    params = [signal.name, stored("payload", signal.payload),
-              stored("emitted_by", signal.emitted_by), signal.created_at]  # fmt: skip
+    params = [signal.name, encoded(Signal, "payload", signal.payload),
+              encoded(Signal, "emitted_by", signal.emitted_by), signal.created_at]  # fmt: skip
     ((signal.id,),) = prepared(_INSERT_SIGNAL, params)
 
 

@@ -11,6 +11,7 @@ from django.db.models import JSONField, Model
 
 from runtime.models import ACTIVE_RUN_STATES, Run
 from runtime.store.connection import raw_connection
+from runtime.store.dialect import has_rows
 
 RUNS = Run._meta.db_table
 ACTIVE = ", ".join(f"'{state}'" for state in ACTIVE_RUN_STATES)  # for `status IN (...)`
@@ -20,10 +21,19 @@ NO_FLUSH = "SELECT set_config('synchronous_commit', 'off', true)"
 WAKE = "wakeups = r.wakeups + 1, wake_at = %s, updated_at = %s"
 
 
+def _json_field(model: type[Model], name: str) -> JSONField[Any]:
+    return cast("JSONField[Any]", model._meta.get_field(name))
+
+
 def decoded(model: type[Model], name: str, stored: Any) -> Any:
     """A JSON column of `model` as the model reads it (a payload's stored form unpacked)."""
-    field = cast("JSONField[Any]", model._meta.get_field(name))
-    return field.from_db_value(stored, None, connection)  # type: ignore[arg-type]
+    return _json_field(model, name).from_db_value(stored, None, connection)  # type: ignore[arg-type]
+
+
+def encoded(model: type[Model], name: str, value: Any) -> Any:
+    """`value` as the parameter of `model`'s JSON column `name` (for a `%s::jsonb`), as the
+    model would save it; a payload goes in its stored form already (StoredForms)."""
+    return _json_field(model, name).get_db_prep_save(value, connection)
 
 
 def prepared(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
@@ -32,4 +42,4 @@ def prepared(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
     each time cost more than running it."""
     with connection.wrap_database_errors, psycopg.Cursor(raw_connection()) as cursor:
         cursor.execute(sql, params, prepare=True)
-        return cursor.fetchall() if cursor.pgresult and cursor.pgresult.nfields else []
+        return cursor.fetchall() if has_rows(cursor) else []

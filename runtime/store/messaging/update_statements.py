@@ -23,7 +23,15 @@ from django.db import connection
 
 from runtime.models import Run, RunUpdate
 from runtime.store.history.payload_forms import StoredForms
-from runtime.store.messaging.statement_parts import ACTIVE, NO_FLUSH, RUNS, WAKE, decoded, prepared
+from runtime.store.messaging.statement_parts import (
+    ACTIVE,
+    NO_FLUSH,
+    RUNS,
+    WAKE,
+    decoded,
+    encoded,
+    prepared,
+)
 from runtime.store.messaging.streams import CHANNEL
 
 _TABLE = RunUpdate._meta.db_table
@@ -110,10 +118,8 @@ def accept_update_pg(
 ) -> tuple[str, int, bool] | None:
     """Accept the update (see the module): the run's (status, priority, whether this call
     inserted the update), or None for no such run. Outside a transaction: it commits."""
-    stored = RunUpdate._meta.get_field("payload").get_db_prep_save(
-        StoredForms().form(payload, rid), connection
-    )
-    sent_by = RunUpdate._meta.get_field("sent_by").get_db_prep_save(by, connection)
+    stored = encoded(RunUpdate, "payload", StoredForms().form(payload, rid))
+    sent_by = encoded(RunUpdate, "sent_by", by)
     params = [rid, update_id, name, stored, sent_by, now, now, now, CHANNEL, str(rid)]
     rows = prepared(_ACCEPT_FLUSHED if flush else _ACCEPT_UNFLUSHED, params)
     return (rows[0][0], rows[0][1], bool(rows[0][2])) if rows else None
@@ -130,8 +136,8 @@ def answer_update_pg(
 ) -> bool:
     """Write the first answer and notify the run's listeners with its commit; False if the
     update had an answer already."""
-    stored = RunUpdate._meta.get_field("reply").get_db_prep_save(  # the stored form, as JSON
-        StoredForms().form(reply, rid) if reply is not None else None, connection
+    stored = encoded(
+        RunUpdate, "reply", StoredForms().form(reply, rid) if reply is not None else None
     )
     params = [status, stored, reason, position, now, rid, update_id, CHANNEL, str(rid)]
     return bool(prepared(_ANSWER, params))

@@ -7,16 +7,15 @@ it (a set was an UPDATE, then a savepoint's INSERT for a new key, each planned a
 from __future__ import annotations
 
 import uuid
-from typing import Any, cast
+from typing import Any
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import JSONField
+from django.db import IntegrityError, transaction
 
 from runtime.core.clock import current_time
 from runtime.models import Run, RunValue
 from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
-from runtime.store.messaging.statement_parts import decoded, prepared
+from runtime.store.messaging.statement_parts import decoded, encoded, prepared
 
 _VALUES = RunValue._meta.db_table
 _UPSERT = f"""
@@ -34,9 +33,7 @@ def upsert_value(run_id: uuid.UUID, key: str, value: Any, position: int) -> None
     now = current_time()
     value = StoredForms().form(value, run_id)  # encrypted or offloaded like every payload
     if postgres():
-        field = cast("JSONField[Any]", RunValue._meta.get_field("value"))
-        stored = field.get_db_prep_save(value, connection)
-        prepared(_UPSERT, [run_id, key, stored, position, now])
+        prepared(_UPSERT, [run_id, key, encoded(RunValue, "value", value), position, now])
         return
     newer = RunValue.objects.filter(run_id=run_id, key=key, position__lte=position)
     if not newer.update(value=value, position=position, updated_at=now):
