@@ -33,13 +33,17 @@ from runtime.store.dialect import postgres
 _PENDING = SearchPending._meta.db_table
 _ATTRIBUTES = SearchAttribute._meta.db_table
 _INSERT = f"INSERT INTO {_PENDING} (run_id, attributes) VALUES (%s::uuid, %s::jsonb)"
+# A pending attribute `a` (of jsonb_each) as the typed columns of its attribute row.
+_AS_COLUMNS = (
+    "a.key, a.value ->> 'kind', (a.value ->> 'num')::float8, a.value ->> 'text',"
+    " (a.value ->> 'at')::timestamptz"
+)
 
 # From the pending rows `moved` (deleted, returned), the attribute rows of position 0; a row
 # there already came from a later position (a `ctx.set_search`, a fork's copy): it stays.
 _INDEX_MOVED = (
     f"indexed AS (INSERT INTO {_ATTRIBUTES} (run_id, name, kind, num, text, at, position)"
-    " SELECT m.run_id, a.key, a.value ->> 'kind', (a.value ->> 'num')::float8,"
-    " a.value ->> 'text', (a.value ->> 'at')::timestamptz, 0"
+    f" SELECT m.run_id, {_AS_COLUMNS}, 0"
     " FROM moved m CROSS JOIN LATERAL jsonb_each(m.attributes) a"
     " ON CONFLICT (run_id, name) DO NOTHING RETURNING 1)"
     " SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM indexed)"
@@ -72,12 +76,18 @@ class Drained:
         return Drained(self.runs + other.runs, self.attributes + other.attributes)
 
 
+def column_of(kind: str) -> str:
+    """The typed column (of an attribute row, and of a pending attribute) that holds a value
+    of the declared `kind`."""
+    return {"str": "text", "datetime": "at"}.get(kind, "num")
+
+
 def pending_form(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """A run's attribute rows (runtime.store.runs.search_rows.attribute_rows) as its pending
     row's JSON: each attribute's kind and its one typed column's value."""
     form: dict[str, dict[str, Any]] = {}
     for row in rows:
-        column = {"str": "text", "datetime": "at"}.get(row["kind"], "num")
+        column = column_of(row["kind"])
         value = row[column]
         form[row["name"]] = {"kind": row["kind"], column: value.isoformat() if column == "at"
                              else value}  # fmt: skip
@@ -95,12 +105,7 @@ def insert_statement(rows: list[dict[str, Any]]) -> tuple[str, list[Any]]:
 def drain(limit: int = DRAIN_BATCH) -> Drained:
     """Move up to `limit` pending rows into attribute rows, in one statement (a transaction
     of its own unless the caller holds one); rows another drain holds are left to it."""
-    if not postgres():
-        return Drained()
-    with connection.cursor() as cursor:
-        cursor.execute(DRAIN_SQL, [limit])
-        runs, attributes = cursor.fetchone()
-    return Drained(runs, attributes)
+    return _drained(DRAIN_SQL, [limit]) if postgres() else Drained()
 
 
 def drain_all(limit: int = DRAIN_BATCH, seconds: float = DRAIN_SECONDS) -> Drained:
@@ -120,10 +125,12 @@ def drain_runs(run_ids: Iterable[uuid.UUID]) -> Drained:
     """Move these runs' pending rows now (waiting for a drain that holds one): afterwards
     their attribute rows are all they have."""
     ids = list(run_ids)
-    if not ids or not postgres():
-        return Drained()
+    return _drained(_DRAIN_RUNS_SQL, [ids]) if ids and postgres() else Drained()
+
+
+def _drained(sql: str, params: list[Any]) -> Drained:
     with connection.cursor() as cursor:
-        cursor.execute(_DRAIN_RUNS_SQL, [ids])
+        cursor.execute(sql, params)
         runs, attributes = cursor.fetchone()
     return Drained(runs, attributes)
 
@@ -138,8 +145,7 @@ def pending_count() -> int:
 _ROWS_WITH_PENDING = (
     f"SELECT id, run_id, name, kind, num, text, at, position FROM {_ATTRIBUTES}"
     " WHERE run_id = ANY(%s::uuid[]) UNION ALL"
-    " SELECT 0, p.run_id, a.key, a.value ->> 'kind', (a.value ->> 'num')::float8,"
-    " a.value ->> 'text', (a.value ->> 'at')::timestamptz, 0"
+    f" SELECT 0, p.run_id, {_AS_COLUMNS}, 0"
     f" FROM {_PENDING} p CROSS JOIN LATERAL jsonb_each(p.attributes) a"
     " WHERE p.run_id = ANY(%s::uuid[]) ORDER BY position"
 )

@@ -15,6 +15,7 @@ from runtime.core.search import Condition
 from runtime.models import Event, Run, SearchAttribute
 from runtime.store.dialect import postgres
 from runtime.store.runs.search_pending import (
+    column_of,
     drain_matching,
     drain_runs,
     pending_text_values,
@@ -132,12 +133,8 @@ def run_workflow(run_id: uuid.UUID) -> str | None:
     return Run.objects.filter(id=run_id).values_list("workflow", flat=True).first()
 
 
-def _column(cond: Condition) -> str:
-    return {"str": "text", "datetime": "at"}.get(cond.kind, "num")
-
-
 def _lookup(cond: Condition) -> dict[str, Any]:
-    column = _column(cond)
+    column = column_of(cond.kind)
 
     def stored(value: Any) -> Any:
         return _typed(cond.kind, value)[column]
@@ -161,7 +158,7 @@ def matching(runs: QuerySet[Run], conditions: list[Condition]) -> QuerySet[Run]:
         by_name.setdefault(cond.name, []).append(cond)
     for name, terms in by_name.items():
         lookups = [_lookup(cond) for cond in terms]
-        drain_matching(name, _column(terms[0]), lookups)
+        drain_matching(name, column_of(terms[0].kind), lookups)
         rows = SearchAttribute.objects.filter(name=name)
         for lookup in lookups:
             rows = rows.filter(**lookup)

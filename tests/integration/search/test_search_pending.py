@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from runtime.lifecycle.archive import SECTIONS, read_archive, restore, write_arc
 from runtime.models import Run, SearchAttribute, SearchPending
 from runtime.run_queries import run_query
 from runtime.store.lifecycle import purge
-from runtime.store.runs.search_pending import drain, drain_all, pending_count
+from runtime.store.runs.search_pending import DRAIN_BATCH, drain, drain_all, pending_count
 from runtime.store.runs.search_rows import attributes_of, text_values
 from runtime.testing import InMemoryDispatcher
 from runtime.worker import housekeeping
@@ -35,6 +36,27 @@ VALUES = {"customer": 42, "region": "eu", "amount": 10.5, "vip": True, "due": DU
 
 def ids(**search: Any) -> set[uuid.UUID]:
     return set(run_query(search=search).values_list("id", flat=True))
+
+
+def _drain_held(limit: int, hold: Callable[[], object]) -> tuple[threading.Thread, list[int]]:
+    """A drain of up to `limit` rows in a thread of its own, its transaction kept open (its
+    rows locked) until `hold` returns; returned once it has drained, with the list that holds
+    how many runs it moved."""
+    held, moved = threading.Event(), []
+
+    def body() -> None:
+        try:
+            with transaction.atomic():
+                moved.append(drain(limit=limit).runs)
+                held.set()
+                hold()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    assert held.wait(10)
+    return thread, moved
 
 
 def test_search_pending_a_start_writes_one_pending_row_and_no_attribute_row(
@@ -70,20 +92,9 @@ def test_search_pending_two_concurrent_drains_neither_lose_nor_duplicate(
     runs: InMemoryDispatcher,
 ) -> None:
     started = {start("tests.search.quick", search={"customer": n}).id for n in range(100)}
-    held, release, moved = threading.Event(), threading.Event(), []
-
-    def first_drain() -> None:
-        try:
-            with transaction.atomic():  # its 40 rows stay locked until the other has drained
-                moved.append(drain(limit=40).runs)
-                held.set()
-                release.wait(10)
-        finally:
-            connections.close_all()
-
-    other = threading.Thread(target=first_drain)
-    other.start()
-    assert held.wait(10)
+    release = threading.Event()
+    # Its 40 rows stay locked until the other has drained.
+    other, moved = _drain_held(40, lambda: release.wait(10))
     moved.append(drain_all(limit=1000).runs)  # skips the rows held: takes the other 60
     release.set()
     other.join()
@@ -99,20 +110,7 @@ def test_search_pending_a_query_waits_for_a_drain_that_holds_its_run(
     # The drain took the run's row but has not committed: the query's own drain waits for it
     # and then reads the rows it inserted (read-your-writes while workers drain).
     run = start("tests.search.quick", search={"customer": 77})
-    held, moved = threading.Event(), []
-
-    def slow_drain() -> None:
-        try:
-            with transaction.atomic():
-                moved.append(drain().runs)
-                held.set()
-                time.sleep(0.5)
-        finally:
-            connections.close_all()
-
-    other = threading.Thread(target=slow_drain)
-    other.start()
-    assert held.wait(10)
+    other, moved = _drain_held(DRAIN_BATCH, lambda: time.sleep(0.5))
     assert ids(customer=77) == {run.id}
     other.join()
     assert moved == [1] and pending_count() == 0
