@@ -92,6 +92,9 @@ class FanfoldSettings:
     # thread keeps parked (0: none; every resume replays), and for how long (seconds) at most.
     WARM_RUNS: int = 1000
     WARM_RUN_SECONDS: float = 300.0
+    # How long (seconds) a resume waits for the worker node that keeps its run parked before
+    # the run sweep sends it to any worker (runtime.warm.routing; 0: resumes go to any worker).
+    WARM_ROUTE_SECONDS: float = 2.0
     # Connection poolers (docs/deploying.md): whether Django's default database is reached
     # through a transaction-pooling pooler (PgBouncer, RDS Proxy, pgcat), and the PostgreSQL
     # URL of the database itself for what needs a session of its own (LISTEN, the liveness
@@ -139,6 +142,7 @@ _MAY_BE_ZERO = {
     "UPDATE_LINGER",
     "WARM_RUNS",
     "WARM_RUN_SECONDS",
+    "WARM_ROUTE_SECONDS",
 }
 _RATE = re.compile(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)")
 _KEEP_EVERYTHING = {"none", "never", "off"}

@@ -35,23 +35,28 @@ from publisher.messages import IDEMPOTENCY_HEADER, Routing
 from runtime import conf
 from runtime.core import run_batches
 from runtime.core.branch_dispatch import BranchDispatch
+from runtime.core.branch_messages import RUN_BRANCH as RUN_BRANCH
+from runtime.core.branch_messages import branch_message as branch_message
 from runtime.core.broker_priority import broker_priority
-from runtime.core.identity import dispatch_key
 from runtime.core.versions import version_queue
 
 EXECUTE_RUN = "fanfold.execute_run"
 EXECUTE_RUNS = "fanfold.execute_runs"  # several runs' starts (runtime.core.run_batches)
-RUN_BRANCH = "fanfold.run_branch"
 
 
 class Dispatcher(Protocol):
     """Where the runtime sends its messages."""
 
     def enqueue_run(
-        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+        self,
+        run_id: uuid.UUID,
+        countdown: float | None = None,
+        priority: int = 0,
+        queue: str | None = None,
     ) -> None:
         """Ask a worker to execute (or resume) `run_id`, now or after `countdown` seconds;
-        `priority` (0-9, higher first) becomes the message's priority where the broker has one."""
+        `priority` (0-9, higher first) becomes the message's priority where the broker has one.
+        `queue`: a worker node's warm queue (runtime.warm.routing) instead of the run's."""
 
     def publish_branches(
         self,
@@ -66,29 +71,6 @@ class Dispatcher(Protocol):
     def queue_depth(self, queue: str | None = None) -> int | None:
         """How many messages wait in `queue` (None: the default queue) now; None if that
         cannot be known."""
-
-
-def branch_message(
-    run_id: uuid.UUID,
-    group_position: int,
-    d: BranchDispatch,
-    priority: int = 0,
-    level: int | None = None,
-    queue: str | None = None,
-) -> Message:
-    """The task message of one attempt of one branch (of one poll, for a child branch) of a
-    run of `priority`; `level` is the broker's message priority for it (`broker_priority`),
-    `queue` its Celery queue (None: the default queue)."""
-    key = dispatch_key(run_id, d.position, d.attempt)
-    args: list[object] = [str(run_id), d.position, d.attempt, group_position]
-    if d.poll:
-        key, args = f"{key}:poll:{d.poll}", [*args, d.poll]
-    # Priority 0 adds nothing: the message of a plain run stays what it was.
-    kwargs: dict[str, object] = {"priority": priority} if priority else {}
-    if d.count > 1:  # a chunk (runtime.fanout.chunk): its own key, never its first branch's
-        key, kwargs["count"] = f"{key}:n{d.count}", d.count
-    routing = Routing(queue=queue, priority=level)
-    return Message(RUN_BRANCH, key, args=args, kwargs=kwargs, routing=routing)
 
 
 # A run's Celery queue, if not the run queue's: a Django task's (runtime.django_tasks.queues).
@@ -131,7 +113,11 @@ class CeleryDispatcher:
         return current_app._get_current_object()  # type: ignore[attr-defined]
 
     def enqueue_run(
-        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+        self,
+        run_id: uuid.UUID,
+        countdown: float | None = None,
+        priority: int = 0,
+        queue: str | None = None,
     ) -> None:
         # Duplicates are harmless: an execution that finds the lease taken or the run finished
         # does nothing.
@@ -142,10 +128,12 @@ class CeleryDispatcher:
             countdown=countdown or None,
             ignore_result=True,
             priority=self._level(app, priority),
-            queue=self.run_queue(run_id),
+            queue=queue or self.run_queue(run_id),
         )
 
-    def enqueue_run_soon(self, run_id: uuid.UUID, priority: int = 0) -> None:
+    def enqueue_run_soon(
+        self, run_id: uuid.UUID, priority: int = 0, queue: str | None = None
+    ) -> None:
         """`enqueue_run` without waiting for the broker: the message leaves from a thread,
         batched with others (the embedded broker's at once). Only for a committed run: a lost
         message leaves it due, and the run sweep sends it again."""
@@ -153,7 +141,8 @@ class CeleryDispatcher:
         if str(app.conf.broker_url or "").startswith("memory://"):
             self.enqueue_run(run_id, priority=priority)
             return
-        routing = Routing(queue=self.run_queue(run_id), priority=self._level(app, priority))
+        queue = queue or self.run_queue(run_id)
+        routing = Routing(queue=queue, priority=self._level(app, priority))
         key = f"{run_id}:start"  # derived: a copy the sweep sends has an id of its own
         kwargs: dict[str, object] = {"priority": priority} if priority else {}
         self._background.submit(Message(EXECUTE_RUN, key, [str(run_id)], kwargs, routing=routing))
@@ -254,15 +243,22 @@ def current() -> Dispatcher:
     return _dispatcher
 
 
-def enqueue_run(run_id: uuid.UUID, countdown: float | None = None, priority: int = 0) -> None:
-    """Ask a worker to execute (or resume) `run_id`, now or after `countdown` seconds."""
-    _dispatcher.enqueue_run(run_id, countdown, priority=priority)
+def enqueue_run(
+    run_id: uuid.UUID,
+    countdown: float | None = None,
+    priority: int = 0,
+    queue: str | None = None,
+) -> None:
+    """Ask a worker to execute (or resume) `run_id`, now or after `countdown` seconds; to
+    `queue` (a worker node's warm queue) when given, else to the run's queue."""
+    _dispatcher.enqueue_run(run_id, countdown, priority=priority, queue=queue)
 
 
-def enqueue_run_soon(run_id: uuid.UUID, priority: int = 0) -> None:
+def enqueue_run_soon(run_id: uuid.UUID, priority: int = 0, queue: str | None = None) -> None:
     """`enqueue_run` for a run whose row is committed, without waiting for the broker where
     the dispatcher can (a message lost on the way is sent again by the run sweep)."""
-    getattr(_dispatcher, "enqueue_run_soon", _dispatcher.enqueue_run)(run_id, priority=priority)
+    send = getattr(_dispatcher, "enqueue_run_soon", _dispatcher.enqueue_run)
+    send(run_id, priority=priority, queue=queue)
 
 
 def flush(timeout: float | None = None) -> bool:

@@ -187,7 +187,7 @@ def _execute_once(
         # The run wakes for its open callbacks' deadlines too, whatever it waits on now.
         wake_at = _earliest(suspend.wake_at, next_callback_deadline(ctx.cursor))
         try:
-            execution = _suspend(session, claimed, wake_at, clock)
+            execution = _suspend(session, claimed, wake_at, clock, passing.route())
         except _Replay as again:
             again.warm = passing.handover()
             raise
@@ -257,9 +257,17 @@ def _invoke(ctx: WorkflowContext, claimed: RunClaim, fn: Callable[..., Any]) -> 
 
 
 def _suspend(
-    session: ExecutionSession, claimed: RunClaim, wake_at: datetime | None, clock: Clock
+    session: ExecutionSession,
+    claimed: RunClaim,
+    wake_at: datetime | None,
+    clock: Clock,
+    warm_queue: str | None = None,
 ) -> Execution:
-    patch = RunPatch(status=RunStatus.WAITING, wake_at=wake_at, release_lease=True)
+    """Suspend the run until `wake_at` (None: until something wakes it); its resumes go to
+    `warm_queue` first, the node that keeps it parked (None: to any worker)."""
+    patch = RunPatch(
+        status=RunStatus.WAITING, wake_at=wake_at, warm_queue=warm_queue, release_lease=True
+    )
     guard = SuspendGuard(session.token, claimed.wakeups)
     cp = HistoryWrite(session.run_id, guard, run=patch)
     try:
@@ -275,7 +283,7 @@ def _suspend(
         return _aborted(session, abort.failure)
     if wake_at is not None:
         delay = max((wake_at - clock.now()).total_seconds(), 0.0)
-        enqueue_run(session.run_id, countdown=delay, priority=session.priority)
+        enqueue_run(session.run_id, delay, priority=session.priority, queue=warm_queue)
     return Execution(ExecutionOutcome.SUSPENDED, wake_at)
 
 

@@ -28,6 +28,7 @@ from runtime.observe.exporter import child_exited, start_worker_exporter
 from runtime.recovery import dead_processes, run_sweep
 from runtime.store import writer
 from runtime.store.connection import close_stale_connections
+from runtime.warm import routing
 from runtime.warm.cache import warm_runs
 from runtime.worker import gc_freeze, housekeeping, prefetch, version_queues
 from runtime.worker.run_batch import execute_batch
@@ -102,11 +103,13 @@ def start_sweeps() -> None:
 
 
 @worker_init.connect
-def _consume_version_queues(sender: Any = None, **_: object) -> None:
-    """Once the worker's queues are chosen (`-Q`): their variants of the versions it serves."""
+def _consume_own_queues(sender: Any = None, **_: object) -> None:
+    """Once the worker's queues are chosen (`-Q`): their variants of the versions it serves,
+    and the node's own queue for the runs it keeps parked (runtime.warm.routing)."""
     app = getattr(sender, "app", None)
     if app is not None:
         version_queues.consume_version_queues(app)
+        routing.consume_node_queue(sender)
 
 
 @worker_ready.connect

@@ -77,23 +77,23 @@ class RunPatch:
     started_at: Any = UNSET
     finished_at: Any = UNSET
     wake_at: Any = UNSET
+    warm_queue: Any = UNSET  # a suspend's: where its resumes go first (runtime.warm.routing)
     release_lease: bool = False
 
     def merged(self, later: RunPatch) -> RunPatch:
         """This patch followed by `later`: later values win."""
         values = {
             name: getattr(later, name) if getattr(later, name) is not UNSET else getattr(self, name)
-            for name in ("status", "result", "error", "started_at", "finished_at", "wake_at")
+            for name in _PATCHED
         }
         return RunPatch(**values, release_lease=self.release_lease or later.release_lease)
 
     def columns(self) -> dict[str, Any]:
-        cols = {
-            name: getattr(self, name)
-            for name in ("status", "result", "error", "started_at", "finished_at", "wake_at")
-            if getattr(self, name) is not UNSET
-        }
+        cols = {name: getattr(self, name) for name in _PATCHED if getattr(self, name) is not UNSET}
         return cols
+
+
+_PATCHED = ("status", "result", "error", "started_at", "finished_at", "wake_at", "warm_queue")
 
 
 @dataclass(frozen=True, slots=True)

@@ -157,6 +157,10 @@ class Run(models.Model):
         "version", max_length=64, default="", db_default="", blank=True, editable=False
     )
 
+    # The queue of the worker node that keeps this waiting run parked (runtime.warm.routing):
+    # a resume goes there first. Written by each suspend; cleared when the sweep falls back.
+    warm_queue = models.CharField(max_length=255, null=True, blank=True, editable=False)
+
     objects = RunQuerySet.as_manager()
 
     class Meta:

@@ -54,9 +54,14 @@ def due_runs(limit: int = 500) -> list[tuple[uuid.UUID, int]]:
     """(id, priority) of the runs to enqueue again, oldest due first; each is due anew from
     now (the next sweep waits for the message sent now as it waited for the first)."""
     now = current_time()
-    grace = overdue_grace(served_queue_depth(conf.get().RUN_QUEUE or None))
+    settings = conf.get()
+    grace = overdue_grace(served_queue_depth(settings.RUN_QUEUE or None))
     served = (UNPINNED, *versions.served())
-    return take_due_runs(now, now - timedelta(seconds=grace), limit, served)
+    # A resume sent to the node that keeps its run parked falls back to any worker after its
+    # own wait: that node's queue is not the run queue whose depth sets the grace.
+    warm = settings.WARM_ROUTE_SECONDS
+    warm_before = now - timedelta(seconds=warm) if warm > 0 else None
+    return take_due_runs(now, now - timedelta(seconds=grace), limit, served, warm_before)
 
 
 def sweep_once() -> int:

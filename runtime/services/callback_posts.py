@@ -100,7 +100,8 @@ def post_callback(
     )
     _commit(write, step.name, 512 + 2 * size)
     if not heartbeat:
-        enqueue_run(step.run_id, priority=step.run.priority)
+        run = step.run  # read with the step: to the node that keeps it parked, if one does
+        enqueue_run(step.run_id, priority=run.priority, queue=run.warm_queue)
     return CallbackReceipt(step.run_id, step.name, row.status, row.wake_at)
 
 

@@ -56,7 +56,11 @@ class VirtualDispatcher:
         self._lock = threading.Lock()
 
     def enqueue_run(
-        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+        self,
+        run_id: uuid.UUID,
+        countdown: float | None = None,
+        priority: int = 0,
+        queue: str | None = None,  # one process: no worker node to route to
     ) -> None:
         due = self.clock.now() + timedelta(seconds=max(countdown or 0.0, 0.0))
         with self._lock:

@@ -98,6 +98,7 @@ class SentRun:
     countdown: float | None
     due: float  # time.monotonic() when it may run
     priority: int = 0
+    queue: str | None = None  # a worker node's warm queue it was sent to (runtime.warm.routing)
 
 
 @dataclass(frozen=True)
@@ -121,9 +122,14 @@ class InMemoryDispatcher:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def enqueue_run(
-        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+        self,
+        run_id: uuid.UUID,
+        countdown: float | None = None,
+        priority: int = 0,
+        queue: str | None = None,
     ) -> None:
-        sent = SentRun(run_id, countdown, time.monotonic() + (countdown or 0.0), priority)
+        due = time.monotonic() + (countdown or 0.0)
+        sent = SentRun(run_id, countdown, due, priority, queue)  # run here, whatever the queue
         with self._lock:
             self.runs.append(sent)
             self._queue.append(sent)

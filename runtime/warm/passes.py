@@ -25,6 +25,7 @@ from runtime.durable.session import ExecutionSession
 from runtime.models import RunStatus
 from runtime.store.runs.run_statements import RunClaim, claim_run_with_history
 from runtime.store.runs.warm_reads import claim_run_with_tail, load_tail
+from runtime.warm import routing
 from runtime.warm.cache import WarmRun, warm_runs
 from runtime.workflow_call import WorkflowContext, new_workflow_context
 
@@ -109,6 +110,12 @@ class WarmPass:
         if isinstance(outcome, Parked):
             raise outcome.suspend
         return outcome
+
+    def route(self) -> str | None:
+        """Where this pass's suspend sends the run's resumes: this worker node's queue if the
+        workflow parked (runtime.warm.routing), else None (any worker)."""
+        parked = self._parked
+        return routing.parked_here() if parked is not None and parked.parked else None
 
     def suspended(self) -> None:
         """The run's suspend committed: keep its parked workflow warm."""

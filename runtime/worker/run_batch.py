@@ -4,7 +4,9 @@ The background publisher combines the start messages it holds at send time into 
 of many run ids (runtime.core.run_batches), so a stream of short runs (Django tasks) costs a
 worker one broker message, one hop to a pool process and one acknowledgement per batch
 instead of per run. The batch's runs are claimed together first, in one round trip
-(runtime.store.runs.run_claims), each under its own lease token; a run that cannot be claimed
+(runtime.store.runs.run_claims), each under its own lease token, except those this thread
+keeps parked (runtime.warm: a batch of wakes), claimed at their turn with the history's new
+records only; a run that cannot be claimed
 then is skipped, as its own message would skip it (the leases of those not started yet are
 not renewed: see _ClaimedAhead). Each run claimed is then executed as its
 own message would execute it (`executor.execute_claimed`): its own lease, its own
@@ -39,6 +41,7 @@ from runtime.leases.keepers import run_leases
 from runtime.leases.liveness import process_key
 from runtime.store.lifecycle.leases import give_back_run_leases
 from runtime.store.runs.run_claims import Claimed, claim_runs_with_history
+from runtime.warm.cache import warm_runs
 
 # How long a batch waits for the runs it sends on to leave (then the run sweep has them).
 SEND_ON_SECONDS = 10.0
@@ -75,7 +78,10 @@ class _ClaimedAhead:
     """
 
     def __init__(self, run_ids: Sequence[uuid.UUID]) -> None:
-        self._tokens = {run_id: secrets.token_hex(16) for run_id in run_ids}
+        # A run this thread keeps parked (runtime.warm) is claimed at its turn, with only the
+        # history's tail: claimed here with its whole history, its warm copy would be dropped.
+        warm = warm_runs()
+        self._tokens = {run_id: secrets.token_hex(16) for run_id in run_ids if run_id not in warm}
         self._found: Claimed = {}
         self._claimed_at = 0.0
 
@@ -89,7 +95,7 @@ class _ClaimedAhead:
             self.give_back()
             self._tokens.clear()  # the runs left are claimed at their turn
         token = self._tokens.pop(run_id, None)
-        if token is None:  # or the same run twice in one message: claimed on its own again
+        if token is None:  # parked here, or the same run twice in one message: on its own
             return executor.execute(run_id)
         found = self._found.pop(run_id, None)
         if found is None:

@@ -93,3 +93,14 @@ def single_replace(ctx: Any, label: str) -> str:
 def single_queue(ctx: Any, label: str) -> str:
     ctx.recv("go")
     return label
+
+
+STARTS = "tests:accmsg:starts"  # one entry per time a `chat` run's code starts from its top
+
+
+@workflow(name="tests.accmsg.chat")
+def chat(ctx: Any, messages: int) -> int:
+    """A long-lived run taking `messages` messages: a warm resume goes on from the parked
+    call, a replay starts the code again (counted)."""
+    counters_redis_client().rpush(STARTS, str(ctx.run_id))
+    return sum(ctx.recv("m") for _ in range(messages))

@@ -160,7 +160,11 @@ class _Unsent:
     """A dispatcher that sends nothing: the runs wait for the message the test sends."""
 
     def enqueue_run(
-        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+        self,
+        run_id: uuid.UUID,
+        countdown: float | None = None,
+        priority: int = 0,
+        queue: str | None = None,  # one process: no worker node to route to
     ) -> None:
         pass
 

@@ -4,7 +4,10 @@ each message's step runs once.
 
 The doomed worker runs alone while the runs take their first messages, so every parked copy is
 its own; that some resumes were warm shows as runs whose code started fewer times than they
-resumed (a warm resume goes on from the parked call, a replay starts the code again).
+resumed (a warm resume goes on from the parked call, a replay starts the code again). The
+resumes sent after the kill go to the dead node's own queue (runtime.warm.routing), which
+nobody consumes any more: the survivor's run sweep sends them on to any worker once they have
+waited FANFOLD_WARM_ROUTE_SECONDS.
 """
 
 from __future__ import annotations

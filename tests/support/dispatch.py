@@ -25,12 +25,18 @@ from runtime.registry import versions
 class Enqueued:
     calls: list[tuple[uuid.UUID, float | None]] = field(default_factory=list)
     priorities: list[int] = field(default_factory=list)  # of each call, in order
+    queues: list[str | None] = field(default_factory=list)  # of each call: a warm queue or None
 
     def __call__(
-        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+        self,
+        run_id: uuid.UUID,
+        countdown: float | None = None,
+        priority: int = 0,
+        queue: str | None = None,
     ) -> None:
         self.calls.append((run_id, countdown))
         self.priorities.append(priority)
+        self.queues.append(queue)
 
     def count(self, run_id: uuid.UUID) -> int:
         return sum(1 for rid, _ in self.calls if rid == run_id)
@@ -69,12 +75,18 @@ class RecordingDispatcher(CeleryDispatcher):
         self.depth: int | None = None
 
     def enqueue_run(
-        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+        self,
+        run_id: uuid.UUID,
+        countdown: float | None = None,
+        priority: int = 0,
+        queue: str | None = None,
     ) -> None:
-        self.enqueued(run_id, countdown, priority)
+        self.enqueued(run_id, countdown, priority, queue)
 
-    def enqueue_run_soon(self, run_id: uuid.UUID, priority: int = 0) -> None:
-        self.enqueued(run_id, None, priority)  # recorded as sent at once
+    def enqueue_run_soon(
+        self, run_id: uuid.UUID, priority: int = 0, queue: str | None = None
+    ) -> None:
+        self.enqueued(run_id, None, priority, queue)  # recorded as sent at once
 
     def queue_depth(self, queue: str | None = None) -> int | None:
         """`depth` (None, unknown, unless a test sets it) on the queue this process publishes
@@ -111,7 +123,11 @@ class LossyDispatcher(CeleryDispatcher):
         self.resent: list[uuid.UUID] = []
 
     def enqueue_run(
-        self, run_id: uuid.UUID, countdown: float | None = None, priority: int = 0
+        self,
+        run_id: uuid.UUID,
+        countdown: float | None = None,
+        priority: int = 0,
+        queue: str | None = None,
     ) -> None:
         self.resent.append(run_id)
 

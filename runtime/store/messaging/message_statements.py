@@ -27,7 +27,7 @@ from runtime.store.messaging.statement_parts import (
 
 _MESSAGES = Message._meta.db_table
 _SEND = f"""
-WITH locked AS (SELECT id, status, priority FROM {RUNS} WHERE id = %s FOR UPDATE),
+WITH locked AS (SELECT id, status, priority, warm_queue FROM {RUNS} WHERE id = %s FOR UPDATE),
 inserted AS (
     INSERT INTO {_MESSAGES} (run_id, topic, value, sent_by, created_at)
     SELECT id, %s, %s::jsonb, %s::jsonb, %s FROM locked WHERE locked.status IN ({ACTIVE})
@@ -38,20 +38,21 @@ woken AS (
     FROM inserted WHERE r.id = inserted.run_id
     RETURNING r.id
 )
-SELECT status, priority, (SELECT id FROM inserted), (SELECT count(*) FROM woken) FROM locked
+SELECT status, priority, (SELECT id FROM inserted), (SELECT count(*) FROM woken), warm_queue
+FROM locked
 """
 
 
 def send_pg(
     rid: uuid.UUID, topic: str, value: Any, by: dict[str, Any] | None, now: datetime
-) -> tuple[str, int, int | None] | None:
+) -> tuple[str, int, int | None, str | None] | None:
     """Send a plain message (see the module): the run's (status, priority, the message's id or
-    None when the run has finished), or None for no such run. Commits, outside a
-    transaction."""
+    None when the run has finished, its warm queue), or None for no such run. Commits,
+    outside a transaction."""
     stored = encoded(Message, "value", StoredForms().form(value, rid))
     params = [rid, topic, stored, encoded(Message, "sent_by", by), now, now, now]
     rows = prepared(_SEND, params)
-    return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
+    return (rows[0][0], rows[0][1], rows[0][2], rows[0][4]) if rows else None
 
 
 _TAKE = f"""

@@ -5,7 +5,6 @@ the `ctx.recv` at a position once."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,7 @@ from runtime.models import FINISHED_RUN_STATES, Message, Run, RunStatus
 from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
 from runtime.store.messaging.message_statements import send_pg, take_pg
-from runtime.store.messaging.wakes import wake_runs_txn
+from runtime.store.messaging.wakes import Enqueue, wake_runs_txn
 
 
 @dataclass(frozen=True)
@@ -45,10 +44,10 @@ def insert_message(
     idempotency_key: str | None,
     source: tuple[uuid.UUID, int] | None,
     by: dict[str, Any] | None,
-    enqueue: Callable[[uuid.UUID, int], object],
+    enqueue: Enqueue,
 ) -> SentMessage:
     """Insert the message into run `rid`'s mailbox and wake the run (`enqueue(run_id,
-    priority)` after commit); the earlier message for a repeated key or source. Raises
+    priority, warm_queue)` after commit); the earlier message for a repeated key or source. Raises
     RunNotFound or RunFinished, writing nothing."""
     if idempotency_key is None and source is None and postgres() and not connection.in_atomic_block:
         return _insert_message_pg(rid, topic, value, by, enqueue)
@@ -88,17 +87,17 @@ def _insert_message_pg(
     topic: str,
     value: Any,
     by: dict[str, Any] | None,
-    enqueue: Callable[[uuid.UUID, int], object],
+    enqueue: Enqueue,
 ) -> SentMessage:
     """`insert_message` of a plain send in one statement (message_statements)."""
     found = send_pg(rid, topic, value, by, current_time())
     if found is None:
         raise RunNotFound(f"no run {rid}")
-    status, priority, message_id = found
+    status, priority, message_id, warm_queue = found
     if message_id is None:
         raise RunFinished(f"run {rid} has finished ({status}): it takes no messages")
     if status == RunStatus.WAITING:  # a running or pending run finds it by itself
-        enqueue(rid, priority)
+        enqueue(rid, priority, warm_queue)
     return SentMessage(message_id, created=True)
 
 

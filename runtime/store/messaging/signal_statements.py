@@ -32,25 +32,26 @@ closed AS (
 woken AS (
     UPDATE {RUNS} r SET {WAKE}
     WHERE r.id IN (SELECT run_id FROM closed) AND r.status IN ({ACTIVE})
-    RETURNING r.id, r.status, r.priority
+    RETURNING r.id, r.status, r.priority, r.warm_queue
 )
-SELECT (SELECT count(*) FROM closed), NULL, NULL, NULL
+SELECT (SELECT count(*) FROM closed), NULL, NULL, NULL, NULL
 UNION ALL
-SELECT NULL, id, status, priority FROM woken
+SELECT NULL, id, status, priority, warm_queue FROM woken
 """
 
 
 def deliver_pg(
     keys: Sequence[str], signal_id: int, payload: Any, emitted_at: datetime, now: datetime
-) -> tuple[int, list[tuple[uuid.UUID, str, int]]]:
+) -> tuple[int, list[tuple[uuid.UUID, str, int, str | None]]]:
     """Close the open waits with one of the match `keys` that accept a signal emitted at
-    `emitted_at`; (how many, the woken runs' (id, status, priority)). Commits, outside a
+    `emitted_at`; (how many, the woken runs' (id, status, priority, warm queue)). Commits,
+    outside a
     transaction."""
     stored = encoded(SignalWait, "payload", payload)
     params = [list(keys), emitted_at, now, signal_id, stored, now, now]
     rows = prepared(_DELIVER, params)
     closed = next(int(row[0]) for row in rows if row[0] is not None)
-    return closed, [(row[1], row[2], row[3]) for row in rows if row[0] is None]
+    return closed, [(row[1], row[2], row[3], row[4]) for row in rows if row[0] is None]
 
 
 _SIGNALS = Signal._meta.db_table

@@ -5,7 +5,6 @@ and expired signals purged (runtime.messaging.signals checks what is emitted).""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,7 +21,7 @@ from runtime.store.messaging.signal_statements import (
     keysets_pg,
     wait_at_pg,
 )
-from runtime.store.messaging.wakes import wake_runs_txn
+from runtime.store.messaging.wakes import Enqueue, wake_runs_txn
 
 _LOOKBACK_BATCH = 200  # signals read at a time when a new wait looks back
 
@@ -56,7 +55,7 @@ def _earlier(name: str, key: str) -> int | None:
     return found.values_list("id", flat=True).first()
 
 
-def deliver(signal: Signal, enqueue: Callable[[uuid.UUID, int], object]) -> int:
+def deliver(signal: Signal, enqueue: Enqueue) -> int:
     """Deliver a committed signal to the open waits it satisfies; how many runs took it."""
     if postgres():
         keysets = keysets_pg(signal.name)
@@ -86,15 +85,13 @@ def deliver(signal: Signal, enqueue: Callable[[uuid.UUID, int], object]) -> int:
     return len(waits)
 
 
-def _deliver_pg(
-    signal: Signal, keys: list[str], enqueue: Callable[[uuid.UUID, int], object]
-) -> int:
+def _deliver_pg(signal: Signal, keys: list[str], enqueue: Enqueue) -> int:
     """`deliver` in one statement (runtime.store.messaging.signal_statements); the waiting
     runs are enqueued once it committed."""
     closed, woken = deliver_pg(keys, signal.id, signal.payload, signal.created_at, current_time())
-    for run_id, status, priority in sorted(woken):
+    for run_id, status, priority, warm_queue in sorted(woken, key=lambda row: row[0]):
         if status == RunStatus.WAITING:  # a running run replays when its suspend finds it
-            enqueue(run_id, priority)
+            enqueue(run_id, priority, warm_queue)
     return closed
 
 

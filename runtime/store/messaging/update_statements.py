@@ -58,7 +58,7 @@ SELECT * FROM prior UNION ALL SELECT * FROM took
 """
 
 _ACCEPT = f"""
-WITH locked AS (SELECT id, status, priority FROM {RUNS} WHERE id = %s FOR UPDATE),
+WITH locked AS (SELECT id, status, priority, warm_queue FROM {RUNS} WHERE id = %s FOR UPDATE),
 inserted AS (
     INSERT INTO {_TABLE} (run_id, update_id, name, payload, status, sent_by, created_at)
     SELECT id, %s, %s, %s::jsonb, 'pending', %s::jsonb, %s FROM locked{{no_flush}}
@@ -72,7 +72,8 @@ woken AS (
     RETURNING r.id
 ),
 notified AS (SELECT pg_notify(%s, %s) FROM inserted)
-SELECT status, priority, EXISTS (SELECT 1 FROM inserted), (SELECT count(*) FROM notified)
+SELECT status, priority, EXISTS (SELECT 1 FROM inserted), (SELECT count(*) FROM notified),
+    warm_queue
 FROM locked
 """
 _NO_FLUSH = f", ({NO_FLUSH}) AS no_flush"
@@ -115,14 +116,15 @@ def accept_update_pg(
     by: dict[str, Any] | None,
     now: datetime,
     flush: bool,
-) -> tuple[str, int, bool] | None:
+) -> tuple[str, int, bool, str | None] | None:
     """Accept the update (see the module): the run's (status, priority, whether this call
-    inserted the update), or None for no such run. Outside a transaction: it commits."""
+    inserted the update, its warm queue), or None for no such run. Outside a transaction: it
+    commits."""
     stored = encoded(RunUpdate, "payload", StoredForms().form(payload, rid))
     sent_by = encoded(RunUpdate, "sent_by", by)
     params = [rid, update_id, name, stored, sent_by, now, now, now, CHANNEL, str(rid)]
     rows = prepared(_ACCEPT_FLUSHED if flush else _ACCEPT_UNFLUSHED, params)
-    return (rows[0][0], rows[0][1], bool(rows[0][2])) if rows else None
+    return (rows[0][0], rows[0][1], bool(rows[0][2]), rows[0][4]) if rows else None
 
 
 def answer_update_pg(

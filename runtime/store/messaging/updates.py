@@ -5,7 +5,7 @@ once, and answered once (the first answer stays)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,7 @@ from runtime.store.messaging.update_statements import (
     run_state_pg,
     take_update_pg,
 )
-from runtime.store.messaging.wakes import wake_runs_txn
+from runtime.store.messaging.wakes import Enqueue, wake_runs_txn
 
 _FIELDS = ("update_id", "name", "payload", "status", "reply", "reason", "sent_by")
 
@@ -96,13 +96,13 @@ def insert_update(
     payload: Any,
     *,
     by: dict[str, Any] | None,
-    enqueue: Callable[[uuid.UUID, int], object],
+    enqueue: Enqueue,
     flush: bool = True,
 ) -> tuple[UpdateRow, bool]:
-    """Accept update `update_id` for run `rid` and wake the run (`enqueue(run_id, priority)`
-    after commit); (the update, True), or (the earlier one, False) for a repeated id. Raises
-    RunNotFound or RunFinished (a new update to a finished run), writing nothing. `flush`
-    False: on PostgreSQL the commit does not wait for the WAL flush."""
+    """Accept update `update_id` for run `rid` and wake the run (`enqueue(run_id, priority,
+    warm_queue)` after commit); (the update, True), or (the earlier one, False) for a repeated
+    id. Raises RunNotFound or RunFinished (a new update to a finished run), writing nothing.
+    `flush` False: on PostgreSQL the commit does not wait for the WAL flush."""
     if postgres() and not connection.in_atomic_block:
         return _insert_update_pg(rid, update_id, name, payload, by, enqueue, flush)
     with transaction.atomic():
@@ -140,14 +140,14 @@ def _insert_update_pg(
     name: str,
     payload: Any,
     by: dict[str, Any] | None,
-    enqueue: Callable[[uuid.UUID, int], object],
+    enqueue: Enqueue,
     flush: bool,
 ) -> tuple[UpdateRow, bool]:
     """`insert_update` in one statement (runtime.store.messaging.update_statements)."""
     found = accept_update_pg(rid, update_id, name, payload, by, current_time(), flush)
     if found is None:
         raise RunNotFound(f"no run {rid}")
-    status, priority, inserted = found
+    status, priority, inserted, warm_queue = found
     if not inserted:  # a repeated id (applied once, even once the run finished), or finished
         earlier = find_update(rid, update_id)
         if earlier is not None:
@@ -156,7 +156,7 @@ def _insert_update_pg(
             raise RunFinished(f"run {rid} has finished ({status}): it takes no updates")
         raise IntegrityError(f"update {update_id!r} of run {rid} conflicted but is not found")
     if status == RunStatus.WAITING:  # a running or pending run finds it by itself
-        enqueue(rid, priority)
+        enqueue(rid, priority, warm_queue)
     return UpdateRow(update_id, name, payload, UpdateStatus.PENDING, by=by), True
 
 

@@ -30,7 +30,7 @@ def test_an_update_is_accepted_in_one_statement(runs: InMemoryDispatcher) -> Non
     with statements_sent() as sent:
         row, created = insert_update(
             rid, "u-1", "add_item", {"sku": "A1"}, by=None,
-            enqueue=lambda run_id, priority: woken.append((run_id, priority)), flush=False,
+            enqueue=lambda run_id, priority, _: woken.append((run_id, priority)), flush=False,
         )  # fmt: skip
 
     assert created and row.id == "u-1" and row.status == "pending"
@@ -50,7 +50,7 @@ def test_a_repeated_update_id_and_a_finished_run_write_nothing(runs: InMemoryDis
     def accept(flush: bool) -> tuple[object, bool]:
         return insert_update(
             rid, "u-1", "add_item", {"sku": "A1"}, by=None,
-            enqueue=lambda run_id, priority: woken.append((run_id, priority)), flush=flush,
+            enqueue=lambda run_id, priority, _: woken.append((run_id, priority)), flush=flush,
         )  # fmt: skip
 
     with statements_sent() as sent:
@@ -70,7 +70,7 @@ def test_a_caller_reads_the_run_and_the_answer_in_one_prepared_statement_each(
 ) -> None:
     rid = _waiting_cart(runs)
     insert_update(rid, "u-1", "add_item", {"sku": "A1"}, by={"user": "ops"},
-                  enqueue=lambda run_id, priority: None, flush=True)  # fmt: skip
+                  enqueue=lambda run_id, priority, _: None, flush=True)  # fmt: skip
     with statements_sent() as sent:
         state = run_state(rid)
         found = answer_and_run(rid, "u-1")

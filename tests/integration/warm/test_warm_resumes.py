@@ -18,6 +18,7 @@ from runtime.executor import ExecutionOutcome, execute
 from runtime.models import Event, Run, Step
 from runtime.testing import InMemoryDispatcher
 from runtime.warm.cache import warm_runs
+from runtime.worker.run_batch import execute_batch
 
 OPS = ("step", "sleep", "recv", "patched", "value", "map", "now")
 
@@ -192,3 +193,19 @@ def test_a_wake_up_that_races_the_suspend_goes_on_from_the_parked_workflow(
     runs.join()
     assert get_run(run_id).wait(timeout=5) == "B"
     assert STARTS[str(run_id)] == 1
+
+
+def test_a_batch_of_wakes_resumes_the_runs_parked_here_warm(runs: InMemoryDispatcher) -> None:
+    """Wakes leave the publisher combined (`fanfold.execute_runs`): the batch claims the runs
+    this thread keeps parked at their turn, with the history's tail, instead of with their
+    whole history, which would drop their warm copies."""
+    ids = [start("tests.warm.program", [["recv", "a"]]).id for _ in range(3)]
+    runs.join()
+    cold = start("tests.warm.program", [["recv", "a"]]).id
+    runs.join()
+    warm_runs().discard(cold)
+    runs.runs.clear()
+    for run_id in [*ids, cold]:
+        send(run_id, "a", "x")
+    assert execute_batch([*ids, cold]) == "completed:4"
+    assert [STARTS[str(run_id)] for run_id in [*ids, cold]] == [1, 1, 1, 2]

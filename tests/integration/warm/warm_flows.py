@@ -63,3 +63,15 @@ def raced(ctx: Any) -> Any:
     STARTS[str(ctx.run_id)] += 1
     ctx.step(poke, str(ctx.run_id))
     return ctx.recv("b")
+
+
+@workflow(name="tests.warm.on_signal")
+def on_signal(ctx: Any, tag: str) -> Any:
+    return ctx.wait_for_signal("tests.warm.ping", match={"tag": tag})
+
+
+@workflow(name="tests.warm.updated", updates={"add": None})
+def updated(ctx: Any) -> Any:
+    upd = ctx.next_update("add")
+    upd.reply(upd.payload)
+    return upd.payload
