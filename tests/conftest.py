@@ -65,6 +65,7 @@ BROKER_FILES = frozenset(
         "test_tasks_workers.py",
         "test_deploy_versions.py",
         "test_deploy_versions_workers.py",
+        "test_warm_routing_workers.py",
     }
 )
 
