@@ -73,7 +73,7 @@ class RecordingDispatcher(CeleryDispatcher):
     ) -> None:
         self.enqueued(run_id, countdown, priority)
 
-    def enqueue_run_soon(self, run_id: uuid.UUID, priority: int = 0) -> None:
+    def enqueue_run_soon(self, run_id: uuid.UUID, priority: int = 0, stream: bool = False) -> None:
         self.enqueued(run_id, None, priority)  # recorded as sent at once
 
     def queue_depth(self, queue: str | None = None) -> int | None:
