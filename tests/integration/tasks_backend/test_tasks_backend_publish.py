@@ -24,6 +24,7 @@ from runtime.store.runs.run_statements import claim_run_with_history
 from runtime.testing import use_dispatcher
 from tests.support import sample_tasks as tasks
 from tests.support.dispatch import LossyDispatcher
+from tests.support.statements import statements_sent
 from tests.support.waiting import wait_until
 
 
@@ -43,6 +44,17 @@ def test_tasks_backend_message_leaves_through_the_background_publisher() -> None
             carried += m.args[0]
     assert carried == ids  # each run once, in the order enqueued
     assert lossy.resent == []
+
+
+def test_tasks_backend_enqueue_is_one_prepared_statement_flushed() -> None:
+    tasks.add.enqueue(1, 1)  # the connection opened (its session set up) and the SQL known
+    with statements_sent() as sent:
+        result = tasks.add.enqueue(1, 2)
+    # The run, its run_created event and its search attribute's pending row: one round trip,
+    # committed with its WAL flushed (durable once enqueue returns).
+    assert [prepared for _, prepared in sent] == [True]
+    assert "synchronous_commit" not in sent[0][0]
+    assert Run.objects.filter(id=uuid.UUID(result.id)).exists()
 
 
 def test_tasks_backend_enqueues_in_a_row_leave_together_after_the_first(
