@@ -14,7 +14,9 @@ messages actually published (runtime.core.run_batches makes one message of many 
 `linger` seconds of the previous request that carried several messages waits out the rest of
 that time (unless `batch_size` messages are queued, or a `flush` waits), so that it takes more
 messages with it; a message submitted after a quiet spell, or after a request of one message,
-leaves at once.
+leaves at once. A message submitted as one of a `stream` (a run's start: a caller that does
+not wait for it to be answered) starts that time even alone, so that the starts of a loop of
+enqueues, each longer than a request, leave a few to a request rather than each on its own.
 """
 
 from __future__ import annotations
@@ -75,20 +77,21 @@ class BackgroundPublisher:
         # A forked child has the queue but not the thread (nor a usable lock): it starts anew.
         self._pid = os.getpid()
         self._cond = threading.Condition()
-        self._queue: deque[Message] = deque()
+        self._queue: deque[tuple[Message, bool]] = deque()  # and whether of a stream
         self._submitted = 0
         self._attempted = 0
         self._flushing = 0  # flush() calls waiting: no lingering while one does
         self._thread: threading.Thread | None = None
 
-    def submit(self, message: Message) -> None:
-        """Queue `message` for the thread; returns at once unless `max_pending` wait."""
+    def submit(self, message: Message, *, stream: bool = False) -> None:
+        """Queue `message` for the thread; returns at once unless `max_pending` wait. With
+        `stream`, its request begins a linger however few it carries."""
         if self._pid != os.getpid():
             self._reset()
         with self._cond:
             if self._thread is not None:
                 self._cond.wait_for(lambda: self._submitted - self._attempted < self.max_pending)
-            self._queue.append(message)
+            self._queue.append((message, stream))
             self._submitted += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
@@ -123,10 +126,12 @@ class BackgroundPublisher:
                 while self._lingers() and (left := until - time.monotonic()) > 0:
                     self._cond.wait(left)
                 count = min(len(self._queue), self.batch_size)
-                batch = [self._queue.popleft() for _ in range(count)]
-            # A lone message is no stream: the next one leaves at once too, as a caller waiting
-            # on each message's answer in turn needs (a run's resume, say).
-            previous = time.monotonic() if len(batch) > 1 else float("-inf")
+                taken = [self._queue.popleft() for _ in range(count)]
+            batch = [message for message, _ in taken]
+            # A lone message is no stream unless submitted as one: the next one leaves at once
+            # too, as a caller waiting on each message's answer in turn needs (a run's resume).
+            streamed = len(batch) > 1 or any(stream for _, stream in taken)
+            previous = time.monotonic() if streamed else float("-inf")
             try:
                 sent = batch if self._combine is None else self._combine(batch)
                 publish_messages(sent, self._transport(), batch_size=self.batch_size)

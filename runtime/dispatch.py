@@ -1,23 +1,16 @@
 """Sending work to workers: the run-execution message, branch messages and their timers.
 
-The send path is a leaf: messages go by task name through the Celery app that is current, and
-nothing here imports the tasks module; the one thread is the publisher's of `enqueue_run_soon`.
-`Dispatcher` is the port; the process uses `CeleryDispatcher` unless something else is
-installed with `install()` (tests use `runtime.testing.use_dispatcher`). `runtime.apps` builds
-it with the embedded worker as its hook before each send and with the run routing (`RunRouting`:
-which Celery queue a run's execution messages go to) of the apps that have one; nothing here
-reads the database (tests/unit/architecture checks what this module imports).
+The send path is a leaf: messages go by task name through the current Celery app, nothing
+here imports the tasks module, the one thread is the publisher's of `enqueue_run_soon`.
+`Dispatcher` is the port; the process uses `CeleryDispatcher` unless another is installed
+(`install()`; tests: `runtime.testing.use_dispatcher`). `runtime.apps` builds it with the
+embedded worker as its hook before each send and the apps' run routing (`RunRouting`: a
+run's Celery queue); nothing here reads the database (tests/unit/architecture checks so).
 
-A branch message is `fanfold.run_branch(run_id, position, attempt, group_position, poll)` with
-the derived key `dispatch_key(run, position, attempt)` as its task id, so a republish of the
-same attempt is recognisably the same message and loses its claim if the first one ran. A
-chunk of a fan-out's first dispatch carries `count` consecutive branches and a key of its own
-(`...:nCOUNT`); a worker runs them one after another (runtime.fanout.chunk). A
-branch of a run with a priority carries it as the `priority` keyword, so that what the branch
-sends in turn (the next branches, retries, the run's resume) goes out with it too.
+Branch messages are made in runtime.core.branch_messages.
 
-Every message carries its run's priority as the broker's message priority where the broker has
-one (runtime.core.broker_priority); a pinned run's go to its version's queues.
+Every message carries its run's priority as the broker's message priority where it has one
+(runtime.core.broker_priority); a pinned run's go to its version's queues.
 """
 
 from __future__ import annotations
@@ -132,20 +125,26 @@ class CeleryDispatcher:
         )
 
     def enqueue_run_soon(
-        self, run_id: uuid.UUID, priority: int = 0, queue: str | None = None
+        self,
+        run_id: uuid.UUID,
+        priority: int = 0,
+        queue: str | None = None,
+        stream: bool = False,
     ) -> None:
         """`enqueue_run` without waiting for the broker: the message leaves from a thread,
-        batched with others (the embedded broker's at once). Only for a committed run: a lost
-        message leaves it due, and the run sweep sends it again."""
+        batched with others (the embedded broker's at once; a `stream` start may linger to
+        leave with the next). Only for a committed run: a lost one is sent again by the sweep."""
         app = self._app()
         if str(app.conf.broker_url or "").startswith("memory://"):
             self.enqueue_run(run_id, priority=priority)
             return
-        queue = queue or self.run_queue(run_id)
-        routing = Routing(queue=queue, priority=self._level(app, priority))
+        routing = Routing(
+            queue=queue or self.run_queue(run_id), priority=self._level(app, priority)
+        )
         key = f"{run_id}:start"  # derived: a copy the sweep sends has an id of its own
         kwargs: dict[str, object] = {"priority": priority} if priority else {}
-        self._background.submit(Message(EXECUTE_RUN, key, [str(run_id)], kwargs, routing=routing))
+        message = Message(EXECUTE_RUN, key, [str(run_id)], kwargs, routing=routing)
+        self._background.submit(message, stream=stream)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the messages `enqueue_run_soon` took were sent; False on time-out."""
@@ -167,10 +166,8 @@ class CeleryDispatcher:
         if now:
             batch_size = conf.get().PUBLISH_BATCH_SIZE
             transport = self._given_transport or self._celery_transport(batch_size)
-            messages = [
-                branch_message(run_id, group_position, d, priority, level, queue) for d in now
-            ]
-            publish_messages(messages, transport, batch_size=batch_size)
+            made = [branch_message(run_id, group_position, d, priority, level, queue) for d in now]
+            publish_messages(made, transport, batch_size=batch_size)
         for d in dispatches:
             if d.countdown > 0:
                 later = branch_message(run_id, group_position, d, priority, level, queue)
@@ -254,11 +251,15 @@ def enqueue_run(
     _dispatcher.enqueue_run(run_id, countdown, priority=priority, queue=queue)
 
 
-def enqueue_run_soon(run_id: uuid.UUID, priority: int = 0, queue: str | None = None) -> None:
+def enqueue_run_soon(
+    run_id: uuid.UUID, priority: int = 0, queue: str | None = None, *, stream: bool = False
+) -> None:
     """`enqueue_run` for a run whose row is committed, without waiting for the broker where
-    the dispatcher can (a message lost on the way is sent again by the run sweep)."""
-    send = getattr(_dispatcher, "enqueue_run_soon", _dispatcher.enqueue_run)
-    send(run_id, priority=priority, queue=queue)
+    the dispatcher can (a message lost on the way is sent again by the run sweep); `stream`:
+    a start, which may wait a moment to leave with the next (a loop of task enqueues)."""
+    if soon := getattr(_dispatcher, "enqueue_run_soon", None):
+        return soon(run_id, priority=priority, queue=queue, stream=stream)
+    _dispatcher.enqueue_run(run_id, priority=priority, queue=queue)
 
 
 def flush(timeout: float | None = None) -> bool:

@@ -1,4 +1,12 @@
-"""The task message of a fan-out branch's attempt (the publisher's `Message`). Pure."""
+"""The task message of a fan-out branch's attempt (the publisher's `Message`). Pure.
+
+A branch message is `fanfold.run_branch(run_id, position, attempt, group_position, poll)` with
+the derived key `dispatch_key(run, position, attempt)` as its task id: a republish of the same
+attempt is recognisably the same message and loses its claim if the first one ran. A chunk of
+a fan-out's first dispatch carries `count` consecutive branches and a key of its own
+(`...:nCOUNT`), run one after another (runtime.fanout.chunk). A branch of a run with a
+priority carries it as the `priority` keyword: what it sends in turn goes out with it too.
+"""
 
 from __future__ import annotations
 

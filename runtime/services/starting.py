@@ -268,9 +268,9 @@ def _create_run(workflow: str, run_input: Any, size: int | None, terms: _Terms) 
     then: Callable[[], object]
     if concurrency_key is not None:  # waits for a slot: not due until admitted
         then = partial(admit, workflow, concurrency_key)
+    elif terms.send_soon:  # one of a stream of starts, perhaps: it may leave with the next
+        then = partial(enqueue_run_soon, run.id, priority=priority, stream=True)
     else:
-        then = partial(
-            enqueue_run_soon if terms.send_soon else enqueue_run, run.id, priority=priority
-        )
+        then = partial(enqueue_run, run.id, priority=priority)
     transaction.on_commit(then)  # at once outside an atomic block: the insert committed
     return run

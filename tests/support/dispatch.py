@@ -84,7 +84,11 @@ class RecordingDispatcher(CeleryDispatcher):
         self.enqueued(run_id, countdown, priority, queue)
 
     def enqueue_run_soon(
-        self, run_id: uuid.UUID, priority: int = 0, queue: str | None = None
+        self,
+        run_id: uuid.UUID,
+        priority: int = 0,
+        queue: str | None = None,
+        stream: bool = False,
     ) -> None:
         self.enqueued(run_id, None, priority, queue)  # recorded as sent at once
 

@@ -6,6 +6,7 @@ completion commits with the run's end."""
 from __future__ import annotations
 
 import secrets
+import threading
 import uuid
 
 import pytest
@@ -23,6 +24,8 @@ from runtime.store.runs.run_statements import claim_run_with_history
 from runtime.testing import use_dispatcher
 from tests.support import sample_tasks as tasks
 from tests.support.dispatch import LossyDispatcher
+from tests.support.statements import statements_sent
+from tests.support.waiting import wait_until
 
 
 def test_tasks_backend_message_leaves_through_the_background_publisher() -> None:
@@ -41,6 +44,37 @@ def test_tasks_backend_message_leaves_through_the_background_publisher() -> None
             carried += m.args[0]
     assert carried == ids  # each run once, in the order enqueued
     assert lossy.resent == []
+
+
+def test_tasks_backend_enqueue_is_one_prepared_statement_flushed() -> None:
+    tasks.add.enqueue(1, 1)  # the connection opened (its session set up) and the SQL known
+    with statements_sent() as sent:
+        result = tasks.add.enqueue(1, 2)
+    # The run, its run_created event and its search attribute's pending row: one round trip,
+    # committed with its WAL flushed (durable once enqueue returns).
+    assert [prepared for _, prepared in sent] == [True]
+    assert "synchronous_commit" not in sent[0][0]
+    assert Run.objects.filter(id=uuid.UUID(result.id)).exists()
+
+
+def test_tasks_backend_enqueues_in_a_row_leave_together_after_the_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A loop of enqueues is a stream even when each start is alone in its request: the next
+    # ones wait out the publisher's linger (an hour here) and leave as one batch message.
+    monkeypatch.setattr(run_batches, "LINGER_SECONDS", 3600.0)
+    with use_dispatcher(LossyDispatcher()) as lossy:
+        assert isinstance(lossy, LossyDispatcher)
+        first = tasks.add.enqueue(0, 1).id
+        wait_until(lambda: len(lossy.broker.delivered) == 1, interval=0.005)
+        rest = [tasks.add.enqueue(i, 1).id for i in range(1, 4)]
+        threading.Event().wait(0.2)
+        assert len(lossy.broker.requests) == 1  # the rest linger
+        assert dispatch.flush(10)  # a flush cuts the linger short
+    assert [(m.task, m.args) for m in lossy.broker.delivered] == [
+        (EXECUTE_RUN, [first]),
+        (EXECUTE_RUNS, [rest]),
+    ]
 
 
 def test_tasks_backend_message_lost_in_the_background_is_sent_again_by_the_sweep(

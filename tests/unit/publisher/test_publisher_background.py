@@ -26,12 +26,15 @@ class GatedTransport(FakeTransport):
     def __init__(self) -> None:
         super().__init__()
         self.gate = threading.Event()
+        self.arrived: list[int] = []  # each request's size, as it reaches the gate
 
     def send(self, message: Message) -> Outcome:
+        self.arrived.append(1)
         self.gate.wait(10)
         return super().send(message)
 
     def send_batch(self, messages: Sequence[Message]) -> list[Outcome]:
+        self.arrived.append(len(messages))
         self.gate.wait(10)
         return super().send_batch(messages)
 
@@ -163,7 +166,7 @@ def test_background_publisher_lingers_between_requests_of_a_stream(
     publisher = BackgroundPublisher(lambda: transport, linger=3600.0)
     first, *burst = make_messages(6)
     publisher.submit(first)  # after a quiet spell: at once (it waits at the gate)
-    wait_until(lambda: len(transport.requests) == 1, interval=0.005)
+    wait_until(lambda: transport.arrived == [1], interval=0.005)
     for message in burst[:3]:
         publisher.submit(message)  # they queue behind the first request
     transport.gate.set()
@@ -190,3 +193,19 @@ def test_background_publisher_sends_lone_messages_at_once_whatever_the_linger(
         publisher.submit(message)  # one at a time, each after the last left: a caller in turn
         wait_until(delivered(n), interval=0.005)
     assert [len(request.messages) for request in fake.requests] == [1, 1, 1]
+
+
+def test_background_publisher_lingers_after_a_lone_message_of_a_stream(
+    make_messages: MakeMessages,
+) -> None:
+    fake = FakeTransport()
+    publisher = BackgroundPublisher(lambda: fake, linger=3600.0)
+    first, *rest = make_messages(4)
+    publisher.submit(first, stream=True)  # after a quiet spell: at once, alone
+    wait_until(lambda: len(fake.delivered) == 1, interval=0.005)
+    for message in rest:
+        publisher.submit(message, stream=True)  # within the linger of a stream's request
+    threading.Event().wait(0.2)
+    assert len(fake.requests) == 1 and publisher.pending() == 3
+    assert publisher.flush(10)
+    assert [len(request.messages) for request in fake.requests] == [1, 3]
