@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,6 +24,7 @@ from runtime.core.branches import (
     BranchReceipt,
     BranchReport,
     ClaimedBranch,
+    ClaimReceipt,
     Recorded,
 )
 from runtime.core.clock import current_time
@@ -160,17 +162,34 @@ def record_completions(
     """`record_outcome` for many completed bodies at once: their reports commit together
     (one batch, unless its limits cut it), then each receipt is acted on. The branches' leases
     are given back once the reports are written; says how each went."""
+    return record_window(completed).labels
+
+
+@dataclass(frozen=True)
+class WindowReceipts:
+    """What `record_window` did: how each completed branch went, each claim's receipt."""
+
+    labels: list[str]
+    claims: list[ClaimReceipt]
+
+
+def record_window(
+    completed: Sequence[tuple[BranchAttempt, ClaimedBranch, BodyOutcome]],
+    then: Sequence[BranchClaim] = (),
+) -> WindowReceipts:
+    """`record_completions`, with the claims `then` committed in the same transaction (a
+    chunk's next branches: runtime.fanout.chunk_window)."""
     reports = [
         branch_report(branch, claimed, "completed", outcome.size, result=outcome.result)
         for branch, claimed, outcome in completed
     ]
     try:
-        receipts = record_reports(reports).reports
+        written = record_reports(reports, then)
     finally:
         for branch, _, _ in completed:
             branch_leases.release(branch.lease_key)
     labels = []
-    for (branch, _, _), receipt in zip(completed, receipts, strict=True):
+    for (branch, _, _), receipt in zip(completed, written.reports, strict=True):
         after_commit(branch, receipt)
         labels.append("completed" if receipt.recorded else "stale")
-    return labels
+    return WindowReceipts(labels, written.claims)
