@@ -20,6 +20,11 @@ from runtime.services import start_run
 from tests.support.statements import statements_sent
 
 
+@pytest.fixture(autouse=True)
+def _ten_a_chunk(fanfold_settings: Callable[..., None]) -> None:
+    fanfold_settings(BRANCH_CHUNK=10)  # the shapes below: chunks of ten
+
+
 def _fanned_out(workflow: str, args: list[Any]) -> Run:
     run, _ = start_run(workflow, args)
     execute(run.id)

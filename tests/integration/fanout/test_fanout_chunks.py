@@ -24,6 +24,11 @@ from runtime.services import start_run
 from tests.support.dispatch import Later
 
 
+@pytest.fixture(autouse=True)
+def _ten_a_chunk(fanfold_settings: Callable[..., None]) -> None:
+    fanfold_settings(BRANCH_CHUNK=10)  # the shapes below: chunks of ten
+
+
 @pytest.fixture
 def standalone_claims(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Positions of the claims a chunk commits on their own (not in a report's transaction)."""
