@@ -20,6 +20,7 @@ branches never claimed.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -47,6 +48,7 @@ from runtime.store.fanout.fanout_groups import hand_back_claims, record_dispatch
 log = logging.getLogger("fanfold.branches")
 
 Claimed = tuple[BranchAttempt, ClaimedBranch | None]
+LeaseKey = tuple[uuid.UUID, uuid.UUID]
 Completed = tuple[BranchAttempt, ClaimedBranch, BodyOutcome]
 
 
@@ -62,14 +64,22 @@ class ChunkRun:
     longest: float = 0.0  # the longest completed body so far
     claimed_to: int = 1  # the index of the chunk's first branch not claimed yet
     outcomes: Counter[str] = field(default_factory=Counter)
+    held: set[LeaseKey] = field(default_factory=set)  # the leases this chunk keeps alive
 
     def run(self, claimed: ClaimedBranch | None) -> str:
         """Run the chunk from its first branch's claim; says how each branch went."""
         window: list[Claimed] = [(self.first, claimed)]
         if claimed is not None:
-            branch_leases.hold(self.first.lease_key)
-        while window:
-            window = self._run_window(window)
+            self._hold(self.first)
+        try:
+            while window:
+                window = self._run_window(window)
+        except BaseException:
+            # A failed commit or an interrupted body: the claimed branches' leases must expire
+            # for the takeover to move them on, not be renewed for as long as this process lives.
+            for key in self.held:
+                branch_leases.release(key)
+            raise
         return outcome_summary(self.outcomes)
 
     def _run_window(self, window: list[Claimed]) -> list[Claimed]:
@@ -98,7 +108,7 @@ class ChunkRun:
         fn = plain_step(claimed)
         if fn is None:
             self._record(completed)
-            branch_leases.release(branch.lease_key)  # run_claimed holds its own
+            self._let_go(branch)  # run_claimed holds its own
             label = run_claimed(branch, claimed, traceparent=self.traceparent).label
             self.outcomes[label] += 1
             return label == "completed"
@@ -111,6 +121,7 @@ class ChunkRun:
                 completed.append((branch, claimed, outcome))
                 return True
             self._record(completed)
+            self._given_back([branch])
             recorded = record_outcome(branch, claimed, outcome, step_policy(fn))
             body.outcome = recorded.label
         self.outcomes[recorded.label] += 1
@@ -124,12 +135,13 @@ class ChunkRun:
         self.claimed_to += size
         if not completed and not following:
             return self._publish_unclaimed()
+        self._given_back([branch for branch, _, _ in completed])
         written = record_window(completed, [branch_claim(b) for b in following])
         self.outcomes.update(written.labels)
         window = [(b, claimed_branch(r)) for b, r in zip(following, written.claims, strict=True)]
         for branch, claimed in window:
             if claimed is not None:
-                branch_leases.hold(branch.lease_key)
+                self._hold(branch)
         return window or self._publish_unclaimed()
 
     def _window_size(self, left: int, before_last: float) -> int:
@@ -154,7 +166,7 @@ class ChunkRun:
             self.first.run_id, [b.step_id for b in held], self.first.attempt, current_time()
         )
         for branch in held:
-            branch_leases.release(branch.lease_key)
+            self._let_go(branch)
         positions = [b.position for b in held] + self._unclaimed()
         self.claimed_to = self.count
         if positions:
@@ -169,8 +181,22 @@ class ChunkRun:
 
     def _record(self, completed: list[Completed]) -> None:
         if completed:
+            self._given_back([branch for branch, _, _ in completed])
             self.outcomes.update(record_window(completed).labels)
             completed.clear()
+
+    def _hold(self, branch: BranchAttempt) -> None:
+        branch_leases.hold(branch.lease_key)
+        self.held.add(branch.lease_key)
+
+    def _let_go(self, branch: BranchAttempt) -> None:
+        branch_leases.release(branch.lease_key)
+        self.held.discard(branch.lease_key)
+
+    def _given_back(self, branches: Sequence[BranchAttempt]) -> None:
+        """These branches' leases are given back by their report's write, whatever happens."""
+        for branch in branches:
+            self.held.discard(branch.lease_key)
 
     def _unclaimed(self) -> list[int]:
         return [self.first.position + i for i in range(self.claimed_to, self.count)]

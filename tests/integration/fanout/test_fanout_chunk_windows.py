@@ -12,9 +12,12 @@ from fanout_harness import Branches
 from fanout_workflows import FAIL, calls, completed_once
 
 from publisher.fake import FakeTransport
+from runtime.checkpoint.errors import CheckpointFailed
 from runtime.core.identity import dispatch_key
 from runtime.durable.body import BodyOutcome, StepBody
 from runtime.executor import ExecutionOutcome, execute
+from runtime.fanout import report
+from runtime.leases.keepers import branch_leases
 from runtime.models import Run, Step, StepStatus
 from runtime.services import start_run
 from tests.support.statements import statements_sent
@@ -131,3 +134,30 @@ def test_window_whose_failure_fails_the_fanout_runs_none_of_its_cancelled_branch
 def _statuses(run: Run) -> list[str]:
     rows = Step.objects.filter(run_id=run.id, position__gt=0).order_by("position")
     return list(rows.values_list("status", flat=True))
+
+
+def test_window_whose_commit_fails_leaves_its_claims_to_the_takeover(
+    fanfold_settings: Callable[..., None],
+    fake: FakeTransport,
+    branches: Branches,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fanfold_settings(BRANCH_CHUNK_SECONDS=60)
+    FAIL.add(4)  # the branch at position 5: the reports of 2 to 4 are committed before its own
+    run = _fanned_out("tests.fanout.squares", [10])
+    real, commits = report.record_reports, []
+
+    def second_fails(*args: Any, **kwargs: Any) -> Any:
+        commits.append(1)
+        if len(commits) == 2:
+            raise CheckpointFailed("the database went away")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(report, "record_reports", second_fails)
+    with pytest.raises(CheckpointFailed):
+        branches.deliver(fake.delivered, threads=1)
+    # 2 to 10 were claimed with 1's report; none is recorded and 6 to 10 never started. No
+    # lease of theirs is kept alive here: they expire, and the takeover publishes them again.
+    assert branch_leases.beat_once() == 0
+    assert _statuses(run)[1:] == [StepStatus.RUNNING] * 9
+    assert sum(calls.counts.values()) == 5
