@@ -28,10 +28,10 @@ from dataclasses import dataclass, field, replace
 from publisher import PublishError
 from runtime import conf
 from runtime.core.branch_dispatch import BranchDispatch, outcome_summary
-from runtime.core.branches import BranchAttempt, ClaimedBranch
+from runtime.core.branches import BranchAttempt, BranchReport, ClaimedBranch
 from runtime.core.clock import current_time
 from runtime.dispatch import publish_branches
-from runtime.durable.body import BodyOutcome, StepBody
+from runtime.durable.body import StepBody
 from runtime.fanout.branch import (
     BodyTime,
     body_call,
@@ -40,7 +40,7 @@ from runtime.fanout.branch import (
     plain_step,
     run_claimed,
 )
-from runtime.fanout.report import record_outcome, record_window
+from runtime.fanout.report import branch_report, record_outcome, record_window
 from runtime.leases.keepers import branch_leases
 from runtime.registry import step_policy
 from runtime.store.fanout.fanout_groups import hand_back_claims, record_dispatch
@@ -49,7 +49,7 @@ log = logging.getLogger("fanfold.branches")
 
 Claimed = tuple[BranchAttempt, ClaimedBranch | None]
 LeaseKey = tuple[uuid.UUID, uuid.UUID]
-Completed = tuple[BranchAttempt, ClaimedBranch, BodyOutcome]
+Completed = tuple[BranchAttempt, BranchReport]  # made as the body ended: its finished_at
 
 
 @dataclass
@@ -118,7 +118,10 @@ class ChunkRun:
                 body.outcome = "completed"  # its report commits with the window's
                 self.body_time.seconds += outcome.seconds
                 self.longest = max(self.longest, outcome.seconds)
-                completed.append((branch, claimed, outcome))
+                report = branch_report(
+                    branch, claimed, "completed", outcome.size, result=outcome.result
+                )
+                completed.append((branch, report))
                 return True
             self._record(completed)
             self._given_back([branch])
@@ -135,7 +138,7 @@ class ChunkRun:
         self.claimed_to += size
         if not completed and not following:
             return self._publish_unclaimed()
-        self._given_back([branch for branch, _, _ in completed])
+        self._given_back([branch for branch, _ in completed])
         written = record_window(completed, [branch_claim(b) for b in following])
         self.outcomes.update(written.labels)
         window = [(b, claimed_branch(r)) for b, r in zip(following, written.claims, strict=True)]
@@ -181,7 +184,7 @@ class ChunkRun:
 
     def _record(self, completed: list[Completed]) -> None:
         if completed:
-            self._given_back([branch for branch, _, _ in completed])
+            self._given_back([branch for branch, _ in completed])
             self.outcomes.update(record_window(completed).labels)
             completed.clear()
 

@@ -162,7 +162,11 @@ def record_completions(
     """`record_outcome` for many completed bodies at once: their reports commit together
     (one batch, unless its limits cut it), then each receipt is acted on. The branches' leases
     are given back once the reports are written; says how each went."""
-    return record_window(completed).labels
+    reports = [
+        (branch, branch_report(branch, claimed, "completed", outcome.size, result=outcome.result))
+        for branch, claimed, outcome in completed
+    ]
+    return record_window(reports).labels
 
 
 @dataclass(frozen=True)
@@ -174,22 +178,18 @@ class WindowReceipts:
 
 
 def record_window(
-    completed: Sequence[tuple[BranchAttempt, ClaimedBranch, BodyOutcome]],
-    then: Sequence[BranchClaim] = (),
+    completed: Sequence[tuple[BranchAttempt, BranchReport]], then: Sequence[BranchClaim] = ()
 ) -> WindowReceipts:
-    """`record_completions`, with the claims `then` committed in the same transaction (a
-    chunk's next branches: runtime.fanout.chunk_window)."""
-    reports = [
-        branch_report(branch, claimed, "completed", outcome.size, result=outcome.result)
-        for branch, claimed, outcome in completed
-    ]
+    """Commit the reports of completed branches (made as each body ended) with the claims
+    `then` (a chunk's next branches: runtime.fanout.chunk_window), then act on each receipt.
+    The branches' leases are given back once the reports are written."""
     try:
-        written = record_reports(reports, then)
+        written = record_reports([report for _, report in completed], then)
     finally:
-        for branch, _, _ in completed:
+        for branch, _ in completed:
             branch_leases.release(branch.lease_key)
     labels = []
-    for (branch, _, _), receipt in zip(completed, written.reports, strict=True):
+    for (branch, _), receipt in zip(completed, written.reports, strict=True):
         after_commit(branch, receipt)
         labels.append("completed" if receipt.recorded else "stale")
     return WindowReceipts(labels, written.claims)

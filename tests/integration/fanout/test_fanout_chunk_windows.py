@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from fanout_workflows import FAIL, calls, completed_once
 
 from publisher.fake import FakeTransport
 from runtime.checkpoint.errors import CheckpointFailed
+from runtime.core.clock import current_time
 from runtime.core.identity import dispatch_key
 from runtime.durable.body import BodyOutcome, StepBody
 from runtime.executor import ExecutionOutcome, execute
@@ -51,6 +53,30 @@ def test_chunk_of_quick_bodies_commits_its_reports_together(
     assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
     assert Run.objects.get(id=run.id).result == [n * n for n in range(10)]
     assert set(completed_once(run.id).values()) == {1}
+
+
+def test_window_branch_finishes_when_its_body_ends_not_when_its_window_commits(
+    fanfold_settings: Callable[..., None],
+    fake: FakeTransport,
+    branches: Branches,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fanfold_settings(BRANCH_CHUNK_SECONDS=60)
+    run = _fanned_out("tests.fanout.squares", [10])
+    body_starts: dict[int, datetime] = {}
+    real = StepBody.run
+
+    def noted(body: StepBody, max_bytes: int) -> BodyOutcome:
+        body_starts[body.call.info.position] = current_time()
+        return real(body, max_bytes)
+
+    monkeypatch.setattr(StepBody, "run", noted)
+    branches.drain(threads=1)
+    finished = dict(
+        Step.objects.filter(run_id=run.id, position__gt=0).values_list("position", "finished_at")
+    )
+    # 2 to 10 ran in one window and committed together, each finished before the next began.
+    assert all(finished[p] <= body_starts[p + 1] for p in range(2, 10))
 
 
 @pytest.fixture
