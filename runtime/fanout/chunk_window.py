@@ -3,18 +3,20 @@
 A chunk (runtime.fanout.chunk) claims its first branch alone. Each commit after that carries
 the reports of the window of bodies just run and the claims of the next window: as many of
 the chunk's next branches as the bodies so far say fit in what is left of
-BRANCH_CHUNK_SECONDS (all the rest for bodies that take no time), and at least one while the
-time before the window's last body was within it. So a chunk of no-op branches commits twice,
-not once a branch: the database's commits, and the two workers' turns at the run's row, were
-most of a branch's time.
+BRANCH_CHUNK_SECONDS and in AT_RISK_SECONDS (all the rest for bodies that take no time), and
+at least one while the time before the window's last body was within BRANCH_CHUNK_SECONDS.
+So a chunk of no-op branches commits three times, not once a branch: the database's commits,
+and the workers' turns at the run's row, were most of a branch's time.
 
 Every report still commits before its branch counts (the group's counters are written with
 it), and each body runs once: a window's branches are claimed, their leases held, before the
-first of them starts. If a body fails or is not a plain step, the reports before it are
-committed first and it is recorded on its own, as a lone branch would be. Once the bodies
-have used the chunk's time, or one did not complete, the window's branches that did not start
-are handed back (pending at the previous attempt) and published on their own with the
-branches never claimed.
+first of them starts. A worker that dies loses the results it has not committed, whose bodies
+then run again: a window keeps at most AT_RISK_SECONDS of bodies unreported (and the one that
+went past it), so bodies that take time report as they end, as a lone branch's do. If a body
+fails or is not a plain step, the reports before it are committed first and it is recorded on
+its own, as a lone branch would be. Once the bodies have used the chunk's time, or one did
+not complete, the window's branches that did not start are handed back (pending at the
+previous attempt) and published on their own with the branches never claimed.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ from runtime.store.fanout.fanout_groups import hand_back_claims, record_dispatch
 
 log = logging.getLogger("fanfold.branches")
 
+# The most body time a window keeps unreported: a worker that dies loses the results of the
+# bodies it has not committed, and they run again. Bodies that take no time report a window
+# at a time; a 5 ms body reports as it ends, as a lone branch's does.
+AT_RISK_SECONDS = 0.005
+
 Claimed = tuple[BranchAttempt, ClaimedBranch | None]
 LeaseKey = tuple[uuid.UUID, uuid.UUID]
 Completed = tuple[BranchAttempt, BranchReport]  # made as the body ended: its finished_at
@@ -62,6 +69,7 @@ class ChunkRun:
     budget: float = field(default_factory=lambda: conf.get().BRANCH_CHUNK_SECONDS)
     body_time: BodyTime = field(default_factory=BodyTime)
     longest: float = 0.0  # the longest completed body so far
+    unreported: float = 0.0  # the body time of the completed branches not committed yet
     claimed_to: int = 1  # the index of the chunk's first branch not claimed yet
     outcomes: Counter[str] = field(default_factory=Counter)
     held: set[LeaseKey] = field(default_factory=set)  # the leases this chunk keeps alive
@@ -97,6 +105,8 @@ class ChunkRun:
             if not self._run_body(branch, claimed, completed):
                 self._stop([], window[offset + 1 :])
                 return []
+            if self.unreported >= AT_RISK_SECONDS and offset < len(window) - 1:
+                self._record(completed)  # a body ran longer than the window foresaw
         return self._next_window(completed, before_last)
 
     def _run_body(
@@ -117,6 +127,7 @@ class ChunkRun:
             if outcome.ok:
                 body.outcome = "completed"  # its report commits with the window's
                 self.body_time.seconds += outcome.seconds
+                self.unreported += outcome.seconds
                 self.longest = max(self.longest, outcome.seconds)
                 report = branch_report(
                     branch, claimed, "completed", outcome.size, result=outcome.result
@@ -140,6 +151,7 @@ class ChunkRun:
             return self._publish_unclaimed()
         self._given_back([branch for branch, _ in completed])
         written = record_window(completed, [branch_claim(b) for b in following])
+        self.unreported = 0.0
         self.outcomes.update(written.labels)
         window = [(b, claimed_branch(r)) for b, r in zip(following, written.claims, strict=True)]
         for branch, claimed in window:
@@ -150,10 +162,10 @@ class ChunkRun:
     def _window_size(self, left: int, before_last: float) -> int:
         """How many of the `left` branches not yet claimed the next window takes: none once
         the time before the last body was used up, else what the longest body says fits in
-        the time left, at least one."""
+        the time left and in AT_RISK_SECONDS, at least one."""
         if left <= 0 or before_last >= self.budget:
             return 0
-        room = self.budget - self.body_time.seconds
+        room = min(self.budget - self.body_time.seconds, AT_RISK_SECONDS)
         if self.longest <= 0:
             return left
         return max(1, min(left, int(room / self.longest)))
@@ -187,6 +199,7 @@ class ChunkRun:
             self._given_back([branch for branch, _ in completed])
             self.outcomes.update(record_window(completed).labels)
             completed.clear()
+            self.unreported = 0.0
 
     def _hold(self, branch: BranchAttempt) -> None:
         branch_leases.hold(branch.lease_key)

@@ -18,7 +18,7 @@ from runtime.core.clock import current_time
 from runtime.core.identity import dispatch_key
 from runtime.durable.body import BodyOutcome, StepBody
 from runtime.executor import ExecutionOutcome, execute
-from runtime.fanout import report
+from runtime.fanout import chunk_window, report
 from runtime.leases.keepers import branch_leases
 from runtime.models import Run, Step, StepStatus
 from runtime.services import start_run
@@ -28,6 +28,12 @@ from tests.support.statements import statements_sent
 @pytest.fixture(autouse=True)
 def _ten_a_chunk(fanfold_settings: Callable[..., None]) -> None:
     fanfold_settings(BRANCH_CHUNK=10)  # the shapes below: chunks of ten
+
+
+@pytest.fixture
+def quick_bodies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 2 ms bodies of tests.fanout.square count as quick: a window may keep them all."""
+    monkeypatch.setattr(chunk_window, "AT_RISK_SECONDS", 60.0)
 
 
 def _fanned_out(workflow: str, args: list[Any]) -> Run:
@@ -41,7 +47,10 @@ def _commits(sent: list[tuple[str, bool]]) -> int:
 
 
 def test_chunk_of_quick_bodies_commits_its_reports_together(
-    fanfold_settings: Callable[..., None], fake: FakeTransport, branches: Branches
+    quick_bodies: None,
+    fanfold_settings: Callable[..., None],
+    fake: FakeTransport,
+    branches: Branches,
 ) -> None:
     fanfold_settings(BRANCH_CHUNK_SECONDS=60)
     run = _fanned_out("tests.fanout.squares", [10])
@@ -56,6 +65,7 @@ def test_chunk_of_quick_bodies_commits_its_reports_together(
 
 
 def test_window_branch_finishes_when_its_body_ends_not_when_its_window_commits(
+    quick_bodies: None,
     fanfold_settings: Callable[..., None],
     fake: FakeTransport,
     branches: Branches,
@@ -92,6 +102,7 @@ def slow_third(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_window_whose_body_used_the_time_hands_its_other_branches_back(
+    quick_bodies: None,
     fanfold_settings: Callable[..., None],
     fake: FakeTransport,
     branches: Branches,
@@ -119,7 +130,10 @@ def test_window_whose_body_used_the_time_hands_its_other_branches_back(
 
 
 def test_window_with_a_failing_body_commits_the_reports_before_it(
-    fanfold_settings: Callable[..., None], fake: FakeTransport, branches: Branches
+    quick_bodies: None,
+    fanfold_settings: Callable[..., None],
+    fake: FakeTransport,
+    branches: Branches,
 ) -> None:
     fanfold_settings(BRANCH_CHUNK_SECONDS=60)
     FAIL.add(4)  # the branch at position 5
@@ -142,7 +156,10 @@ def test_window_with_a_failing_body_commits_the_reports_before_it(
 
 
 def test_window_whose_failure_fails_the_fanout_runs_none_of_its_cancelled_branches(
-    fanfold_settings: Callable[..., None], fake: FakeTransport, branches: Branches
+    quick_bodies: None,
+    fanfold_settings: Callable[..., None],
+    fake: FakeTransport,
+    branches: Branches,
 ) -> None:
     fanfold_settings(BRANCH_CHUNK_SECONDS=60)
     FAIL.add(4)
@@ -163,6 +180,7 @@ def _statuses(run: Run) -> list[str]:
 
 
 def test_window_whose_commit_fails_leaves_its_claims_to_the_takeover(
+    quick_bodies: None,
     fanfold_settings: Callable[..., None],
     fake: FakeTransport,
     branches: Branches,
@@ -187,3 +205,26 @@ def test_window_whose_commit_fails_leaves_its_claims_to_the_takeover(
     assert branch_leases.beat_once() == 0
     assert _statuses(run)[1:] == [StepStatus.RUNNING] * 9
     assert sum(calls.counts.values()) == 5
+
+
+def test_window_of_bodies_that_take_time_reports_each_as_it_ends(
+    fanfold_settings: Callable[..., None],
+    fake: FakeTransport,
+    branches: Branches,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker that dies loses its uncommitted results: past AT_RISK_SECONDS of bodies, each
+    report commits as its body ends (with the next branch's claim), as a lone branch's does."""
+    fanfold_settings(BRANCH_CHUNK_SECONDS=60)
+    real = StepBody.run
+
+    def timed(body: StepBody, max_bytes: int) -> BodyOutcome:
+        return replace(real(body, max_bytes), seconds=0.01)  # a 10 ms body
+
+    monkeypatch.setattr(StepBody, "run", timed)
+    run = _fanned_out("tests.fanout.squares", [10])
+    with statements_sent() as sent:
+        branches.drain(threads=1)
+    assert branches.outcomes == ["completed:10"]
+    assert _commits(sent) == 11  # the first claim, then each report with the next claim
+    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
