@@ -2,7 +2,7 @@
 
 A chunk (runtime.fanout.chunk) claims its first branch alone. Each commit after that carries
 the reports of the window of bodies just run and the claims of the next window: as many of
-the chunk's next branches as the bodies so far say fit in what is left of
+the chunk's next branches as the bodies so far (their mean) say fit in what is left of
 BRANCH_CHUNK_SECONDS and in AT_RISK_SECONDS (all the rest for bodies that take no time), and
 at least one while the time before the window's last body was within BRANCH_CHUNK_SECONDS.
 So a chunk of no-op branches commits three times, not once a branch: the database's commits,
@@ -68,7 +68,7 @@ class ChunkRun:
     traceparent: str | None
     budget: float = field(default_factory=lambda: conf.get().BRANCH_CHUNK_SECONDS)
     body_time: BodyTime = field(default_factory=BodyTime)
-    longest: float = 0.0  # the longest completed body so far
+    bodies: int = 0  # the completed bodies so far
     unreported: float = 0.0  # the body time of the completed branches not committed yet
     claimed_to: int = 1  # the index of the chunk's first branch not claimed yet
     outcomes: Counter[str] = field(default_factory=Counter)
@@ -128,7 +128,7 @@ class ChunkRun:
                 body.outcome = "completed"  # its report commits with the window's
                 self.body_time.seconds += outcome.seconds
                 self.unreported += outcome.seconds
-                self.longest = max(self.longest, outcome.seconds)
+                self.bodies += 1
                 report = branch_report(
                     branch, claimed, "completed", outcome.size, result=outcome.result
                 )
@@ -161,14 +161,17 @@ class ChunkRun:
 
     def _window_size(self, left: int, before_last: float) -> int:
         """How many of the `left` branches not yet claimed the next window takes: none once
-        the time before the last body was used up, else what the longest body says fits in
+        the time before the last body was used up, else what the mean body says fits in
         the time left and in AT_RISK_SECONDS, at least one."""
         if left <= 0 or before_last >= self.budget:
             return 0
         room = min(self.budget - self.body_time.seconds, AT_RISK_SECONDS)
-        if self.longest <= 0:
+        mean = self.body_time.seconds / self.bodies if self.bodies else 0.0
+        if mean <= 0:
             return left
-        return max(1, min(left, int(room / self.longest)))
+        # The mean, not the longest: one body the scheduler paused must not shrink the rest
+        # of the chunk's windows; a body longer than foreseen commits early (_run_window).
+        return max(1, min(left, int(room / mean)))
 
     def _stop(self, completed: list[Completed], unstarted: Sequence[Claimed]) -> None:
         """End the chunk: commit the reports, hand back the window's claims whose bodies did
