@@ -22,6 +22,7 @@ from django.db import connection
 from django.dispatch import receiver
 from psycopg.types.json import Jsonb
 
+from runtime.core.json_text import dumps_json
 from runtime.store.connection import raw_connection
 
 MAX_PARAMS = 30_000  # below SQLite's default variable limit (32766) and PostgreSQL's (65535)
@@ -70,25 +71,28 @@ def json_param(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
 
 
-def _same(value: Any) -> Any:
+def same(value: Any) -> Any:
+    """The parameter form of a column whose values go as they are."""
     return value
 
 
 def _jsonb(value: Any) -> Any:
-    return None if value is None else Jsonb(value)
+    return None if value is None else Jsonb(value, dumps_json)
 
 
 def adapter(column_type: str) -> Callable[[Any], Any]:
     """How a value goes as the parameter of a column of `column_type` ("uuid", "time", "json"
     or anything else) on this database: the one place the parameter forms differ."""
-    if postgres():
-        return _jsonb if column_type == "json" else _same
-    forms: dict[str, Callable[[Any], Any]] = {
-        "uuid": uuid_param,
-        "time": time_param,
-        "json": json_param,
-    }
-    return forms.get(column_type, _same)
+    forms = _POSTGRES_FORMS if postgres() else _OTHER_FORMS
+    return forms.get(column_type, same)
+
+
+_POSTGRES_FORMS: dict[str, Callable[[Any], Any]] = {"json": _jsonb}
+_OTHER_FORMS: dict[str, Callable[[Any], Any]] = {
+    "uuid": uuid_param,
+    "time": time_param,
+    "json": json_param,
+}
 
 
 def in_list(values: Iterable[Any]) -> tuple[str, list[str]]:
