@@ -83,7 +83,7 @@ class CheckpointWriter:
         ``write()`` or ``barrier()`` of that session.
         """
         self._failures.raise_if_poisoned(cp.session)
-        self._enqueue(Envelope.write(replace(cp, sync=False) if cp.sync else cp))
+        self._enqueue(Envelope(replace(cp, sync=False) if cp.sync else cp))
 
     def write(self, cp: Checkpoint) -> None:
         """Queue a synchronous checkpoint and block until it is committed.
@@ -104,11 +104,12 @@ class CheckpointWriter:
         for cp in cps:
             self._failures.raise_if_poisoned(cp.session)
         began = time.perf_counter()
-        waiters = [Waiter() for _ in cps]
-        envelopes = [
-            Envelope.write(cp if cp.sync else replace(cp, sync=True), waiter)
-            for cp, waiter in zip(cps, waiters, strict=True)
-        ]
+        waiters: list[Waiter] = []
+        envelopes: list[Envelope] = []
+        for cp in cps:
+            waiter = Waiter()
+            waiters.append(waiter)
+            envelopes.append(Envelope(cp if cp.sync else replace(cp, sync=True), waiter))
         with _held_signals():
             with self._lock:
                 self._check_open()
@@ -118,8 +119,11 @@ class CheckpointWriter:
                 if waiters[-1].done():
                     break
                 batch = self.intake.lead()
+        results: list[object] = []
         try:
-            return [waiter.wait() for waiter in waiters]
+            for waiter in waiters:
+                results.append(waiter.wait())
+            return results
         finally:
             tracing.waited_for_commit(time.perf_counter() - began)
 
@@ -156,7 +160,7 @@ class CheckpointWriter:
         """
         with self._lock:
             thread = self._thread
-            if not self._closed and thread is not None and self._pid == os.getpid():
+            if not self._closed and thread is not None and self._pid == _process_id:
                 self.intake.put(Envelope.stop())
             self._closed = True
         if thread is None or thread is threading.current_thread():
@@ -171,7 +175,8 @@ class CheckpointWriter:
             self.intake.put(envelope)
 
     def _check_open(self) -> None:
-        self._check_process()
+        if self._pid is not None and self._pid != _process_id:
+            self._check_process()
         if self._closed:
             raise WriterClosed(f"{self._name} is closed") from self._death
         if self._thread is None:
@@ -190,14 +195,14 @@ class CheckpointWriter:
             self.intake.end_turn()
 
     def _check_process(self) -> None:
-        if self._pid is not None and self._pid != os.getpid():
+        if self._pid is not None and self._pid != _process_id:
             raise RuntimeError(
                 "CheckpointWriter was started in another process; "
                 "hold it in a ProcessLocal so each process builds its own"
             )
 
     def _start(self) -> None:
-        self._pid = os.getpid()
+        self._pid = _process_id
         self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
         self._thread.start()
         _started_writers.add(self)
@@ -291,5 +296,15 @@ def _drain_started_writers() -> None:
 
 
 atexit.register(_drain_started_writers)
-# A forked child has none of the parent's writer threads; it must not try to drain them.
-os.register_at_fork(after_in_child=_started_writers.clear)
+# This process's id, asked on every checkpoint: os.getpid() is a system call each time.
+_process_id = os.getpid()
+
+
+def _forked() -> None:
+    global _process_id
+    _process_id = os.getpid()
+    # A forked child has none of the parent's writer threads; it must not try to drain them.
+    _started_writers.clear()
+
+
+os.register_at_fork(after_in_child=_forked)

@@ -9,7 +9,6 @@ row lock is held across as few round trips as possible.
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -20,7 +19,6 @@ import psycopg
 from django.core.signals import setting_changed
 from django.db import connection
 from django.dispatch import receiver
-from psycopg.types.json import Jsonb
 
 from runtime.core.json_text import dumps_json
 from runtime.store.connection import raw_connection
@@ -67,17 +65,15 @@ def time_param(value: datetime | None) -> Any:
 
 
 def json_param(value: Any) -> str | None:
-    """A JSON column's parameter: None is SQL NULL, as the ORM writes it."""
-    return None if value is None else json.dumps(value)
+    """A JSON column's parameter, on either database: its JSON text (which PostgreSQL reads as
+    the `jsonb` its statement casts it to or assigns it to; one C call to send where psycopg's
+    `Jsonb` wrapper takes several Python ones). None is SQL NULL, as the ORM writes it."""
+    return None if value is None else dumps_json(value)
 
 
 def same(value: Any) -> Any:
     """The parameter form of a column whose values go as they are."""
     return value
-
-
-def _jsonb(value: Any) -> Any:
-    return None if value is None else Jsonb(value, dumps_json)
 
 
 def adapter(column_type: str) -> Callable[[Any], Any]:
@@ -87,7 +83,7 @@ def adapter(column_type: str) -> Callable[[Any], Any]:
     return forms.get(column_type, same)
 
 
-_POSTGRES_FORMS: dict[str, Callable[[Any], Any]] = {"json": _jsonb}
+_POSTGRES_FORMS: dict[str, Callable[[Any], Any]] = {"json": json_param}
 _OTHER_FORMS: dict[str, Callable[[Any], Any]] = {
     "uuid": uuid_param,
     "time": time_param,

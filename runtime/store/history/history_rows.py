@@ -105,20 +105,22 @@ def _events_sql(rows: int, last_seq: str, source: str, pg: bool) -> tuple[str, s
 
 
 @cache
-def _event_forms(pg: bool) -> tuple[Callable[[Any], Any], ...]:
-    return adapter("uuid"), adapter("json"), adapter("time")
+def _event_forms(pg: bool) -> tuple[tuple[int, Callable[[Any], Any]], ...]:
+    """(index, form) of each event parameter whose form is not the value as it is."""
+    forms = zip((2, 3, 4), (adapter("uuid"), adapter("json"), adapter("time")), strict=True)
+    return tuple((i, form) for i, form in forms if form is not same)
 
 
 def event_values(drafts: Sequence[EventDraft]) -> list[Any]:
     """The parameters of the events' VALUES list; the last event is `back` 0 from last_seq."""
-    as_uuid, as_json, as_time = _event_forms(postgres())
+    forms = _event_forms(postgres())
     n = len(drafts)
     params: list[Any] = []
     for i, draft in enumerate(drafts):
-        params.extend(
-            (n - 1 - i, str(draft.type), as_uuid(draft.step_id), as_json(draft.payload),
-             as_time(draft.at))
-        )  # fmt: skip
+        row = [n - 1 - i, str(draft.type), draft.step_id, draft.payload, draft.at]
+        for j, form in forms:
+            row[j] = form(row[j])
+        params += row
     return params
 
 
