@@ -15,7 +15,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
 from runtime.checkpoint.batching import (
@@ -28,7 +27,7 @@ from runtime.checkpoint.batching import (
 )
 from runtime.checkpoint.commit import BatchCommit, fail, resolve
 from runtime.checkpoint.errors import WriterClosed
-from runtime.checkpoint.held_signals import HeldSignals
+from runtime.checkpoint.held_signals import held_in_main_thread
 from runtime.checkpoint.intake import Intake
 from runtime.checkpoint.poisoned import PoisonedSessions
 from runtime.checkpoint.sink import Sink, WriterStats
@@ -110,7 +109,7 @@ class CheckpointWriter:
             waiter = Waiter()
             waiters.append(waiter)
             envelopes.append(Envelope(cp if cp.sync else replace(cp, sync=True), waiter))
-        with _held_signals():
+        with held_in_main_thread():
             with self._lock:
                 self._check_open()
                 batch = self.intake.lead_with(*envelopes)
@@ -267,17 +266,6 @@ class CheckpointWriter:
             if envelope.kind is EnvelopeKind.WRITE:
                 self._failures.poison(envelope.session, exc)
             fail(envelope, exc)
-
-
-def _held_signals() -> AbstractContextManager[object]:
-    """What a caller of write() takes its turn under: in the main thread, where signal
-    handlers raise (Celery's prefork pool runs tasks there, and its soft time limit raises
-    SoftTimeLimitExceeded), the handlers wait until the turn is given back, so no exception
-    lands mid-write (runtime.checkpoint.held_signals). No signal handler runs in other threads."""
-    return HeldSignals() if threading.current_thread() is threading.main_thread() else _NO_HOLD
-
-
-_NO_HOLD = nullcontext()
 
 
 # Writers whose thread was started in this process, drained at interpreter exit.

@@ -124,11 +124,21 @@ def event_values(drafts: Sequence[EventDraft]) -> list[Any]:
     return params
 
 
-def events_ctes(run_id: uuid.UUID, drafts: Sequence[EventDraft]) -> tuple[list[str], list[Any]]:
+def events_ctes(
+    run_id: uuid.UUID, drafts: Sequence[EventDraft]
+) -> tuple[tuple[str, str], list[Any]]:
     """The events as two CTEs (`v`, the values; `e`, the insert) of a statement whose CTE `u`
     is the run's UPDATE returning its new `last_seq`."""
-    values, insert = _events_sql(len(drafts), "u.last_seq", "u, v", postgres())
-    return [values, f"e AS ({insert})"], [*event_values(drafts), adapter("uuid")(run_id)]
+    return _events_ctes_sql(len(drafts), postgres()), [
+        *event_values(drafts),
+        adapter("uuid")(run_id),
+    ]
+
+
+@cache
+def _events_ctes_sql(rows: int, pg: bool) -> tuple[str, str]:
+    values, insert = _events_sql(rows, "u.last_seq", "u, v", pg)
+    return values, f"e AS ({insert})"
 
 
 def events_statements(
