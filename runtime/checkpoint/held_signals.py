@@ -18,6 +18,8 @@ from __future__ import annotations
 import importlib
 import os
 import signal
+import threading
+from contextlib import AbstractContextManager, nullcontext
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -82,6 +84,17 @@ class HeldSignals:
         self._saved.clear()
         if raised is not None:
             raise raised
+
+
+def held_in_main_thread() -> AbstractContextManager[object]:
+    """What a caller of a checkpoint write takes the sink's turn under: in the main thread,
+    where signal handlers raise (Celery's prefork pool runs tasks there, and its soft time limit
+    raises SoftTimeLimitExceeded), the handlers wait until the turn is given back, so no
+    exception lands mid-write. No signal handler runs in other threads."""
+    return HeldSignals() if threading.current_thread() is threading.main_thread() else _NO_HOLD
+
+
+_NO_HOLD = nullcontext()
 
 
 def _deliver(noted: list[int]) -> None:

@@ -69,18 +69,21 @@ class Backlog:
         batch: list[Envelope] = []
         nbytes = 0
         items = self._items
-        while items and len(batch) < limits.max_items:
+        max_items, max_bytes = limits.max_items, limits.max_bytes
+        while items and len(batch) < max_items:
             envelope = items[0][1]
-            if envelope.kind is EnvelopeKind.STOP and until_stop:
+            stop = envelope.kind is EnvelopeKind.STOP
+            if stop and until_stop:
                 break
-            if batch and nbytes + envelope.size > limits.max_bytes:
+            size = envelope.size
+            if batch and nbytes + size > max_bytes:
                 break
             items.popleft()
             batch.append(envelope)
-            nbytes += envelope.size
+            nbytes += size
             self._urgent -= envelope.sync
-            self._bytes -= envelope.size
-            if envelope.kind is EnvelopeKind.STOP or envelope.size > limits.max_bytes:
+            self._bytes -= size
+            if stop or size > max_bytes:
                 break
         if not items:
             self._urgent = self._bytes = 0  # whatever an interrupted push left behind

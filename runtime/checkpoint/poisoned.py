@@ -26,6 +26,8 @@ class PoisonedSessions:
 
     def cause(self, session: str) -> BaseException | None:
         """Return the exception that poisoned ``session``, or ``None``."""
+        if not self._causes:
+            return None  # the usual case, asked per checkpoint: one atomic look, no lock
         with self._lock:
             return self._causes.get(session)
 

@@ -15,7 +15,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
 from runtime.checkpoint.batching import (
@@ -28,7 +27,7 @@ from runtime.checkpoint.batching import (
 )
 from runtime.checkpoint.commit import BatchCommit, fail, resolve
 from runtime.checkpoint.errors import WriterClosed
-from runtime.checkpoint.held_signals import HeldSignals
+from runtime.checkpoint.held_signals import held_in_main_thread
 from runtime.checkpoint.intake import Intake
 from runtime.checkpoint.poisoned import PoisonedSessions
 from runtime.checkpoint.sink import Sink, WriterStats
@@ -83,7 +82,7 @@ class CheckpointWriter:
         ``write()`` or ``barrier()`` of that session.
         """
         self._failures.raise_if_poisoned(cp.session)
-        self._enqueue(Envelope.write(replace(cp, sync=False) if cp.sync else cp))
+        self._enqueue(Envelope(replace(cp, sync=False) if cp.sync else cp))
 
     def write(self, cp: Checkpoint) -> None:
         """Queue a synchronous checkpoint and block until it is committed.
@@ -104,12 +103,13 @@ class CheckpointWriter:
         for cp in cps:
             self._failures.raise_if_poisoned(cp.session)
         began = time.perf_counter()
-        waiters = [Waiter() for _ in cps]
-        envelopes = [
-            Envelope.write(cp if cp.sync else replace(cp, sync=True), waiter)
-            for cp, waiter in zip(cps, waiters, strict=True)
-        ]
-        with _held_signals():
+        waiters: list[Waiter] = []
+        envelopes: list[Envelope] = []
+        for cp in cps:
+            waiter = Waiter()
+            waiters.append(waiter)
+            envelopes.append(Envelope(cp if cp.sync else replace(cp, sync=True), waiter))
+        with held_in_main_thread():
             with self._lock:
                 self._check_open()
                 batch = self.intake.lead_with(*envelopes)
@@ -118,8 +118,11 @@ class CheckpointWriter:
                 if waiters[-1].done():
                     break
                 batch = self.intake.lead()
+        results: list[object] = []
         try:
-            return [waiter.wait() for waiter in waiters]
+            for waiter in waiters:
+                results.append(waiter.wait())
+            return results
         finally:
             tracing.waited_for_commit(time.perf_counter() - began)
 
@@ -156,7 +159,7 @@ class CheckpointWriter:
         """
         with self._lock:
             thread = self._thread
-            if not self._closed and thread is not None and self._pid == os.getpid():
+            if not self._closed and thread is not None and self._pid == _process_id:
                 self.intake.put(Envelope.stop())
             self._closed = True
         if thread is None or thread is threading.current_thread():
@@ -171,7 +174,8 @@ class CheckpointWriter:
             self.intake.put(envelope)
 
     def _check_open(self) -> None:
-        self._check_process()
+        if self._pid is not None and self._pid != _process_id:
+            self._check_process()
         if self._closed:
             raise WriterClosed(f"{self._name} is closed") from self._death
         if self._thread is None:
@@ -190,14 +194,14 @@ class CheckpointWriter:
             self.intake.end_turn()
 
     def _check_process(self) -> None:
-        if self._pid is not None and self._pid != os.getpid():
+        if self._pid is not None and self._pid != _process_id:
             raise RuntimeError(
                 "CheckpointWriter was started in another process; "
                 "hold it in a ProcessLocal so each process builds its own"
             )
 
     def _start(self) -> None:
-        self._pid = os.getpid()
+        self._pid = _process_id
         self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
         self._thread.start()
         _started_writers.add(self)
@@ -264,17 +268,6 @@ class CheckpointWriter:
             fail(envelope, exc)
 
 
-def _held_signals() -> AbstractContextManager[object]:
-    """What a caller of write() takes its turn under: in the main thread, where signal
-    handlers raise (Celery's prefork pool runs tasks there, and its soft time limit raises
-    SoftTimeLimitExceeded), the handlers wait until the turn is given back, so no exception
-    lands mid-write (runtime.checkpoint.held_signals). No signal handler runs in other threads."""
-    return HeldSignals() if threading.current_thread() is threading.main_thread() else _NO_HOLD
-
-
-_NO_HOLD = nullcontext()
-
-
 # Writers whose thread was started in this process, drained at interpreter exit.
 _started_writers: weakref.WeakSet[CheckpointWriter] = weakref.WeakSet()
 
@@ -291,5 +284,15 @@ def _drain_started_writers() -> None:
 
 
 atexit.register(_drain_started_writers)
-# A forked child has none of the parent's writer threads; it must not try to drain them.
-os.register_at_fork(after_in_child=_started_writers.clear)
+# This process's id, asked on every checkpoint: os.getpid() is a system call each time.
+_process_id = os.getpid()
+
+
+def _forked() -> None:
+    global _process_id
+    _process_id = os.getpid()
+    # A forked child has none of the parent's writer threads; it must not try to drain them.
+    _started_writers.clear()
+
+
+os.register_at_fork(after_in_child=_forked)

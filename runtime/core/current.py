@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextvars
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -69,14 +69,26 @@ def active_step() -> StepInfo | None:
     return _current.get()
 
 
-@contextmanager
-def bound(var: contextvars.ContextVar[T | None], value: T) -> Iterator[None]:
+class _Bound(AbstractContextManager[None]):
+    """A plain context manager rather than a generator's: a step body runs inside one."""
+
+    __slots__ = ("_token", "_value", "_var")
+
+    def __init__(self, var: contextvars.ContextVar[Any], value: Any) -> None:
+        self._var, self._value = var, value
+        self._token: contextvars.Token[Any] | None = None
+
+    def __enter__(self) -> None:
+        self._token = self._var.set(self._value)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            self._var.reset(self._token)
+
+
+def bound(var: contextvars.ContextVar[T | None], value: T) -> AbstractContextManager[None]:
     """`var` set to `value` for the block, then back to what it was."""
-    token = var.set(value)
-    try:
-        yield
-    finally:
-        var.reset(token)
+    return _Bound(var, value)
 
 
 def running(info: StepInfo) -> AbstractContextManager[None]:

@@ -7,6 +7,7 @@ import uuid
 from functools import lru_cache
 
 from runtime.core.errors import RunNotFound
+from runtime.core.jsonvalues import storable_text
 
 _STEP_NAMESPACE = uuid.UUID("6f0d2a5e-3b1c-4e8f-9a77-0c5b1f2d9e41")
 
@@ -40,8 +41,7 @@ def check_name(name: object, what: str) -> str:
         not isinstance(name, str)
         or not name
         or len(name) > MAX_NAME_LENGTH
-        or "\x00" in name
-        or not _utf8(name)
+        or not storable_text(name)
     ):
         shown = repr(name) if len(repr(name)) <= 60 else repr(name)[:57] + "..."
         raise ValueError(
@@ -49,15 +49,6 @@ def check_name(name: object, what: str) -> str:
             f"without NUL or a lone surrogate, not {shown}"
         )
     return name
-
-
-def _utf8(text: str) -> bool:
-    # A lone surrogate (JSON's "\\ud800") decodes to a str that UTF-8, so the database, refuses.
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
@@ -82,7 +73,7 @@ def check_idempotency_key(key: object) -> str:
         raise ValueError(f"idempotency_key must be at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters")
     if "\x00" in key:
         raise ValueError("idempotency_key must not contain NUL (U+0000)")
-    if not _utf8(key):
+    if not storable_text(key):  # no NUL by now: a lone surrogate
         raise ValueError("idempotency_key must be valid Unicode (no lone surrogate)")
     return key
 

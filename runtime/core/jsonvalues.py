@@ -6,13 +6,11 @@ lists), so a workflow sees the same value on its first execution and on every re
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from runtime.core.errors import PayloadError, PayloadTooLarge
-
-_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+from runtime.core.json_text import compact_json
 
 
 def normalize(value: Any, what: str, path: str = "$") -> Any:
@@ -20,6 +18,62 @@ def normalize(value: Any, what: str, path: str = "$") -> Any:
 
     `what` names the thing being recorded ("step 'orders.fetch' result") for the error message.
     """
+    try:
+        return _plain_copy(value)
+    except _NotPlain:
+        return _walked(value, what, path)
+
+
+class _NotPlain(Exception):
+    """A value `_plain_copy` leaves to the walk that names where it fails."""
+
+
+_AS_THEY_ARE = frozenset({type(None), bool, int})
+
+
+def _plain_copy(value: Any) -> Any:
+    """`normalize` of a value made of exactly the JSON types (no subclasses) that passes its
+    checks; raises _NotPlain otherwise. Every value a step records goes through here, so it
+    builds no path text: the walk does, for the values it refuses."""
+    kind = type(value)
+    if kind is str:
+        if not storable_text(value):
+            raise _NotPlain
+        return value
+    if kind in _AS_THEY_ARE:
+        return value
+    if kind is float:
+        if not math.isfinite(value):
+            raise _NotPlain
+        return value
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str or not storable_text(key):
+                raise _NotPlain
+            out[key] = _plain_copy(item)
+        return out
+    if kind is list or kind is tuple:
+        return [_plain_copy(item) for item in value]
+    raise _NotPlain
+
+
+def storable_text(text: str) -> bool:
+    """Whether the database can store `text`: PostgreSQL's jsonb cannot hold U+0000, and
+    UTF-8 cannot hold a lone surrogate (JSON's "\\ud800" decodes to a str that has one)."""
+    if "\x00" in text:
+        return False
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _walked(value: Any, what: str, path: str) -> Any:
+    """`normalize`, naming the path of the first value it refuses."""
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -31,7 +85,7 @@ def normalize(value: Any, what: str, path: str = "$") -> Any:
             raise PayloadError(f"{what}: {value!r} at {path} is not a JSON number")
         return value
     if isinstance(value, list | tuple):
-        return [normalize(item, what, f"{path}[{i}]") for i, item in enumerate(value)]
+        return [_walked(item, what, f"{path}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -41,7 +95,7 @@ def normalize(value: Any, what: str, path: str = "$") -> Any:
                     "JSON keys are strings"
                 )
             _text(key, what, f"{path} (a key)")
-            out[key] = normalize(item, what, f"{path}.{key}")
+            out[key] = _walked(item, what, f"{path}.{key}")
         return out
     raise PayloadError(f"{what}: value of type {type(value).__name__} at {path} is not JSON")
 
@@ -64,7 +118,7 @@ def encoded_size(value: Any) -> int:
     """Bytes of the compact UTF-8 JSON encoding of an already normalized value."""
     if value is None:
         return 4
-    return len(_encoder.encode(value).encode("utf-8"))
+    return len(compact_json(value).encode("utf-8"))
 
 
 def checked(value: Any, what: str, limit: int) -> tuple[Any, int]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
+from runtime.core.json_text import compact_json
 from runtime.core.payload_errors import PayloadFormatUnknown, PayloadKeysMissing, PayloadKeyUnknown
 from runtime.core.payload_keys import fernets
 
@@ -35,8 +36,6 @@ STORED_FORM_MARK = '"$ff:'
 ENCRYPTED = "$ff:enc"
 ESCAPED = "$ff:esc"
 OFFLOADED = "$ff:ref"
-
-_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def reserved_form(stored: Any) -> str | None:
@@ -50,7 +49,7 @@ def reserved_form(stored: Any) -> str | None:
 
 def json_text(value: Any) -> str:
     """The compact JSON text of a value, as encrypted and as measured against the limits."""
-    return _encoder.encode(value)
+    return compact_json(value)
 
 
 class PayloadCodec:

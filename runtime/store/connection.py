@@ -53,33 +53,39 @@ NEVER_AUTOMATICALLY = 2**31 - 1
 
 
 def raw_connection() -> psycopg.Connection:
-    connection.ensure_connection()
-    raw = connection.connection
+    wrapper = connections[DEFAULT_DB_ALIAS]  # `connection`, looked up once
+    wrapper.ensure_connection()
+    raw = wrapper.connection
     if raw.prepare_threshold is None and not pooled():
         raw.prepare_threshold = NEVER_AUTOMATICALLY
     return raw
 
 
 class SinkConnection:
-    """One lazily opened connection, lent to the writing thread for one batch at a time."""
+    """One lazily opened connection, lent to the writing thread for one batch at a time.
+
+    `with sink_connection.lent():` (a plain context manager rather than a generator's: it is
+    entered for every checkpoint batch)."""
 
     def __init__(self, alias: str = DEFAULT_DB_ALIAS) -> None:
         self._alias = alias
         self._wrapper: BaseDatabaseWrapper | None = None
+        self._lent_over: list[BaseDatabaseWrapper] = []  # the borrowers' own, innermost last
 
-    @contextmanager
-    def lent(self) -> Iterator[None]:
+    def lent(self) -> SinkConnection:
         """Make this connection the current thread's `alias` connection until the block ends."""
+        return self
+
+    def __enter__(self) -> None:
         wrapper = self._wrapper
         if wrapper is None:
             wrapper = self._wrapper = connections.create_connection(self._alias)
             wrapper.inc_thread_sharing()
-        own = connections[self._alias]
-        try:
-            connections[self._alias] = wrapper
-            yield
-        finally:
-            connections[self._alias] = own
+        self._lent_over.append(connections[self._alias])
+        connections[self._alias] = wrapper
+
+    def __exit__(self, *exc_info: object) -> None:
+        connections[self._alias] = self._lent_over.pop()
 
     def close(self) -> None:
         if self._wrapper is not None:

@@ -9,7 +9,6 @@ row lock is held across as few round trips as possible.
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -20,8 +19,8 @@ import psycopg
 from django.core.signals import setting_changed
 from django.db import connection
 from django.dispatch import receiver
-from psycopg.types.json import Jsonb
 
+from runtime.core.json_text import dumps_json
 from runtime.store.connection import raw_connection
 
 MAX_PARAMS = 30_000  # below SQLite's default variable limit (32766) and PostgreSQL's (65535)
@@ -66,29 +65,30 @@ def time_param(value: datetime | None) -> Any:
 
 
 def json_param(value: Any) -> str | None:
-    """A JSON column's parameter: None is SQL NULL, as the ORM writes it."""
-    return None if value is None else json.dumps(value)
+    """A JSON column's parameter, on either database: its JSON text (which PostgreSQL reads as
+    the `jsonb` its statement casts it to or assigns it to; one C call to send where psycopg's
+    `Jsonb` wrapper takes several Python ones). None is SQL NULL, as the ORM writes it."""
+    return None if value is None else dumps_json(value)
 
 
-def _same(value: Any) -> Any:
+def same(value: Any) -> Any:
+    """The parameter form of a column whose values go as they are."""
     return value
-
-
-def _jsonb(value: Any) -> Any:
-    return None if value is None else Jsonb(value)
 
 
 def adapter(column_type: str) -> Callable[[Any], Any]:
     """How a value goes as the parameter of a column of `column_type` ("uuid", "time", "json"
     or anything else) on this database: the one place the parameter forms differ."""
-    if postgres():
-        return _jsonb if column_type == "json" else _same
-    forms: dict[str, Callable[[Any], Any]] = {
-        "uuid": uuid_param,
-        "time": time_param,
-        "json": json_param,
-    }
-    return forms.get(column_type, _same)
+    forms = _POSTGRES_FORMS if postgres() else _OTHER_FORMS
+    return forms.get(column_type, same)
+
+
+_POSTGRES_FORMS: dict[str, Callable[[Any], Any]] = {"json": json_param}
+_OTHER_FORMS: dict[str, Callable[[Any], Any]] = {
+    "uuid": uuid_param,
+    "time": time_param,
+    "json": json_param,
+}
 
 
 def in_list(values: Iterable[Any]) -> tuple[str, list[str]]:

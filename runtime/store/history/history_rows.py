@@ -15,11 +15,12 @@ import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import cache
+from operator import attrgetter
 from typing import Any
 
 from runtime.core.writes import EventDraft, FanoutGroupRow, StepRow
 from runtime.models import Event, FanoutGroup, Step
-from runtime.store.dialect import Statement, adapter, cast, chunks, postgres
+from runtime.store.dialect import Statement, adapter, cast, chunks, postgres, same
 from runtime.store.history.columns import step_columns
 
 EVENT_COLUMNS = ("back", "type", "step_id", "payload", "created_at")
@@ -55,22 +56,34 @@ def _steps_sql(rows: int, update_fields: tuple[str, ...], pg: bool) -> str:
 
 
 @cache
-def _step_forms(pg: bool) -> tuple[tuple[str | None, Callable[[Any], Any]], ...]:
-    """Each step column's StepRow attribute (None: the run id) and parameter form."""
-    return tuple((c.attname, adapter(c.param)) for c in step_columns())
+def _step_params(pg: bool) -> tuple[Callable[[StepRow], tuple[Any, ...]], int, tuple[Any, ...]]:
+    """How a step row becomes its parameters here: the getter of its attributes in column
+    order, where the run id goes among them, and the (index, form) of each column whose
+    parameter is not the value as it is."""
+    columns = step_columns()
+    getter = attrgetter(*(c.attname for c in columns if c.attname is not None))
+    run_index = next(i for i, c in enumerate(columns) if c.attname is None)
+    forms = tuple(
+        (i, form) for i, c in enumerate(columns) if (form := adapter(c.param)) is not same
+    )
+    return getter, run_index, forms
 
 
 def steps_statement(
     run_id: uuid.UUID, rows: Sequence[StepRow], update_fields: Sequence[str]
 ) -> Statement:
     """Upsert step rows of run `run_id`: a row written before is updated in `update_fields`."""
+    pg = postgres()
     run_param = adapter("uuid")(run_id)
-    forms = _step_forms(postgres())
+    getter, run_index, forms = _step_params(pg)
     params: list[Any] = []
     for row in rows:
-        for attname, form in forms:
-            params.append(run_param if attname is None else form(getattr(row, attname)))
-    return _steps_sql(len(rows), tuple(update_fields), postgres()), params
+        values = list(getter(row))
+        values.insert(run_index, run_param)
+        for i, form in forms:
+            values[i] = form(values[i])
+        params += values
+    return _steps_sql(len(rows), tuple(update_fields), pg), params
 
 
 def steps_statements(
@@ -91,24 +104,41 @@ def _events_sql(rows: int, last_seq: str, source: str, pg: bool) -> tuple[str, s
     return values, insert
 
 
+@cache
+def _event_forms(pg: bool) -> tuple[tuple[int, Callable[[Any], Any]], ...]:
+    """(index, form) of each event parameter whose form is not the value as it is."""
+    forms = zip((2, 3, 4), (adapter("uuid"), adapter("json"), adapter("time")), strict=True)
+    return tuple((i, form) for i, form in forms if form is not same)
+
+
 def event_values(drafts: Sequence[EventDraft]) -> list[Any]:
     """The parameters of the events' VALUES list; the last event is `back` 0 from last_seq."""
-    as_uuid, as_json, as_time = adapter("uuid"), adapter("json"), adapter("time")
+    forms = _event_forms(postgres())
     n = len(drafts)
     params: list[Any] = []
     for i, draft in enumerate(drafts):
-        params.extend(
-            (n - 1 - i, str(draft.type), as_uuid(draft.step_id), as_json(draft.payload),
-             as_time(draft.at))
-        )  # fmt: skip
+        row = [n - 1 - i, str(draft.type), draft.step_id, draft.payload, draft.at]
+        for j, form in forms:
+            row[j] = form(row[j])
+        params += row
     return params
 
 
-def events_ctes(run_id: uuid.UUID, drafts: Sequence[EventDraft]) -> tuple[list[str], list[Any]]:
+def events_ctes(
+    run_id: uuid.UUID, drafts: Sequence[EventDraft]
+) -> tuple[tuple[str, str], list[Any]]:
     """The events as two CTEs (`v`, the values; `e`, the insert) of a statement whose CTE `u`
     is the run's UPDATE returning its new `last_seq`."""
-    values, insert = _events_sql(len(drafts), "u.last_seq", "u, v", postgres())
-    return [values, f"e AS ({insert})"], [*event_values(drafts), adapter("uuid")(run_id)]
+    return _events_ctes_sql(len(drafts), postgres()), [
+        *event_values(drafts),
+        adapter("uuid")(run_id),
+    ]
+
+
+@cache
+def _events_ctes_sql(rows: int, pg: bool) -> tuple[str, str]:
+    values, insert = _events_sql(rows, "u.last_seq", "u, v", pg)
+    return values, f"e AS ({insert})"
 
 
 def events_statements(

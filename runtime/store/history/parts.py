@@ -38,7 +38,7 @@ class RunPart:
     run_id: uuid.UUID
     guard: Guard
     events: list[EventDraft] = field(default_factory=list)
-    steps: dict[uuid.UUID, StepRow] = field(default_factory=dict)
+    steps: dict[int, StepRow] = field(default_factory=dict)  # by position
     patch: RunPatch | None = None
     wakes: int = 0
     cancel_open_steps: bool = False
@@ -52,11 +52,16 @@ def run_parts(writes: Sequence[tuple[str, HistoryWrite]]) -> list[RunPart]:
     keeps its own guard check (two callback posts to one token must not pass as one)."""
     parts: dict[tuple[str, uuid.UUID, Guard], RunPart] = {}
     for session, w in writes:
-        part = parts.setdefault((session, w.run_id, w.guard), RunPart(w.run_id, w.guard))
+        key = (session, w.run_id, w.guard)
+        part = parts.get(key)
+        if part is None:
+            part = parts[key] = RunPart(w.run_id, w.guard)
         part.events.extend(w.events)
         for row in w.steps:
-            part.steps.pop(row.id, None)  # the latest state wins and keeps FIFO placement
-            part.steps[row.id] = row
+            # The latest state wins and keeps FIFO placement. By position, as the table's
+            # upsert is (a step's id is derived from its run and position).
+            part.steps.pop(row.position, None)
+            part.steps[row.position] = row
         if w.run is not None:
             part.patch = w.run if part.patch is None else part.patch.merged(w.run)
         part.wakes += int(w.wake)

@@ -17,20 +17,20 @@ Every other part keeps its own statement (runtime.store.history.pg_statements).
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
 
+from runtime.core.json_text import text_encoder
 from runtime.core.writes import LeaseGuard
 from runtime.models import Run
 from runtime.store.history.columns import step_columns
 from runtime.store.history.history_rows import events_insert, steps_insert
 from runtime.store.history.parts import RunPart
 
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_encode = text_encoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def is_plain(g: RunPart) -> bool:

@@ -13,8 +13,11 @@ shape once per connection.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
+from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -29,30 +32,51 @@ from runtime.store.runs.run_statements import run_update_statement
 # Beyond this the statement would pass PostgreSQL's 65,535-parameter limit: the transaction path.
 MAX_PARAMETERS = 60_000
 
+_kept = threading.local()
+
+
+def kept_cursor(raw: psycopg.Connection) -> psycopg.Cursor[Any]:
+    """This thread's cursor on `raw`, kept for its next batches: a new cursor starts with no
+    parameter dumpers and looks each parameter type's up again, on every batch."""
+    cursor: psycopg.Cursor[Any] | None = getattr(_kept, "cursor", None)
+    if cursor is None or cursor.connection is not raw or cursor.closed:
+        cursor = _kept.cursor = psycopg.Cursor(raw)
+    return cursor
+
 
 def group_statement(g: RunPart, now: datetime, update_fields: Sequence[str]) -> Statement:
     """The one statement writing one run's part of a batch: the run's UPDATE, then the rows
     of runtime.store.history.history_rows as CTEs.
 
     Its text depends only on the part's shape, so the few shapes a workload has are built once
-    (and prepared once per connection); per call only the parameters are gathered.
+    (and prepared once per connection); per call only the parameters are gathered. The same
+    text object each time also lets a kept cursor keep its parameter dumpers (psycopg makes
+    new ones for a query that is not the last one it ran).
     """
-    sql, params = run_update_statement(
+    update_sql, params = run_update_statement(
         g.guard, len(g.events), g.wakes, g.patch, now, run_id=g.run_id
     )
-    ctes = [f"u AS ({sql})"]
+    steps_sql = None
     if g.steps:
         steps_sql, steps_params = history_rows.steps_statement(
             g.run_id, list(g.steps.values()), update_fields
         )
-        ctes.append(f"s AS ({steps_sql})")
         params += steps_params
+    event_ctes: tuple[str, ...] = ()
     if g.events:
         event_ctes, event_params = history_rows.events_ctes(g.run_id, g.events)
-        ctes += event_ctes
         params += event_params
+    return _group_sql(update_sql, steps_sql, event_ctes), params
+
+
+@cache
+def _group_sql(update_sql: str, steps_sql: str | None, event_ctes: tuple[str, ...]) -> str:
+    ctes = [f"u AS ({update_sql})"]
+    if steps_sql is not None:
+        ctes.append(f"s AS ({steps_sql})")
+    ctes += event_ctes
     # Zero rows from the guarded UPDATE must fail the statement: divide by the count.
-    return f"WITH {', '.join(ctes)} SELECT 1 / (SELECT count(*) FROM u)::int", params
+    return f"WITH {', '.join(ctes)} SELECT 1 / (SELECT count(*) FROM u)::int"
 
 
 def write_parts(
@@ -88,8 +112,7 @@ def write_parts(
     if not raw.autocommit:
         raise RuntimeError("the one-statement path needs an autocommit connection")
     if len(statements) == 1:
-        with psycopg.Cursor(raw) as cursor:
-            cursor.execute(*statements[0], prepare=True)
+        kept_cursor(raw).execute(*statements[0], prepare=True)
         return True
     try:
         with raw.pipeline(), psycopg.Cursor(raw) as cursor:

@@ -57,6 +57,8 @@ class DatabaseSink:
         claim's or report's; None for the others), in order."""
         with self._connection.lent():
             receipts = self._write_checkpoints(checkpoints)
+        if not receipts:
+            return [None] * len(checkpoints)  # history writes alone: no receipts to hand out
         keys = [receipt_key(cp.payload) for cp in checkpoints]
         return [None if key is None else receipts.get(key) for key in keys]
 

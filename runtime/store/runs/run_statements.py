@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 import psycopg
@@ -37,39 +38,55 @@ def run_update_statement(
     run_id: uuid.UUID,
 ) -> tuple[str, list[Any]]:
     """The guarded `UPDATE runtime_run ... RETURNING last_seq` of one run in a batch."""
-    as_json, as_time = adapter("json"), adapter("time")
-    sets = ["last_seq = last_seq + %s", "updated_at = %s"]
+    as_time = adapter("time")
     params: list[Any] = [events, as_time(now)]
     if wakes:
-        sets.append("wakeups = wakeups + %s")
         params.append(wakes)
-    patch = patch or RunPatch()
-    for column, value in patch.columns().items():
-        sets.append(f"{column} = %s")
-        if column in JSON_COLUMNS:
-            value = as_json(value)
-        elif isinstance(value, datetime):
-            value = as_time(value)
-        params.append(value)
-    where = ["id = %s"]
-    where_params: list[Any] = [adapter("uuid")(run_id)]
+    columns: tuple[str, ...] = ()
+    if patch is not None:
+        values = patch.columns()
+        columns = tuple(values)
+        as_json = adapter("json")
+        for column, value in values.items():
+            if column in JSON_COLUMNS:
+                value = as_json(value)
+            elif isinstance(value, datetime):
+                value = as_time(value)
+            params.append(value)
+    params.append(adapter("uuid")(run_id))
     if isinstance(guard, LeaseGuard | SuspendGuard):
-        where.append("lease_token = %s")
-        where_params.append(guard.token)
+        params.append(guard.token)
         if isinstance(guard, SuspendGuard):
-            where.append("wakeups = %s")
-            where_params.append(guard.wakeups)
+            params.append(guard.wakeups)
     elif isinstance(guard, UnfinishedGuard):
-        states, state_params = in_list(ACTIVE_RUN_STATES)
+        params.extend(in_list(ACTIVE_RUN_STATES)[1])
+    release = patch is not None and patch.release_lease
+    guard_kind: type = type(guard)
+    return _run_update_sql(guard_kind, bool(wakes), columns, release), params
+
+
+@cache
+def _run_update_sql(guard: type, wakes: bool, columns: tuple[str, ...], release_lease: bool) -> str:
+    """The text of `run_update_statement` for one shape: a checkpoint's few shapes are built
+    once, its parameters gathered per batch."""
+    sets = ["last_seq = last_seq + %s", "updated_at = %s"]
+    if wakes:
+        sets.append("wakeups = wakeups + %s")
+    sets += [f"{column} = %s" for column in columns]
+    where = ["id = %s"]
+    if issubclass(guard, LeaseGuard | SuspendGuard):
+        where.append("lease_token = %s")
+        if issubclass(guard, SuspendGuard):
+            where.append("wakeups = %s")
+    elif issubclass(guard, UnfinishedGuard):
+        states, _ = in_list(ACTIVE_RUN_STATES)
         where.append(f"status IN ({states})")
-        where_params.extend(state_params)
-    if patch.release_lease:
+    if release_lease:
         sets.extend(["lease_token = NULL", "lease_expires_at = NULL", "lease_owner = NULL"])
     # The lease is extended by the heartbeat thread, not here: lease_expires_at is indexed, and
     # touching it would turn every checkpoint's cheap HOT update of the run row into a full one.
     table = Run._meta.db_table
-    sql = f"UPDATE {table} SET {', '.join(sets)} WHERE {' AND '.join(where)} RETURNING last_seq"
-    return sql, params + where_params
+    return f"UPDATE {table} SET {', '.join(sets)} WHERE {' AND '.join(where)} RETURNING last_seq"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime.core.errors import PayloadError, PayloadTooLarge
+from runtime.core.json_text import compact_json, dumps_json
 from runtime.core.jsonvalues import checked, encoded_size, normalize
 
 storable = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
@@ -95,3 +96,30 @@ def test_jsonvalues_checked_reports_not_json_before_size() -> None:
         checked({"when": datetime(2030, 1, 1)}, "workflow 'w' input", limit=1)
     assert not isinstance(info.value, PayloadTooLarge)
     assert "datetime at $.when" in str(info.value)
+
+
+def test_jsonvalues_normalize_makes_subclasses_of_json_types_plain() -> None:
+    class Count(int):
+        pass
+
+    class Ordered(dict[str, Any]):
+        pass
+
+    normalized = normalize(Ordered(n=Count(3), s=[Count(1)]), "x")
+    assert normalized == {"n": 3, "s": [1]}
+    assert type(normalized) is dict
+    assert type(normalized["n"]) is int and type(normalized["s"][0]) is int
+
+
+@given(value=json_values)
+def test_jsonvalues_text_encoders_write_what_the_json_module_writes(value: Any) -> None:
+    assert dumps_json(value) == json.dumps(value)
+    assert compact_json(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_jsonvalues_compact_text_refuses_what_is_not_json() -> None:
+    with pytest.raises(ValueError):
+        compact_json([float("nan")])
+    with pytest.raises(TypeError):
+        compact_json({"at": datetime(2030, 1, 1)})
+    assert dumps_json(float("inf")) == "Infinity"  # as json.dumps writes it
