@@ -63,8 +63,10 @@ def _step_params(pg: bool) -> tuple[Callable[[StepRow], tuple[Any, ...]], int, t
     columns = step_columns()
     getter = attrgetter(*(c.attname for c in columns if c.attname is not None))
     run_index = next(i for i, c in enumerate(columns) if c.attname is None)
-    forms = tuple(
-        (i, form) for i, c in enumerate(columns) if (form := adapter(c.param)) is not same
+    forms = tuple(  # the run id's parameter is made once a statement, by the caller
+        (i, form)
+        for i, c in enumerate(columns)
+        if c.attname is not None and (form := adapter(c.param)) is not same
     )
     return getter, run_index, forms
 
