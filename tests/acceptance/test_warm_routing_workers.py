@@ -66,5 +66,6 @@ def test_resumes_go_to_the_node_that_keeps_the_run_parked(counters_redis: Any) -
     assert all(
         Run.objects.get(id=run_id).result == sum(range(1, MESSAGES + 1)) for run_id in run_ids
     )
-    # A resume the sweep sent on to any worker (its node slow past the route's wait) may replay.
-    assert replays <= resumes // 10, starts
+    # Sent to any worker instead (FANFOLD_WARM_ROUTE_SECONDS=0), 20 of the 100 replayed here;
+    # routed, none did. A little room for a node the machine stalled past the route's wait.
+    assert replays <= resumes // 20, starts
