@@ -17,6 +17,9 @@ messages with it; a message submitted after a quiet spell, or after a request of
 leaves at once. A message submitted as one of a `stream` (a run's start: a caller that does
 not wait for it to be answered) starts that time even alone, so that the starts of a loop of
 enqueues, each longer than a request, leave a few to a request rather than each on its own.
+With `max_linger`, the pace of a stream that keeps its requests full of several doubles from
+`linger` up to `max_linger` (a flood of starts goes in fewer, fuller requests), and falls back
+to `linger` after a request of one message or a quiet spell (`next_pace`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,16 @@ Failure = Callable[[Sequence[Message], Exception], None]
 Combine = Callable[[list[Message]], list[Message]]
 
 
+def next_pace(pace: float, gap: float, count: int, linger: float, max_linger: float) -> float:
+    """A stream's linger after a request of `count` messages taken `gap` seconds after the
+    start of the stream's request before it: doubled (up to `max_linger`) while the stream
+    keeps its requests full of several, back to `linger` after a lone message or a quiet spell
+    (a gap of more than twice the pace)."""
+    if count < 2 or gap > 2 * pace:
+        return linger
+    return min(max(pace, linger) * 2, max_linger)
+
+
 def _log_failure(messages: Sequence[Message], exc: Exception) -> None:
     log.warning("%d message(s) published in the background were lost: %s", len(messages), exc)
 
@@ -58,13 +71,17 @@ class BackgroundPublisher:
         name: str = "fanfold-publisher",
         combine: Combine | None = None,
         linger: float = 0.0,
+        max_linger: float | None = None,
     ) -> None:
         if batch_size < 1 or max_pending < 1:
             raise ValueError("batch_size and max_pending must be at least 1")
         if linger < 0:
             raise ValueError("linger must not be negative")
+        if max_linger is not None and max_linger < linger:
+            raise ValueError("max_linger must not be less than linger")
         self._combine = combine
         self.linger = linger
+        self.max_linger = linger if max_linger is None else max_linger
         self._transport = transport
         self.batch_size = batch_size
         self.max_pending = max_pending
@@ -119,10 +136,11 @@ class BackgroundPublisher:
 
     def _run(self) -> None:
         previous = float("-inf")  # when the previous request that carried several began
+        pace = self.linger  # the stream's linger now: it grows while requests carry several
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._queue))
-                until = previous + self.linger
+                until = previous + pace
                 while self._lingers() and (left := until - time.monotonic()) > 0:
                     self._cond.wait(left)
                 count = min(len(self._queue), self.batch_size)
@@ -131,6 +149,8 @@ class BackgroundPublisher:
             # A lone message is no stream unless submitted as one: the next one leaves at once
             # too, as a caller waiting on each message's answer in turn needs (a run's resume).
             streamed = len(batch) > 1 or any(stream for _, stream in taken)
+            gap = time.monotonic() - previous
+            pace = next_pace(pace, gap, len(batch), self.linger, self.max_linger)
             previous = time.monotonic() if streamed else float("-inf")
             try:
                 sent = batch if self._combine is None else self._combine(batch)

@@ -18,8 +18,11 @@ from publisher.messages import Message, Routing
 # At most this many runs a message: a batch of long tasks holds its later runs back, and
 # more messages let more worker processes share a burst.
 MAX_RUNS = 20
-# A stream of starts leaves at most once per this many seconds (publisher.background).
+# A stream of starts leaves at most once per this many seconds (publisher.background), the
+# pace growing to MAX_LINGER_SECONDS while every request carries several: a flood of enqueues
+# goes to the workers in fewer, fuller messages, while sparse starts keep the short pace.
 LINGER_SECONDS = 0.01
+MAX_LINGER_SECONDS = 0.05
 
 
 def combine_starts(
@@ -62,4 +65,4 @@ def publisher_options(single: str, batch: str) -> dict[str, Any]:
     """A BackgroundPublisher's `combine` and `linger` for the start messages of task `single`
     (combined into messages of task `batch`)."""
     combine = partial(combine_starts, single=single, batch=batch)
-    return {"combine": combine, "linger": LINGER_SECONDS}
+    return {"combine": combine, "linger": LINGER_SECONDS, "max_linger": MAX_LINGER_SECONDS}

@@ -8,9 +8,12 @@ import sys
 import textwrap
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
-from publisher.background import BackgroundPublisher
+import pytest
+
+from publisher.background import BackgroundPublisher, next_pace
 from publisher.errors import PublishError
 from publisher.fake import FakeTransport
 from publisher.messages import Message, Outcome
@@ -209,3 +212,49 @@ def test_background_publisher_lingers_after_a_lone_message_of_a_stream(
     assert len(fake.requests) == 1 and publisher.pending() == 3
     assert publisher.flush(10)
     assert [len(request.messages) for request in fake.requests] == [1, 3]
+
+
+def test_a_streams_pace_doubles_while_its_requests_carry_several() -> None:
+    pace = next_pace(0.01, 0.011, 5, linger=0.01, max_linger=0.05)
+    assert pace == 0.02
+    pace = next_pace(pace, 0.021, 5, linger=0.01, max_linger=0.05)
+    assert pace == 0.04
+    assert next_pace(pace, 0.041, 5, linger=0.01, max_linger=0.05) == 0.05  # capped
+
+
+def test_a_streams_pace_falls_back_after_a_lone_message_or_a_quiet_spell() -> None:
+    assert next_pace(0.04, 0.041, 1, linger=0.01, max_linger=0.05) == 0.01
+    assert next_pace(0.04, 0.081, 5, linger=0.01, max_linger=0.05) == 0.01
+    assert next_pace(0.04, float("inf"), 5, linger=0.01, max_linger=0.05) == 0.01  # the first
+    # Without a max_linger the pace stays the linger, as before.
+    assert next_pace(0.01, 0.011, 5, linger=0.01, max_linger=0.01) == 0.01
+
+
+def test_background_publisher_paces_a_stream_of_full_requests_slower(
+    make_messages: MakeMessages,
+) -> None:
+    fake = FakeTransport()
+    publisher = BackgroundPublisher(lambda: fake, linger=0.3, max_linger=3600.0)
+    first, *pairs = make_messages(7)
+    publisher.submit(first, stream=True)  # after a quiet spell: at once, alone
+    wait_until(lambda: len(fake.delivered) == 1, interval=0.005)
+    for n in (2, 4):  # each pair waits out the pace (0.3 s, then 0.6 s) and leaves together
+        for message in pairs[n - 2 : n]:
+            publisher.submit(message, stream=True)
+        wait_until(partial(_delivered, fake, 1 + n), interval=0.005)
+    for message in pairs[4:]:
+        publisher.submit(message, stream=True)
+    # Two requests of several in a row: the pace is 1.2 s now, no longer the 0.6 s before.
+    threading.Event().wait(0.9)
+    assert publisher.pending() == 2
+    assert publisher.flush(10)  # a flush cuts the linger short
+    assert [len(request.messages) for request in fake.requests] == [1, 2, 2, 2]
+
+
+def _delivered(fake: FakeTransport, count: int) -> bool:
+    return len(fake.delivered) == count
+
+
+def test_background_publisher_refuses_a_max_linger_below_its_linger() -> None:
+    with pytest.raises(ValueError, match="max_linger"):
+        BackgroundPublisher(FakeTransport, linger=0.5, max_linger=0.1)
