@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,6 +24,7 @@ from runtime.core.branches import (
     BranchReceipt,
     BranchReport,
     ClaimedBranch,
+    ClaimReceipt,
     Recorded,
 )
 from runtime.core.clock import current_time
@@ -161,16 +163,33 @@ def record_completions(
     (one batch, unless its limits cut it), then each receipt is acted on. The branches' leases
     are given back once the reports are written; says how each went."""
     reports = [
-        branch_report(branch, claimed, "completed", outcome.size, result=outcome.result)
+        (branch, branch_report(branch, claimed, "completed", outcome.size, result=outcome.result))
         for branch, claimed, outcome in completed
     ]
+    return record_window(reports).labels
+
+
+@dataclass(frozen=True)
+class WindowReceipts:
+    """What `record_window` did: how each completed branch went, each claim's receipt."""
+
+    labels: list[str]
+    claims: list[ClaimReceipt]
+
+
+def record_window(
+    completed: Sequence[tuple[BranchAttempt, BranchReport]], then: Sequence[BranchClaim] = ()
+) -> WindowReceipts:
+    """Commit the reports of completed branches (made as each body ended) with the claims
+    `then` (a chunk's next branches: runtime.fanout.chunk_window), then act on each receipt.
+    The branches' leases are given back once the reports are written."""
     try:
-        receipts = record_reports(reports).reports
+        written = record_reports([report for _, report in completed], then)
     finally:
-        for branch, _, _ in completed:
+        for branch, _ in completed:
             branch_leases.release(branch.lease_key)
     labels = []
-    for (branch, _, _), receipt in zip(completed, receipts, strict=True):
+    for (branch, _), receipt in zip(completed, written.reports, strict=True):
         after_commit(branch, receipt)
         labels.append("completed" if receipt.recorded else "stale")
-    return labels
+    return WindowReceipts(labels, written.claims)
