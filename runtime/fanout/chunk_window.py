@@ -12,7 +12,9 @@ Every report still commits before its branch counts (the group's counters are wr
 it), and each body runs once: a window's branches are claimed, their leases held, before the
 first of them starts. A worker that dies loses the results it has not committed, whose bodies
 then run again: a window keeps at most AT_RISK_SECONDS of bodies unreported (and the one that
-went past it), so bodies that take time report as they end, as a lone branch's do. If a body
+went past it), so bodies that take time report as they end, as a lone branch's do. The body
+running counts: once it runs past that bound, the reports waiting before it are committed
+meanwhile (runtime.fanout.window_flush), not held back for as long as it takes. If a body
 fails or is not a plain step, the reports before it are committed first and it is recorded on
 its own, as a lone branch would be. Once the bodies have used the chunk's time, or one did
 not complete, the window's branches that did not start are handed back (pending at the
@@ -24,7 +26,8 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from publisher import PublishError
@@ -42,7 +45,8 @@ from runtime.fanout.branch import (
     plain_step,
     run_claimed,
 )
-from runtime.fanout.report import branch_report, record_outcome, record_window
+from runtime.fanout.report import act_on_window, branch_report, record_outcome, record_window
+from runtime.fanout.window_flush import window_flusher
 from runtime.leases.keepers import branch_leases
 from runtime.registry import step_policy
 from runtime.store.fanout.fanout_groups import hand_back_claims, record_dispatch
@@ -123,7 +127,8 @@ class ChunkRun:
             self.outcomes[label] += 1
             return label == "completed"
         with StepBody(body_call(branch, claimed, fn), self.traceparent) as body:
-            outcome = body.run(conf.get().MAX_PAYLOAD_BYTES)
+            with self._reports_meanwhile(completed):
+                outcome = body.run(conf.get().MAX_PAYLOAD_BYTES)
             if outcome.ok:
                 body.outcome = "completed"  # its report commits with the window's
                 self.body_time.seconds += outcome.seconds
@@ -140,6 +145,28 @@ class ChunkRun:
             body.outcome = recorded.label
         self.outcomes[recorded.label] += 1
         return False
+
+    @contextmanager
+    def _reports_meanwhile(self, completed: list[Completed]) -> Iterator[None]:
+        """While a body runs: the reports waiting before it are committed by the flusher
+        once the window's unreported time reaches AT_RISK_SECONDS (runtime.fanout.
+        window_flush), not held for as long as the body takes."""
+        if not completed:
+            yield
+            return
+        waiting = window_flusher.hand_over(completed, AT_RISK_SECONDS - self.unreported)
+        try:
+            yield
+        finally:
+            try:
+                written = window_flusher.take_back(waiting)
+            finally:
+                if waiting.taken:  # written, or lost with their leases given back
+                    self._given_back([branch for branch, _ in waiting.completed])
+                    del completed[: len(waiting.completed)]
+                    self.unreported = 0.0
+            if written is not None:
+                self.outcomes.update(act_on_window(waiting.completed, written))
 
     def _next_window(self, completed: list[Completed], before_last: float) -> list[Claimed]:
         """Commit the window's reports with the next window's claims; returns that window."""

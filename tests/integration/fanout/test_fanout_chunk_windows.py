@@ -3,6 +3,8 @@ run in turn, their reports committed together; what a slow or failing body leave
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -228,3 +230,77 @@ def test_window_of_bodies_that_take_time_reports_each_as_it_ends(
     assert branches.outcomes == ["completed:10"]
     assert _commits(sent) == 11  # the first claim, then each report with the next claim
     assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
+
+
+def _completed_positions(run: Run) -> set[int]:
+    done = Step.objects.filter(run_id=run.id, position__gt=0, status=StepStatus.COMPLETED)
+    return set(done.values_list("position", flat=True))
+
+
+@pytest.fixture
+def fourth_waits_for_the_others(monkeypatch: pytest.MonkeyPatch) -> dict[str, set[int]]:
+    """The body at position 4 waits (5 s at most) for the branches before it to be committed,
+    as the failover test's held bodies wait for every body that ran to be; says what it saw."""
+    real, seen = StepBody.run, {}
+
+    def waits(body: StepBody, max_bytes: int) -> BodyOutcome:
+        if body.call.info.position == 4:
+            run = Run.objects.get(id=body.call.info.run_id)
+            deadline = time.monotonic() + 5
+            while _completed_positions(run) != {1, 2, 3} and time.monotonic() < deadline:
+                time.sleep(0.01)
+            seen["committed"] = _completed_positions(run)
+        return real(body, max_bytes)
+
+    monkeypatch.setattr(StepBody, "run", waits)
+    return seen
+
+
+def test_window_body_that_runs_on_does_not_hold_back_the_reports_before_it(
+    fanfold_settings: Callable[..., None],
+    fake: FakeTransport,
+    branches: Branches,
+    monkeypatch: pytest.MonkeyPatch,
+    fourth_waits_for_the_others: dict[str, set[int]],
+) -> None:
+    """2 to 10 are claimed in one window; once 4's body has run past what the window may keep
+    unreported, the reports of 2 and 3 are committed while it runs, not after it."""
+    monkeypatch.setattr(chunk_window, "AT_RISK_SECONDS", 0.2)  # a window of all nine
+    fanfold_settings(BRANCH_CHUNK_SECONDS=60)
+    run = _fanned_out("tests.fanout.squares", [10])
+    branches.drain(threads=1)
+    assert fourth_waits_for_the_others["committed"] == {1, 2, 3}
+    assert branches.outcomes == ["completed:10"]
+    assert branch_leases.beat_once() == 0
+    assert execute(run.id).outcome is ExecutionOutcome.COMPLETED
+    assert Run.objects.get(id=run.id).result == [n * n for n in range(10)]
+    assert set(completed_once(run.id).values()) == {1}
+    assert sum(calls.counts.values()) == 10
+
+
+def test_window_whose_reports_fail_to_commit_while_a_body_runs_leaves_them_to_the_takeover(
+    fanfold_settings: Callable[..., None],
+    fake: FakeTransport,
+    branches: Branches,
+    monkeypatch: pytest.MonkeyPatch,
+    fourth_waits_for_the_others: dict[str, set[int]],
+) -> None:
+    """The database gone while 4's body runs: the commit of 2 and 3's reports fails, the chunk
+    fails once the body has ended, and no lease of the window's is kept alive here."""
+    monkeypatch.setattr(chunk_window, "AT_RISK_SECONDS", 0.2)
+    fanfold_settings(BRANCH_CHUNK_SECONDS=60)
+    run = _fanned_out("tests.fanout.squares", [10])
+    real = report.record_reports
+
+    def fails_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread().name == "fanfold-window-flush":
+            raise CheckpointFailed("the database went away")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(report, "record_reports", fails_meanwhile)
+    with pytest.raises(CheckpointFailed):
+        branches.deliver(fake.delivered, threads=1)
+    assert fourth_waits_for_the_others["committed"] == {1}
+    assert branch_leases.beat_once() == 0
+    assert _statuses(run)[1:] == [StepStatus.RUNNING] * 9
+    assert sum(calls.counts.values()) == 4
