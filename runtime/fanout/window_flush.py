@@ -25,10 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 
-from django.db import connection
-
 from runtime.core.branches import BranchAttempt, BranchReport
 from runtime.fanout.report import commit_window
+from runtime.store.connection import close_thread_connections
 from runtime.store.fanout.branch_writes import ReportReceipts
 
 Completed = tuple[BranchAttempt, BranchReport]
@@ -95,7 +94,7 @@ class WindowFlusher:
             while (due := self._next_due()) is not None:
                 self._flush(due)
         finally:
-            connection.close()  # if the writer ran the commit on this thread's connection
+            close_thread_connections()  # if the writer ran a commit on this thread's
 
     def _next_due(self) -> Waiting | None:
         """Wait for the first reports whose deadline passed and take them; None: retire."""
@@ -129,7 +128,7 @@ class WindowFlusher:
             waiting.written = commit_window(waiting.completed)
         except BaseException as exc:  # the chunk's thread raises it
             waiting.error = exc
-            connection.close()
+            close_thread_connections()
         finally:
             with self._cond:
                 waiting.done = True
