@@ -32,6 +32,7 @@ from runtime.flow.ratelimit import branch_turn_later
 from runtime.leases.keepers import branch_leases
 from runtime.leases.liveness import process_key
 from runtime.registry import registry, step_policy
+from runtime.registry.table import AnyStep
 from runtime.store.fanout.branch_writes import claim_branches
 
 
@@ -113,19 +114,12 @@ def run_claimed(
         branch.priority,
     ):  # fmt: skip
         return Recorded("rate_limited")  # claim handed back, published again for its turn
-    args = list(claimed.input.get("args", []))
-    kwargs = dict(claimed.input.get("kwargs", {}))
     if claimed.kind == "child":
+        args = list(claimed.input.get("args", []))
+        kwargs = dict(claimed.input.get("kwargs", {}))
         return Recorded(drive_child(branch, poll, claimed, args, kwargs))
     fn = registry.steps.get(claimed.name)
-    call = BodyCall(
-        StepInfo(branch.run_id, branch.position, claimed.name, branch.attempt),
-        fn.fn if fn else _unregistered,
-        args,
-        kwargs,
-        f"step {claimed.name!r}",
-        fn.timeout if fn else None,
-    )
+    call = body_call(branch, claimed, fn)
     if fn is not None and is_async_callable(fn.fn):
         return Recorded(async_branches.start(branch, claimed, call, step_policy(fn), traceparent))
     branch_leases.hold(branch.lease_key)
@@ -140,6 +134,28 @@ def run_claimed(
         recorded = record_outcome(branch, claimed, outcome, step_policy(fn), then)
         body.outcome = recorded.label
     return recorded
+
+
+def body_call(branch: BranchAttempt, claimed: ClaimedBranch, fn: AnyStep | None) -> BodyCall:
+    """The call of a claimed step branch's body (`fn`: its registered step, if any)."""
+    return BodyCall(
+        StepInfo(branch.run_id, branch.position, claimed.name, branch.attempt),
+        fn.fn if fn else _unregistered,
+        list(claimed.input.get("args", [])),
+        dict(claimed.input.get("kwargs", {})),
+        f"step {claimed.name!r}",
+        fn.timeout if fn else None,
+    )
+
+
+def plain_step(claimed: ClaimedBranch) -> AnyStep | None:
+    """The claimed branch's step if its body may run right after the claim and report with
+    others (runtime.fanout.chunk_window): a registered sync step, neither at most once nor
+    rate-limited; None otherwise."""
+    fn = registry.steps.get(claimed.name) if claimed.kind == "step" else None
+    if fn is None or fn.at_most_once or fn.rate_limit is not None or is_async_callable(fn.fn):
+        return None
+    return fn
 
 
 def _unregistered(*args: Any, **kwargs: Any) -> Any:

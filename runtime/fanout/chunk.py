@@ -2,48 +2,41 @@
 
 A broker message costs a Celery worker about as much as a no-op branch's claim and report
 together, so a fan-out's first dispatch packs up to BRANCH_CHUNK branches a message
-(runtime.fanout.group). The worker that takes a chunk runs its branches one after another,
-each as a branch message of its own would run it (claim, body, report: runtime.fanout.branch),
-except that the claim of the next branch is committed in the transaction of the previous
-branch's report: one commit a branch instead of two.
+(runtime.fanout.group). The worker that takes a chunk claims its first branch, then runs its
+branches in windows (runtime.fanout.chunk_window): each commit carries the reports of the
+bodies just run and the claims of the next window, so a chunk of fast bodies commits a couple
+of times, not once a branch.
 
 Slow bodies must still spread over every worker: once the chunk's bodies have run
 BRANCH_CHUNK_SECONDS (their own time: waiting for commits does not count, since a worker busy
 with commits gains nothing by handing branches to workers as busy as itself), or a branch did
 not simply complete (it failed, will retry, was handed back for its rate-limit turn or found
-stale), the branches not yet claimed are published on their own and the chunk ends. A claim
-that loses (a duplicate delivery: the branch ran already) skips that branch and claims the
-next alone. A worker that dies mid-chunk leaves at most the branch it was running
-claimed, which the takeover moves on as any branch's; the rest are pending, their message
-unacknowledged (acks_late), so it comes back or the fan-out sweep publishes them again.
+stale), the branches not started are published on their own and the chunk ends. A claim
+that loses (a duplicate delivery: the branch ran already) skips that branch. A worker that
+dies mid-chunk leaves the branches of its window claimed, which the takeover moves on as any
+branch's once their leases expire (a window's bodies are not at most once: a chunk carries
+none); the rest are pending, their message unacknowledged (acks_late), so it comes back or
+the fan-out sweep publishes them again.
 """
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from dataclasses import replace
 
-from publisher import PublishError
-from runtime import conf
-from runtime.core.branch_dispatch import BranchDispatch, outcome_summary
+from runtime.core.branch_dispatch import outcome_summary
 from runtime.core.branches import BranchAttempt, ClaimedBranch
-from runtime.core.clock import current_time
-from runtime.dispatch import publish_branches
 from runtime.durable.body import is_async_callable
 from runtime.fanout.branch import (
-    BodyTime,
     branch_claim,
     claim_branch,
     claimed_branch,
     run_branch,
     run_claimed,
 )
+from runtime.fanout.chunk_window import ChunkRun
 from runtime.registry import registry
 from runtime.store.fanout.branch_writes import claim_branches
-from runtime.store.fanout.fanout_groups import record_dispatch
-
-log = logging.getLogger("fanfold.branches")
 
 
 def run_message(
@@ -59,32 +52,10 @@ def run_message(
 def run_chunk(first: BranchAttempt, count: int, traceparent: str | None = None) -> str:
     """Run the `count` branches from `first` at its attempt; says how each went, as
     "completed:10" or "completed:7,published:2,skipped:1" ("published": sent on its own)."""
-    budget, body_time = conf.get().BRANCH_CHUNK_SECONDS, BodyTime()
-    outcomes: Counter[str] = Counter()
-    branch, claimed = first, claim_branch(first)
+    claimed = claim_branch(first)
     if claimed is not None and _async_step(claimed.name):
         return _start_async_chunk(first, count, claimed, traceparent)
-    for index in range(1, count + 1):
-        following = _at(first, index) if index < count else None
-        if claimed is None:
-            outcomes["skipped"] += 1
-            if following is None:
-                break
-            branch, claimed = following, claim_branch(following)
-            continue
-        within = body_time.seconds < budget
-        then = branch_claim(following) if following is not None and within else None
-        recorded = run_claimed(
-            branch, claimed, traceparent=traceparent, then=then, body_time=body_time
-        )
-        outcomes[recorded.label] += 1
-        if following is None:
-            break
-        if recorded.following is None or recorded.label != "completed":
-            outcomes["published"] += _publish_rest(first, index, count)
-            break
-        branch, claimed = following, claimed_branch(recorded.following)
-    return outcome_summary(outcomes)
+    return ChunkRun(first, count, traceparent).run(claimed)
 
 
 def _async_step(name: str) -> bool:
@@ -112,19 +83,3 @@ def _start_async_chunk(
 
 def _at(first: BranchAttempt, index: int) -> BranchAttempt:
     return replace(first, position=first.position + index)
-
-
-def _publish_rest(first: BranchAttempt, start: int, count: int) -> int:
-    """Publish the branches from index `start` on their own; returns how many."""
-    positions = [first.position + i for i in range(start, count)]
-    dispatches = [BranchDispatch(p, first.attempt) for p in positions]
-    try:
-        publish_branches(first.run_id, first.group_position, dispatches, first.priority)
-    except PublishError:
-        # Their first dispatch is void: the fan-out sweep publishes them at its next look.
-        record_dispatch(first.run_id, positions, None)
-        log.warning("run %s: publishing branches %s failed; the sweep retries", first.run_id,
-                    positions, exc_info=True)  # fmt: skip
-        return 0
-    record_dispatch(first.run_id, positions, current_time())  # their lost-message clock
-    return len(positions)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,6 +24,7 @@ from runtime.core.branches import (
     BranchReceipt,
     BranchReport,
     ClaimedBranch,
+    ClaimReceipt,
     Recorded,
 )
 from runtime.core.clock import current_time
@@ -32,7 +34,7 @@ from runtime.core.retry import GiveUp, RetryPolicy, decide
 from runtime.dispatch import enqueue_run, publish_branches, publish_later
 from runtime.durable.body import BodyOutcome
 from runtime.leases.keepers import branch_leases
-from runtime.store.fanout.branch_writes import record_reports
+from runtime.store.fanout.branch_writes import ReportReceipts, record_reports
 from runtime.store.fanout.fanout_groups import record_dispatch
 
 log = logging.getLogger("fanfold.branches")
@@ -161,16 +163,49 @@ def record_completions(
     (one batch, unless its limits cut it), then each receipt is acted on. The branches' leases
     are given back once the reports are written; says how each went."""
     reports = [
-        branch_report(branch, claimed, "completed", outcome.size, result=outcome.result)
+        (branch, branch_report(branch, claimed, "completed", outcome.size, result=outcome.result))
         for branch, claimed, outcome in completed
     ]
+    return record_window(reports).labels
+
+
+@dataclass(frozen=True)
+class WindowReceipts:
+    """What `record_window` did: how each completed branch went, each claim's receipt."""
+
+    labels: list[str]
+    claims: list[ClaimReceipt]
+
+
+def record_window(
+    completed: Sequence[tuple[BranchAttempt, BranchReport]], then: Sequence[BranchClaim] = ()
+) -> WindowReceipts:
+    """Commit the reports of completed branches (made as each body ended) with the claims
+    `then` (a chunk's next branches: runtime.fanout.chunk_window), then act on each receipt.
+    The branches' leases are given back once the reports are written."""
+    written = commit_window(completed, then)
+    return WindowReceipts(act_on_window(completed, written), written.claims)
+
+
+def commit_window(
+    completed: Sequence[tuple[BranchAttempt, BranchReport]], then: Sequence[BranchClaim] = ()
+) -> ReportReceipts:
+    """`record_window`'s commit alone (a window's waiting reports, committed by another
+    thread while a body runs: runtime.fanout.window_flush); the leases are given back once
+    the reports are written, or the write failed."""
     try:
-        receipts = record_reports(reports).reports
+        return record_reports([report for _, report in completed], then)
     finally:
-        for branch, _, _ in completed:
+        for branch, _ in completed:
             branch_leases.release(branch.lease_key)
+
+
+def act_on_window(
+    completed: Sequence[tuple[BranchAttempt, BranchReport]], written: ReportReceipts
+) -> list[str]:
+    """Act on the receipts of committed reports; says how each branch went."""
     labels = []
-    for (branch, _, _), receipt in zip(completed, receipts, strict=True):
+    for (branch, _), receipt in zip(completed, written.reports, strict=True):
         after_commit(branch, receipt)
         labels.append("completed" if receipt.recorded else "stale")
     return labels

@@ -25,3 +25,16 @@ def record_dispatch(run_id: uuid.UUID, positions: Sequence[int], at: datetime | 
         Step.objects.filter(
             run_id=run_id, position__in=list(positions), status=StepStatus.PENDING
         ).update(wake_at=at)
+
+
+def hand_back_claims(
+    run_id: uuid.UUID, step_ids: Sequence[uuid.UUID], attempt: int, at: datetime
+) -> int:
+    """Undo claims of `attempt` whose bodies did not start (a chunk's window that ran out of
+    time): each step is pending at the previous attempt again, dispatched `at`; a claim no
+    longer held (taken over) is left alone. Returns how many were handed back."""
+    if not step_ids:
+        return 0
+    return Step.objects.filter(
+        run_id=run_id, id__in=list(step_ids), status=StepStatus.RUNNING, attempt=attempt
+    ).update(status=StepStatus.PENDING, attempt=attempt - 1, wake_at=at, lease_owner=None)

@@ -17,11 +17,16 @@ from publisher.fake import FakeTransport
 from runtime.core.branches import BranchAttempt
 from runtime.core.identity import dispatch_key
 from runtime.executor import ExecutionOutcome, execute
-from runtime.fanout import chunk
+from runtime.fanout import chunk, report
 from runtime.fanout.sweep import sweep_fanouts_once
 from runtime.models import FanoutGroup, Run, Step
 from runtime.services import start_run
 from tests.support.dispatch import Later
+
+
+@pytest.fixture(autouse=True)
+def _ten_a_chunk(fanfold_settings: Callable[..., None]) -> None:
+    fanfold_settings(BRANCH_CHUNK=10)  # the shapes below: chunks of ten
 
 
 @pytest.fixture
@@ -92,7 +97,7 @@ def test_chunk_delivered_twice_at_once_runs_each_branch_once(
     assert taken["completed"] + taken["skipped"] + taken["stale"] >= 60  # each copy's every one
 
 
-def test_chunk_that_finds_a_branch_taken_claims_the_next_on_its_own(
+def test_chunk_that_finds_a_branch_taken_skips_it_and_runs_the_rest(
     fanfold_settings: Callable[..., None],
     fake: FakeTransport,
     branches: Branches,
@@ -103,7 +108,8 @@ def test_chunk_that_finds_a_branch_taken_claims_the_next_on_its_own(
     Step.objects.filter(run_id=run.id, position=3).update(attempt=2)  # taken over meanwhile
     branches.deliver(fake.delivered, threads=1)
     assert branches.outcomes == ["completed:4,skipped:1"]
-    assert standalone_claims == [1, 4]  # 3's claim, riding in 2's report, lost
+    assert standalone_claims == [1]  # 3's claim, riding in 1's report with 2, 4 and 5, lost
+    assert sum(calls.counts.values()) == 4
 
 
 def test_chunk_whose_bodies_used_its_time_publishes_the_rest_on_their_own(
@@ -134,13 +140,13 @@ def test_chunk_time_counts_bodies_not_waits_for_the_database(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fanfold_settings(BRANCH_CHUNK_SECONDS=0.05)
-    real = chunk.run_claimed
+    real = report.record_reports
 
-    def slow_commits(*args: Any, **kwargs: Any) -> str:
-        time.sleep(0.02)  # a loaded database: ten branches wait 0.2 s on it, their bodies 0.02
+    def slow_commits(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.06)  # a loaded database: each commit waits longer than the bodies take
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(chunk, "run_claimed", slow_commits)
+    monkeypatch.setattr(report, "record_reports", slow_commits)
     _fanned_out("tests.fanout.squares", [10])
     branches.drain(threads=1)
     assert branches.outcomes == ["completed:10"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fanout_harness import Branches
 from fanout_workflows import FAIL, calls, completed_once, statuses
 
@@ -102,8 +104,9 @@ def test_fanout_retryable_publish_failure_republishes_the_set_on_replay(
 
 
 def test_fanout_permanent_publish_failure_fails_the_run_promptly(
-    fake: FakeTransport, branches: Branches
+    fanfold_settings: Callable[..., None], fake: FakeTransport, branches: Branches
 ) -> None:
+    fanfold_settings(BRANCH_CHUNK=10)
     run, _ = start_run("tests.fanout.squares", [23])
     fake.fail_messages(dispatch_key(run.id, 11, 1) + ":n10", retryable=False)  # the 2nd chunk
     assert execute(run.id).outcome is ExecutionOutcome.FAILED

@@ -22,8 +22,8 @@ def test_fanout_map_records_one_batch_and_resumes_once_with_ordered_results(
     assert created.count() == 40
     assert FanoutGroup.objects.get(run_id=run.id).released == 40
     assert len(fake.requests) == 1 and fake.requests[0].kind == "send_batch"
-    keys = [m.idempotency_key for m in fake.requests[0].messages]  # ten branches a message
-    assert keys == [dispatch_key(run.id, p, 1) + ":n10" for p in (1, 11, 21, 31)]
+    keys = [m.idempotency_key for m in fake.requests[0].messages]  # 25 branches a message
+    assert keys == [dispatch_key(run.id, 1, 1) + ":n25", dispatch_key(run.id, 26, 1) + ":n15"]
 
     branches.drain(threads=16)
     assert enqueued.count(run.id) == 2  # the start, and the one settling completion

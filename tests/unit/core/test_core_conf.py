@@ -23,7 +23,7 @@ def test_conf_defaults_match_the_contract() -> None:
     parsed = conf.parse({})
     assert parsed == conf.FanfoldSettings()
     assert parsed.PUBLISH_BATCH_SIZE == 100
-    assert (parsed.BRANCH_CHUNK, parsed.BRANCH_CHUNK_SECONDS) == (10, 0.1)
+    assert (parsed.BRANCH_CHUNK, parsed.BRANCH_CHUNK_SECONDS) == (25, 0.1)
     assert parsed.MAX_PAYLOAD_BYTES == 1024 * 1024
     assert parsed.WORKFLOW_MODULES == ()
 
