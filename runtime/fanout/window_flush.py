@@ -101,9 +101,7 @@ class WindowFlusher:
         with self._cond:
             while True:
                 if not self._waiting:
-                    self._idle = True
-                    self._cond.wait(IDLE_SECONDS)
-                    self._wakes_at = math.inf  # when the thread's wait ends, as it waits now
+                    self._cond.wait(IDLE_SECONDS)  # any hand-over wakes it (_wakes_at: inf)
                     if not self._waiting:
                         self._thread = None  # the next hand-over starts a new thread
                         return None
@@ -116,10 +114,9 @@ class WindowFlusher:
                     return first
                 self._wait_until(first.deadline)
 
-    def _wait_until(self, deadline: float, idle: bool = False) -> None:
-        """Wait (the lock held) until `deadline`, or a hand-over due before it: any, if
-        `idle`."""
-        self._wakes_at = math.inf if idle else deadline
+    def _wait_until(self, deadline: float) -> None:
+        """Wait (the lock held) until `deadline`, or a hand-over due before it."""
+        self._wakes_at = deadline
         self._cond.wait(max(deadline - perf_counter(), 0.0))
         self._wakes_at = math.inf
 

@@ -63,6 +63,7 @@ def test_tasks_backend_enqueues_in_a_row_leave_together_after_the_first(
     # A loop of enqueues is a stream even when each start is alone in its request: the next
     # ones wait out the publisher's linger (an hour here) and leave as one batch message.
     monkeypatch.setattr(run_batches, "LINGER_SECONDS", 3600.0)
+    monkeypatch.setattr(run_batches, "MAX_LINGER_SECONDS", 3600.0)
     with use_dispatcher(LossyDispatcher()) as lossy:
         assert isinstance(lossy, LossyDispatcher)
         first = tasks.add.enqueue(0, 1).id
