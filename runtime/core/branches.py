@@ -64,11 +64,9 @@ class ClaimedBranch:
 
 @dataclass(frozen=True)
 class Recorded:
-    """How a branch's attempt went ("completed", "stale", "retrying", "failed", ...) and, if
-    the next branch's claim was committed with its report, that claim's receipt."""
+    """How a branch's attempt went ("completed", "stale", "retrying", "failed", ...)."""
 
     label: str
-    following: ClaimReceipt | None = None
 
 
 @dataclass(frozen=True, slots=True)

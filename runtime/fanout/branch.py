@@ -102,13 +102,8 @@ def run_claimed(
     claimed: ClaimedBranch,
     poll: int = 0,
     traceparent: str | None = None,
-    then: BranchClaim | None = None,
-    body_time: BodyTime | None = None,
 ) -> Recorded:
-    """Run a branch whose claim was won; says how it went. `then`, another branch's claim, is
-    committed with this one's report if the body completes (runtime.fanout.chunk), and its
-    receipt comes back in `following`; for any other outcome it is not written. A completed
-    body's duration is added to `body_time`."""
+    """Run a branch whose claim was won; says how it went."""
     if poll == 0 and claimed.kind == "step" and branch_turn_later(
         branch.run_id, branch.group_position, branch.position, branch.attempt, claimed.name,
         branch.priority,
@@ -129,9 +124,7 @@ def run_claimed(
         except BaseException:
             branch_leases.release(branch.lease_key)
             raise
-        if body_time is not None and outcome.ok:
-            body_time.seconds += outcome.seconds
-        recorded = record_outcome(branch, claimed, outcome, step_policy(fn), then)
+        recorded = record_outcome(branch, claimed, outcome, step_policy(fn))
         body.outcome = recorded.label
     return recorded
 

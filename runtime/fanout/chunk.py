@@ -22,7 +22,6 @@ the fan-out sweep publishes them again.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 from runtime.core.branch_dispatch import outcome_summary
 from runtime.core.branches import BranchAttempt, ClaimedBranch
@@ -34,7 +33,7 @@ from runtime.fanout.branch import (
     run_branch,
     run_claimed,
 )
-from runtime.fanout.chunk_window import ChunkRun
+from runtime.fanout.chunk_window import ChunkRun, branch_at
 from runtime.registry import registry
 from runtime.store.fanout.branch_writes import claim_branches
 
@@ -68,7 +67,7 @@ def _start_async_chunk(
 ) -> str:
     """Async bodies run side by side, not in turn: the rest of the chunk is claimed in one
     commit and every won branch goes to the worker loop (runtime.fanout.async_branches)."""
-    rest = [_at(first, index) for index in range(1, count)]
+    rest = [branch_at(first, index) for index in range(1, count)]
     receipts = claim_branches([branch_claim(branch) for branch in rest])
     outcomes: Counter[str] = Counter()
     outcomes[run_claimed(first, claimed, traceparent=traceparent).label] += 1
@@ -79,7 +78,3 @@ def _start_async_chunk(
         else:
             outcomes[run_claimed(branch, won, traceparent=traceparent).label] += 1
     return outcome_summary(outcomes)
-
-
-def _at(first: BranchAttempt, index: int) -> BranchAttempt:
-    return replace(first, position=first.position + index)

@@ -175,7 +175,7 @@ class ChunkRun:
         following = [self._at(i) for i in range(self.claimed_to, self.claimed_to + size)]
         self.claimed_to += size
         if not completed and not following:
-            return self._publish_unclaimed()
+            return self._publish_rest()
         self._given_back([branch for branch, _ in completed])
         written = record_window(completed, [branch_claim(b) for b in following])
         self.unreported = 0.0
@@ -184,7 +184,7 @@ class ChunkRun:
         for branch, claimed in window:
             if claimed is not None:
                 self._hold(branch)
-        return window or self._publish_unclaimed()
+        return window or self._publish_rest()
 
     def _window_size(self, left: int, before_last: float) -> int:
         """How many of the `left` branches not yet claimed the next window takes: none once
@@ -212,13 +212,12 @@ class ChunkRun:
         )
         for branch in held:
             self._let_go(branch)
-        positions = [b.position for b in held] + self._unclaimed()
-        self.claimed_to = self.count
-        if positions:
-            self.outcomes["published"] += publish_alone(self.first, positions)
+        self._publish_rest([b.position for b in held])
 
-    def _publish_unclaimed(self) -> list[Claimed]:
-        positions = self._unclaimed()
+    def _publish_rest(self, handed_back: Sequence[int] = ()) -> list[Claimed]:
+        """End the chunk: publish the branches handed back and those never claimed, each on
+        its own; no window follows."""
+        positions = [*handed_back, *self._unclaimed()]
         self.claimed_to = self.count
         if positions:
             self.outcomes["published"] += publish_alone(self.first, positions)
@@ -248,7 +247,12 @@ class ChunkRun:
         return [self.first.position + i for i in range(self.claimed_to, self.count)]
 
     def _at(self, index: int) -> BranchAttempt:
-        return replace(self.first, position=self.first.position + index)
+        return branch_at(self.first, index)
+
+
+def branch_at(first: BranchAttempt, index: int) -> BranchAttempt:
+    """The attempt of the chunk's branch `index` places after its `first`."""
+    return replace(first, position=first.position + index)
 
 
 def publish_alone(first: BranchAttempt, positions: list[int]) -> int:

@@ -137,23 +137,20 @@ def record_outcome(
     claimed: ClaimedBranch,
     outcome: BodyOutcome,
     policy: RetryPolicy,
-    then: BranchClaim | None = None,
 ) -> Recorded:
     """Report how a claimed step branch's body ended and act on the receipt; says how it went
-    ("completed", "stale", or a failure's "retrying"/"failed"). A completion commits the claim
-    `then` with it and hands back its receipt; any other outcome leaves `then` unwritten. The
-    branch's lease, held since its claim, is given back once the report is written."""
+    ("completed", "stale", or a failure's "retrying"/"failed"). The branch's lease, held since
+    its claim, is given back once the report is written."""
     try:
         if outcome.error is not None:
             return Recorded(report_failure(branch, claimed, outcome.error, policy))
         completed = branch_report(branch, claimed, "completed", outcome.size, result=outcome.result)
-        written = record_reports([completed], [then] if then is not None else [])
+        written = record_reports([completed])
     finally:
         branch_leases.release(branch.lease_key)
     receipt = written.reports[0]
     after_commit(branch, receipt)
-    label = "completed" if receipt.recorded else "stale"
-    return Recorded(label, written.claims[0] if written.claims else None)
+    return Recorded("completed" if receipt.recorded else "stale")
 
 
 def record_completions(
