@@ -24,7 +24,7 @@ from runtime import conf
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.core.clock import Clock, current_clock, current_time
 from runtime.core.control import Abort, Suspend
-from runtime.core.errors import LeaseLost, WokenUp, describe_exception
+from runtime.core.errors import LeaseLost, describe_exception
 from runtime.core.history import RecordedStep
 from runtime.core.jsonvalues import checked
 from runtime.core.writes import HistoryWrite, RunPatch, SuspendGuard
@@ -42,7 +42,7 @@ from runtime.observe.attempts import RunPass
 from runtime.registry import registry
 from runtime.registry.stand_ins import workflow_code
 from runtime.store import writer
-from runtime.store.lifecycle.leases import give_back_run_lease, run_wakeups
+from runtime.store.lifecycle.leases import give_back_run_lease
 from runtime.store.runs.run_statements import RunClaim, load_history
 from runtime.streaming.writer import WorkflowScope, workflow_scope
 from runtime.versions import routing as version_routing
@@ -269,18 +269,14 @@ def _suspend(
         status=RunStatus.WAITING, wake_at=wake_at, warm_queue=warm_queue, release_lease=True
     )
     guard = SuspendGuard(session.token, claimed.wakeups)
-    cp = HistoryWrite(session.run_id, guard, run=patch)
     try:
-        # What led here (a retry's bookkeeping, a timer) commits under the lease first, so a
-        # suspend that loses the race with a wake-up does not take it down with it.
-        session.barrier()
-        session.checkpoint(cp, sync=True)
+        # One commit with what led here: a suspend that loses the race with a wake-up leaves
+        # them committed, and the run goes on at once in a new pass.
+        woken = session.suspend(HistoryWrite(session.run_id, guard, run=patch))
     except Abort as abort:
-        woken = abort.failure.__cause__
-        if isinstance(woken, WokenUp):
-            wakeups = woken.wakeups
-            raise _Replay(run_wakeups(session.run_id) if wakeups is None else wakeups) from None
         return _aborted(session, abort.failure)
+    if woken is not None:
+        raise _Replay(woken.wakeups)
     if wake_at is not None:
         delay = max((wake_at - clock.now()).total_seconds(), 0.0)
         enqueue_run(session.run_id, delay, priority=session.priority, queue=warm_queue)

@@ -110,9 +110,18 @@ class UnfinishedGuard:
 
 @dataclass(frozen=True, slots=True)
 class SuspendGuard:
-    """Suspend only if the lease is still ours and nobody woke the run since we looked."""
+    """Write only while this executor owns the run, and suspend it (the write's run patch) only
+    if nobody woke it since it read `wakeups`; else the write's receipt is `Woken`."""
 
     token: str
+    wakeups: int
+
+
+@dataclass(frozen=True, slots=True)
+class Woken:
+    """The receipt of a suspend that a wake-up raced: its writes committed, the run was not
+    suspended, and it has been woken `wakeups` times."""
+
     wakeups: int
 
 

@@ -136,7 +136,7 @@ def record_timeout(
 def _open_callbacks(cursor: ReplayCursor) -> list[history.RecordedStep]:
     return [
         r
-        for r in cursor.recorded_steps()
+        for r in cursor.open_steps()
         if r.kind == "callback" and r.status in (StepStatus.PENDING, StepStatus.RUNNING)
     ]
 

@@ -37,7 +37,10 @@ class ReplayCursor:
         self.session = session
         self.clock = clock
         self._recorded = recorded
-        self._last_recorded = max(recorded, default=0)
+        self._last_recorded = self._last_held = max(recorded, default=0)
+        # The records that may still change, kept as they change: a long-lived run's resume
+        # looks at these, not at its whole history.
+        self._open = {p: r for p, r in recorded.items() if r.status not in _FINISHED}
         self._position = 0
         self._limit = payload_limit
         self.fatal: BaseException | None = None  # set when user code swallowed a fatal error
@@ -75,6 +78,10 @@ class ReplayCursor:
     def recorded_steps(self) -> list[RecordedStep]:
         """Every step the history holds, by position."""
         return [self._recorded[p] for p in sorted(self._recorded)]
+
+    def open_steps(self) -> list[RecordedStep]:
+        """The steps the history holds that have not finished (pending, running), by position."""
+        return [self._open[p] for p in sorted(self._open)]
 
     def next_position(self) -> int:
         """Take the next position; raises the fatal error if user code swallowed one.
@@ -126,21 +133,26 @@ class ReplayCursor:
         and the records `news` read since (runtime.warm)."""
         self.session, self.clock = session, clock
         for record in news:
-            self._recorded[record.position] = record
-        self._last_recorded = max(self._recorded, default=0)
+            self.remember(record)
+        self._last_recorded = self._last_held
 
     def first_open_position(self) -> int:
         """The first position whose record may still change (not finished), or the one after
         the last record: what a warm resume reads the history from (runtime.warm)."""
-        open_ = (p for p, r in self._recorded.items() if r.status not in _FINISHED)
-        return min(open_, default=self._last_recorded + 1)
+        return min(self._open, default=self._last_recorded + 1)
 
     def recorded(self, position: int) -> RecordedStep | None:
         return self._recorded.get(position)
 
     def remember(self, record: RecordedStep) -> None:
         """Replace what the history holds at `record.position` (after a write or a reload)."""
-        self._recorded[record.position] = record
+        position = record.position
+        self._recorded[position] = record
+        self._last_held = max(self._last_held, position)
+        if record.status in _FINISHED:
+            self._open.pop(position, None)
+        else:
+            self._open[position] = record
 
     def fail(self, exc: BaseException) -> None:
         """Make `exc` sticky: user code catching it must not hide it."""

@@ -10,7 +10,7 @@ from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import CheckpointFailed
 from runtime.checkpoint.writer import CheckpointWriter
 from runtime.core.control import Abort
-from runtime.core.writes import Guard, HistoryWrite, LeaseGuard
+from runtime.core.writes import Guard, HistoryWrite, LeaseGuard, Woken
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,17 @@ class ExecutionSession:
             self.writer.barrier(self.key)
         except CheckpointFailed as failure:
             raise Abort(failure) from failure
+
+    def suspend(self, write: HistoryWrite) -> Woken | None:
+        """Commit the run's suspend (`write`, under a SuspendGuard) with everything this
+        session queued before it; Woken if a wake-up raced it (the rest committed all the
+        same), else None. Raises Abort if the lease was lost or the commit failed."""
+        cp = Checkpoint(session=self.key, payload=write, size=256, sync=True)
+        try:
+            (receipt,) = self.writer.write_all((cp,))
+        except CheckpointFailed as failure:
+            raise Abort(failure) from failure
+        return receipt if isinstance(receipt, Woken) else None
 
     def checkpoint(self, write: HistoryWrite, *, sync: bool, payload_bytes: int = 0) -> None:
         """Queue (async) or commit (sync) one history write of this session.

@@ -14,7 +14,7 @@ from typing import Any
 from runtime.core.errors import InvalidArguments, RunNotFound, ValueNotFound
 from runtime.core.identity import as_run_id, check_name
 from runtime.store.messaging.values import latest_value, run_exists, upsert_value
-from runtime.streaming.wakeups import announce, fallback_seconds, signals
+from runtime.streaming.wakeups import announce, fallback_seconds, signal_local, signals
 
 _MISSING: Any = object()
 
@@ -30,8 +30,10 @@ def check_key(key: object) -> str:
 def store_value(run_id: uuid.UUID, key: str, value: Any, position: int) -> None:
     """Record `value` as the run's value of `key` unless a later position set one; then wake
     the readers that wait for it."""
-    upsert_value(run_id, key, value, position)
-    announce(run_id)
+    if upsert_value(run_id, key, value, position, notify=True):
+        signal_local(run_id)  # the set's own statement notified the other processes
+    else:
+        announce(run_id)
 
 
 def get_value(run_id: uuid.UUID | str, key: str, wait: float | None = None) -> Any:

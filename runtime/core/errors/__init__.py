@@ -39,7 +39,6 @@ from runtime.core.errors.runs import (
     RunNotFound,
     StreamNotFound,
     ValueNotFound,
-    WokenUp,
 )
 from runtime.core.errors.steps import (
     ChildFailed,
@@ -102,7 +101,6 @@ __all__ = [
     "UpdateRejected",
     "UpdateValidatorFailed",
     "ValueNotFound",
-    "WokenUp",
     "WorkerLost",
     "WorkflowNotFound",
     "describe_exception",

@@ -64,14 +64,3 @@ class LeaseLost(FanfoldError):
     """This executor no longer owns the run (cancelled, or taken over after a lost heartbeat)."""
 
     code = "lease_lost"
-
-
-class WokenUp(LeaseLost):
-    """A suspend lost the race with a wake-up: the executor must replay instead of sleeping.
-    `wakeups`: the run's count of wake-ups as the write that found it read it (None: unread)."""
-
-    code = "woken_up"
-
-    def __init__(self, message: str, wakeups: int | None = None) -> None:
-        super().__init__(message)
-        self.wakeups = wakeups

@@ -39,7 +39,12 @@ Rows = list[list[tuple[Any, ...]]]
 class Receipts(dict[int, ClaimReceipt | BranchReceipt]):
     """The receipts a batch's branch writes earned, by each claim's or report's `key`
     (runtime.core.branches.receipt_key); the sink returns them to their writers once the
-    transaction committed."""
+    transaction committed. `woken`: the runs whose suspend in the batch a wake-up raced,
+    with their wake-ups (runtime.store.runs.run_updates)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.woken: dict[uuid.UUID, int] = {}
 
     def add_claims(self, claims: Sequence[BranchClaim], receipts: list[ClaimReceipt]) -> None:
         for claim, receipt in zip(claims, receipts, strict=True):

@@ -12,8 +12,10 @@ from runtime.core.writes import (
     FanoutGroupRow,
     Guard,
     HistoryWrite,
+    LeaseGuard,
     RunPatch,
     StepRow,
+    SuspendGuard,
 )
 
 # Written on every upsert of a step row; input and created_at are written once, at creation.
@@ -33,36 +35,62 @@ STEP_UPDATE_FIELDS = (
 @dataclass
 class RunPart:
     """What a batch writes for one run under one guard: events, step rows, a run patch, and
-    stream chunks."""
+    stream chunks; under a SuspendGuard, the suspend's patch too, applied only if the run was
+    not woken (runtime.store.runs.run_updates)."""
 
     run_id: uuid.UUID
     guard: Guard
     events: list[EventDraft] = field(default_factory=list)
     steps: dict[int, StepRow] = field(default_factory=dict)  # by position
     patch: RunPatch | None = None
+    suspend: RunPatch | None = None
     wakes: int = 0
     cancel_open_steps: bool = False
     fanouts: list[FanoutGroupRow] = field(default_factory=list)
     chunks: list[ChunkDraft] = field(default_factory=list)
     announce: bool = False
 
+    def suspend_lost(self, wakeups: int) -> bool:
+        """Whether this part suspends its run and a wake-up raced it: the run's `wakeups`, as
+        the part's UPDATE returned them, are not those the executor read."""
+        guard = self.guard
+        return (
+            isinstance(guard, SuspendGuard)
+            and self.suspend is not None
+            and wakeups != guard.wakeups
+        )
+
 
 def run_parts(writes: Sequence[tuple[str, HistoryWrite]]) -> list[RunPart]:
     """Merge each session's writes per run and guard; different sessions never merge, so each
-    keeps its own guard check (two callback posts to one token must not pass as one)."""
+    keeps its own guard check (two callback posts to one token must not pass as one).
+
+    A suspend joins the writes its session made under the same lease, so that they and the
+    suspend are one statement: the lease is checked for all of them, and only the suspend's
+    patch depends on the run not being woken.
+    """
     parts: dict[tuple[str, uuid.UUID, Guard], RunPart] = {}
     for session, w in writes:
-        key = (session, w.run_id, w.guard)
+        guard = w.guard
+        key = (
+            session,
+            w.run_id,
+            LeaseGuard(guard.token) if isinstance(guard, SuspendGuard) else guard,
+        )
         part = parts.get(key)
         if part is None:
-            part = parts[key] = RunPart(w.run_id, w.guard)
+            part = parts[key] = RunPart(w.run_id, guard)
         part.events.extend(w.events)
         for row in w.steps:
             # The latest state wins and keeps FIFO placement. By position, as the table's
             # upsert is (a step's id is derived from its run and position).
             part.steps.pop(row.position, None)
             part.steps[row.position] = row
-        if w.run is not None:
+        if isinstance(guard, SuspendGuard):
+            part.guard = guard
+            if w.run is not None:
+                part.suspend = w.run if part.suspend is None else part.suspend.merged(w.run)
+        elif w.run is not None:
             part.patch = w.run if part.patch is None else part.patch.merged(w.run)
         part.wakes += int(w.wake)
         part.cancel_open_steps = part.cancel_open_steps or w.cancel_open_steps

@@ -14,6 +14,7 @@ shape once per connection.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
@@ -27,7 +28,7 @@ from runtime.store.dialect import Statement
 from runtime.store.history import history_rows, pg_json_rows
 from runtime.store.history.parts import RunPart
 from runtime.store.messaging.streams import chunk_statements, notify_statement
-from runtime.store.runs.run_statements import run_update_statement
+from runtime.store.runs.run_updates import run_update_statement
 
 # Beyond this the statement would pass PostgreSQL's 65,535-parameter limit: the transaction path.
 MAX_PARAMETERS = 60_000
@@ -54,7 +55,7 @@ def group_statement(g: RunPart, now: datetime, update_fields: Sequence[str]) -> 
     new ones for a query that is not the last one it ran).
     """
     update_sql, params = run_update_statement(
-        g.guard, len(g.events), g.wakes, g.patch, now, run_id=g.run_id
+        g.guard, len(g.events), g.wakes, g.patch, now, run_id=g.run_id, suspend=g.suspend
     )
     steps_sql = None
     if g.steps:
@@ -75,14 +76,18 @@ def _group_sql(update_sql: str, steps_sql: str | None, event_ctes: tuple[str, ..
     if steps_sql is not None:
         ctes.append(f"s AS ({steps_sql})")
     ctes += event_ctes
-    # Zero rows from the guarded UPDATE must fail the statement: divide by the count.
-    return f"WITH {', '.join(ctes)} SELECT 1 / (SELECT count(*) FROM u)::int"
+    # Zero rows from the guarded UPDATE must fail the statement: divide by the count. The
+    # run's wake-ups come back: a suspend learns from them whether a wake-up raced it.
+    return (
+        f"WITH {', '.join(ctes)} SELECT 1 / (SELECT count(*) FROM u)::int, (SELECT wakeups FROM u)"
+    )
 
 
 def write_parts(
     groups: Sequence[RunPart], now: datetime, update_fields: Sequence[str], check_at: datetime
-) -> bool:
-    """Write a batch atomically in one round trip; False when a run's part is too big.
+) -> dict[uuid.UUID, int] | None:
+    """Write a batch atomically in one round trip; None when a run's part is too big, else the
+    runs whose suspend a wake-up raced (not applied), with their wake-ups.
 
     The plain parts of several runs, or one plain part with many rows (a fan-out's start),
     go as one statement with JSON rows (runtime.store.history.pg_json_rows); every other part has
@@ -95,7 +100,12 @@ def write_parts(
         plain = []
     statements = [pg_json_rows.runs_statement(plain, now, update_fields)] if plain else []
     combined = {id(g) for g in plain}
-    statements += [group_statement(g, now, update_fields) for g in groups if id(g) not in combined]
+    suspends: dict[int, RunPart] = {}  # by statement: the parts whose answer is read
+    for g in groups:
+        if id(g) not in combined:
+            if g.suspend is not None:
+                suspends[len(statements)] = g
+            statements.append(group_statement(g, now, update_fields))
     statements += [
         history_rows.fanout_groups_statement(g.run_id, g.fanouts, check_at)
         for g in groups
@@ -107,21 +117,38 @@ def write_parts(
         elif g.announce:  # the chunks' statements notify already
             statements.append(notify_statement(g.run_id))
     if any(len(params) > MAX_PARAMETERS for _, params in statements):
-        return False
+        return None
     raw = raw_connection()
     if not raw.autocommit:
         raise RuntimeError("the one-statement path needs an autocommit connection")
     if len(statements) == 1:
-        kept_cursor(raw).execute(*statements[0], prepare=True)
-        return True
+        cursor = kept_cursor(raw)
+        cursor.execute(*statements[0], prepare=True)
+        return _woken(suspends, {0: cursor})
+    answers: dict[int, psycopg.Cursor[Any]] = {}  # a suspend's statement has a cursor of its own
     try:
         with raw.pipeline(), psycopg.Cursor(raw) as cursor:
             cursor.execute("BEGIN")
-            for sql, params in statements:
-                cursor.execute(sql, params, prepare=True)
+            for n, (sql, params) in enumerate(statements):
+                if n in suspends:
+                    answers[n] = psycopg.Cursor(raw)
+                answers.get(n, cursor).execute(sql, params, prepare=True)
             cursor.execute("COMMIT")
     except psycopg.Error:
         if raw.info.transaction_status != TransactionStatus.IDLE and not raw.closed:
             raw.execute("ROLLBACK")
         raise
-    return True
+    return _woken(suspends, answers)
+
+
+def _woken(
+    suspends: dict[int, RunPart], answers: dict[int, psycopg.Cursor[Any]]
+) -> dict[uuid.UUID, int]:
+    """The runs whose suspend (the part of statement n) a wake-up raced, with their wake-ups."""
+    woken: dict[uuid.UUID, int] = {}
+    for n, part in suspends.items():
+        row = answers[n].fetchone()
+        wakeups = int(row[1]) if row is not None else -1
+        if part.suspend_lost(wakeups):
+            woken[part.run_id] = wakeups
+    return woken

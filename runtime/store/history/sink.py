@@ -29,7 +29,7 @@ from runtime.checkpoint.batching import Checkpoint
 from runtime.checkpoint.errors import OutcomeUnknown
 from runtime.core.branches import receipt_key
 from runtime.core.clock import current_time
-from runtime.core.writes import LeaseGuard, SuspendGuard, UnfinishedGuard
+from runtime.core.writes import HistoryWrite, LeaseGuard, SuspendGuard, UnfinishedGuard, Woken
 from runtime.store.connection import SinkConnection, drop_if_dead
 from runtime.store.dialect import PipelinedTransaction, execute, postgres
 from runtime.store.fanout import branch_reports, quiet_reports
@@ -37,7 +37,7 @@ from runtime.store.fanout.branch_claims import ClaimBatch
 from runtime.store.fanout.branch_reports import Receipts
 from runtime.store.history import pg_statements
 from runtime.store.history.batch import BranchWrites, SortedBatch
-from runtime.store.history.history_txn import suspend_failure, write_parts_txn
+from runtime.store.history.history_txn import write_parts_txn
 from runtime.store.history.parts import STEP_UPDATE_FIELDS, RunPart, run_parts
 
 _IDLE_CHECK = 10.0  # seconds without a batch after which the connection is tested first
@@ -54,13 +54,13 @@ class DatabaseSink:
 
     def write_batch(self, checkpoints: Sequence[Checkpoint]) -> list[object]:
         """Write the batch in one transaction; returns each checkpoint's receipt (a branch
-        claim's or report's; None for the others), in order."""
+        claim's or report's, `Woken` for a suspend that a wake-up raced; None for the others),
+        in order."""
         with self._connection.lent():
             receipts = self._write_checkpoints(checkpoints)
-        if not receipts:
+        if not receipts and not receipts.woken:
             return [None] * len(checkpoints)  # history writes alone: no receipts to hand out
-        keys = [receipt_key(cp.payload) for cp in checkpoints]
-        return [None if key is None else receipts.get(key) for key in keys]
+        return [_receipt(cp.payload, receipts) for cp in checkpoints]
 
     def close(self) -> None:
         self._connection.close()
@@ -101,8 +101,9 @@ class DatabaseSink:
             if fast is not None:
                 return fast
         with transaction.atomic():
-            write_parts_txn(parts, now, first_check_at(now))
+            woken = write_parts_txn(parts, now, first_check_at(now))
             receipts = branch_reports.record_branch_writes_txn(branch_writes, now)
+            receipts.woken.update(woken)
             self._committing = True
         self._committing = False
         self.transactions += 1
@@ -118,12 +119,8 @@ class DatabaseSink:
             if receipts is None:
                 receipts = self._branch_writes_alone(branch_writes, now)
             return receipts
-        if not branch_writes and self._one_round_trip(parts, now):
-            return Receipts()
-        if len(parts) == 1 and not branch_writes:
-            failure = suspend_failure(parts[0])  # a suspend that lost the race with a wake-up
-            if failure is not None:
-                raise failure
+        if not branch_writes:
+            return self._one_round_trip(parts, now)
         return None
 
     def _claims_alone(self, writes: BranchWrites, now: datetime) -> Receipts | None:
@@ -194,20 +191,23 @@ class DatabaseSink:
             return receipts
         return batch.receipts(results)
 
-    def _one_round_trip(self, parts: list[RunPart], now: datetime) -> bool:
-        """Plain checkpoints on PostgreSQL in one round trip; False if the batch is not one."""
+    def _one_round_trip(self, parts: list[RunPart], now: datetime) -> Receipts | None:
+        """Plain checkpoints on PostgreSQL in one round trip; None if the batch is not one."""
         if not _plain_parts(parts):
-            return False
+            return None
         try:
-            written = pg_statements.write_parts(parts, now, STEP_UPDATE_FIELDS, first_check_at(now))
+            woken = pg_statements.write_parts(parts, now, STEP_UPDATE_FIELDS, first_check_at(now))
         except psycopg.Error as exc:
             _raise_if_cut_off(exc)
             # The server rolled the batch back (usually a failed guard): the transaction path
             # writes it again or names exactly what failed.
-            return False
-        if written:
-            self.transactions += 1
-        return written
+            return None
+        if woken is None:
+            return None
+        self.transactions += 1
+        receipts = Receipts()
+        receipts.woken.update(woken)
+        return receipts
 
 
 def first_check_at(now: datetime) -> datetime:
@@ -233,3 +233,11 @@ def _plain_parts(parts: list[RunPart]) -> bool:
         and not part.cancel_open_steps
         for part in parts
     )
+
+
+def _receipt(write: object, receipts: Receipts) -> object:
+    if isinstance(write, HistoryWrite) and isinstance(write.guard, SuspendGuard):
+        wakeups = receipts.woken.get(write.run_id)
+        return None if wakeups is None else Woken(wakeups)
+    key = receipt_key(write)
+    return None if key is None else receipts.get(key)

@@ -42,12 +42,6 @@ def give_back_run_leases(held: list[tuple[uuid.UUID, str]]) -> None:
     )
 
 
-def run_wakeups(run_id: uuid.UUID) -> int:
-    """How many wake-ups the run has had (0 if it is gone)."""
-    found = Run.objects.filter(id=run_id).values_list("wakeups", flat=True).first()
-    return int(found or 0)
-
-
 def locked_connection(key: int) -> psycopg.Connection:
     """A new direct connection of this process's own (past any pooler: runtime.store.direct)
     holding the session advisory lock `key` until it is closed (the liveness lock:

@@ -1,8 +1,9 @@
 """Run values: the latest value of each key a run set, kept by the position that set it.
 
-On PostgreSQL the set is one prepared upsert and the read one prepared SELECT: the values table
-is partitioned, and planning a statement over its partitions each time cost more than running
-it (a set was an UPDATE, then a savepoint's INSERT for a new key, each planned anew)."""
+On PostgreSQL the set is one prepared upsert (with the notification of the run's readers) and
+the read one prepared SELECT: the values table is partitioned, and planning a statement over
+its partitions each time cost more than running it (a set was an UPDATE, then a savepoint's
+INSERT for a new key, each planned anew)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from runtime.models import Run, RunValue
 from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
 from runtime.store.messaging.statement_parts import decoded, encoded, prepared
+from runtime.store.messaging.streams import CHANNEL
 
 _VALUES = RunValue._meta.db_table
 _UPSERT = f"""
@@ -24,17 +26,26 @@ ON CONFLICT (run_id, key) DO UPDATE
 SET value = EXCLUDED.value, position = EXCLUDED.position, updated_at = EXCLUDED.updated_at
 WHERE {_VALUES}.position <= EXCLUDED.position
 """
+# The set and the notification of the run's readers elsewhere, which leaves with its commit.
+_UPSERT_NOTIFY = f"WITH upserted AS ({_UPSERT}) SELECT pg_notify(%s, %s)"
 _LATEST = f"SELECT value FROM {_VALUES} WHERE run_id = %s AND key = %s"
 
 
-def upsert_value(run_id: uuid.UUID, key: str, value: Any, position: int) -> None:
+def upsert_value(
+    run_id: uuid.UUID, key: str, value: Any, position: int, *, notify: bool = False
+) -> bool:
     """Record `value` (in its stored form) as the run's value of `key` unless a later position
-    set one."""
+    set one. With `notify`, on PostgreSQL, the same statement notifies the processes that
+    listen for the run (runtime.streaming.wakeups); returns whether it did."""
     now = current_time()
     value = StoredForms().form(value, run_id)  # encrypted or offloaded like every payload
     if postgres():
-        prepared(_UPSERT, [run_id, key, encoded(RunValue, "value", value), position, now])
-        return
+        params = [run_id, key, encoded(RunValue, "value", value), position, now]
+        if notify:
+            prepared(_UPSERT_NOTIFY, [*params, CHANNEL, str(run_id)])
+        else:
+            prepared(_UPSERT, params)
+        return notify
     newer = RunValue.objects.filter(run_id=run_id, key=key, position__lte=position)
     if not newer.update(value=value, position=position, updated_at=now):
         try:
@@ -44,6 +55,7 @@ def upsert_value(run_id: uuid.UUID, key: str, value: Any, position: int) -> None
                 )
         except IntegrityError:  # set meanwhile (a replay racing a zombie): keep the later one
             newer.update(value=value, position=position, updated_at=now)
+    return False
 
 
 def run_exists(run_id: uuid.UUID) -> bool:

@@ -1,5 +1,5 @@
-"""The run table's statements: the guarded UPDATE every checkpoint batch starts with, the
-run lease claim and the history load of an execution."""
+"""The run table's statements: the run lease claim and the history load of an execution
+(the guarded UPDATE every checkpoint batch starts with is runtime.store.runs.run_updates)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
 from typing import Any
 
 import psycopg
@@ -18,75 +17,13 @@ from runtime import conf
 from runtime.core.history import RecordedStep
 from runtime.core.identity import DEBOUNCE_KEY_PREFIX
 from runtime.core.versions import UNPINNED
-from runtime.core.writes import Guard, LeaseGuard, RunPatch, SuspendGuard, UnfinishedGuard
 from runtime.models import ACTIVE_RUN_STATES, Run, RunStatus, Step
 from runtime.payloads.codec import STORED_FORM_MARK
 from runtime.payloads.packing import unpack
 from runtime.registry import versions
 from runtime.store.connection import raw_connection
-from runtime.store.dialect import IDLE, Statement, adapter, in_list, postgres, uuid_param
+from runtime.store.dialect import IDLE, Statement, in_list, postgres, uuid_param
 from runtime.store.history.columns import JSON_COLUMNS
-
-
-def run_update_statement(
-    guard: Guard,
-    events: int,
-    wakes: int,
-    patch: RunPatch | None,
-    now: datetime,
-    *,
-    run_id: uuid.UUID,
-) -> tuple[str, list[Any]]:
-    """The guarded `UPDATE runtime_run ... RETURNING last_seq` of one run in a batch."""
-    as_time = adapter("time")
-    params: list[Any] = [events, as_time(now)]
-    if wakes:
-        params.append(wakes)
-    columns: tuple[str, ...] = ()
-    if patch is not None:
-        values = patch.columns()
-        columns = tuple(values)
-        as_json = adapter("json")
-        for column, value in values.items():
-            if column in JSON_COLUMNS:
-                value = as_json(value)
-            elif isinstance(value, datetime):
-                value = as_time(value)
-            params.append(value)
-    params.append(adapter("uuid")(run_id))
-    if isinstance(guard, LeaseGuard | SuspendGuard):
-        params.append(guard.token)
-        if isinstance(guard, SuspendGuard):
-            params.append(guard.wakeups)
-    elif isinstance(guard, UnfinishedGuard):
-        params.extend(in_list(ACTIVE_RUN_STATES)[1])
-    release = patch is not None and patch.release_lease
-    guard_kind: type = type(guard)
-    return _run_update_sql(guard_kind, bool(wakes), columns, release), params
-
-
-@cache
-def _run_update_sql(guard: type, wakes: bool, columns: tuple[str, ...], release_lease: bool) -> str:
-    """The text of `run_update_statement` for one shape: a checkpoint's few shapes are built
-    once, its parameters gathered per batch."""
-    sets = ["last_seq = last_seq + %s", "updated_at = %s"]
-    if wakes:
-        sets.append("wakeups = wakeups + %s")
-    sets += [f"{column} = %s" for column in columns]
-    where = ["id = %s"]
-    if issubclass(guard, LeaseGuard | SuspendGuard):
-        where.append("lease_token = %s")
-        if issubclass(guard, SuspendGuard):
-            where.append("wakeups = %s")
-    elif issubclass(guard, UnfinishedGuard):
-        states, _ = in_list(ACTIVE_RUN_STATES)
-        where.append(f"status IN ({states})")
-    if release_lease:
-        sets.extend(["lease_token = NULL", "lease_expires_at = NULL", "lease_owner = NULL"])
-    # The lease is extended by the heartbeat thread, not here: lease_expires_at is indexed, and
-    # touching it would turn every checkpoint's cheap HOT update of the run row into a full one.
-    table = Run._meta.db_table
-    return f"UPDATE {table} SET {', '.join(sets)} WHERE {' AND '.join(where)} RETURNING last_seq"
 
 
 @dataclass(frozen=True)

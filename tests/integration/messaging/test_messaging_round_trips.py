@@ -5,15 +5,20 @@ read and one statement that closes the waits it satisfies and wakes their runs."
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import messaging_flows  # noqa: F401  (registers the workflows)
+import psycopg
 import pytest
+from django.db import connection
 
 from runtime import RunFinished, emit_signal, send, start
 from runtime.handles import RunHandle
 from runtime.messaging.signals import emit
 from runtime.models import Event, Message, Run, RunStatus, SignalWait
 from runtime.store.messaging.messages import take_message
+from runtime.store.messaging.streams import CHANNEL
 from runtime.store.messaging.values import latest_value, upsert_value
 from runtime.testing import InMemoryDispatcher
 from tests.support.statements import statements_sent
@@ -115,3 +120,30 @@ def test_a_value_is_set_and_read_in_one_prepared_statement_each(
     assert [prepared for _, prepared in sent] == [True] * 4
     assert found == {"n": 2}
     assert latest_value(run.id, "missing", "none") == "none"
+
+
+@contextmanager
+def listening_to(channel: str) -> Iterator[Callable[[], list[str]]]:
+    """A connection of its own listening on `channel`; yields what it heard so far."""
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as listener:
+        listener.execute(f"LISTEN {channel}")
+
+        def heard() -> list[str]:
+            return [n.payload for n in listener.notifies(timeout=0.5, stop_after=2)]
+
+        yield heard
+
+
+def test_a_value_set_notifies_its_readers_in_the_same_statement(
+    runs: InMemoryDispatcher,
+) -> None:
+    run = start("tests.msg.inbox", "box", 1)
+    runs.join()
+    with listening_to(CHANNEL) as heard:
+        with statements_sent() as sent:
+            assert upsert_value(run.id, "total", {"n": 1}, position=7, notify=True)
+            assert upsert_value(run.id, "total", {"n": 0}, position=6, notify=True)  # kept out
+        # Each set wakes the readers, who read the value again.
+        assert heard() == [str(run.id)] * 2
+    assert len(sent) == 2 and all(prepared for _, prepared in sent)
+    assert latest_value(run.id, "total") == {"n": 1}

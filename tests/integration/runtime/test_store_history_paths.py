@@ -92,7 +92,7 @@ def test_store_history_paths_write_the_same_rows(
     at = timezone.now().replace(microsecond=123456)
     with closing(DatabaseSink()) as sink:
         sink.write_batch([Checkpoint(session="fast", payload=_write(fast, at), sync=True)])
-        monkeypatch.setattr(pg_statements, "write_parts", lambda *args: False)
+        monkeypatch.setattr(pg_statements, "write_parts", lambda *args: None)
         sink.write_batch([Checkpoint(session="txn", payload=_write(portable, at), sync=True)])
 
     written = _written(fast)

@@ -86,7 +86,7 @@ def test_pg_statements_big_parts_go_as_json_or_take_the_portable_path(
     store.writer().write(Checkpoint(session="bulk", payload=write, sync=True))
 
     # A plain part goes as one JSON statement; a patched one through the portable path.
-    assert [returned for _, returned in calls] == [not patched]
+    assert [returned is not None for _, returned in calls] == [not patched]
     assert Step.objects.filter(run_id=leased_run.id).count() == count
     seqs = [e.seq for e in events(leased_run.id)]
     assert seqs == list(range(1, count + 2))  # run_created, then one event per step
@@ -253,7 +253,7 @@ def test_store_stream_chunks_commit_in_the_checkpoint_on_either_path(
     leased_run: Run, monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
     if path == "portable":
-        monkeypatch.setattr(pg_statements, "write_parts", lambda *args: False)
+        monkeypatch.setattr(pg_statements, "write_parts", lambda *args: None)
     append_chunk(leased_run.id, "agent", "before")
     chunks = (ChunkDraft("agent", {"n": 1}), ChunkDraft("other", 2), ChunkDraft("agent", [3]))
     write = replace(many_steps(leased_run, 1, timezone.now()), chunks=chunks)
