@@ -67,6 +67,7 @@ def run_update_statement(
         tuple((c, c in plain) for c in conditional),
         release and not release_if,
         release_if,
+        postgres(),
     )
     return _run_update_sql(shape), params
 
@@ -86,22 +87,25 @@ def _values(patch: RunPatch | None) -> dict[str, Any]:
     return values
 
 
-def _typed(column: str) -> str:
+def _typed(column: str, pg: bool) -> str:
     """A parameter for `column` in a CASE: typed on PostgreSQL, which would take a NULL in both
     branches for text (SQLite takes any value as it comes)."""
-    if not postgres():
+    if not pg:
         return "%s"
     return f"%s::{Run._meta.get_field(column).db_type(connection)}"
 
 
-_Shape = tuple[type, bool, tuple[str, ...], tuple[tuple[str, bool], ...], bool, bool]
+# The guard's kind, whether the part wakes the run, the plain columns, the conditional ones
+# (each: whether the plain patch sets it too), the lease given back plainly or conditionally,
+# and whether the database is PostgreSQL.
+_Shape = tuple[type, bool, tuple[str, ...], tuple[tuple[str, bool], ...], bool, bool, bool]
 
 
 @cache
 def _run_update_sql(shape: _Shape) -> str:
     """The text of `run_update_statement` for one shape: a checkpoint's few shapes are built
     once, its parameters gathered per batch."""
-    guard, wakes, columns, conditional, release_lease, release_if = shape
+    guard, wakes, columns, conditional, release_lease, release_if, pg = shape
     sets = ["last_seq = last_seq + %s", "updated_at = %s"]
     if wakes:
         sets.append("wakeups = wakeups + %s")
@@ -110,7 +114,7 @@ def _run_update_sql(shape: _Shape) -> str:
     # what the row will hold.
     not_woken = "wakeups + %s = %s" if wakes else "wakeups = %s"
     for column, also_plain in conditional:
-        value = _typed(column)
+        value = _typed(column, pg)
         otherwise = value if also_plain else column
         sets.append(f"{column} = CASE WHEN {not_woken} THEN {value} ELSE {otherwise} END")
     if release_if:

@@ -4,6 +4,7 @@ receipt carries the wake-ups for the executor's next pass."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -119,3 +120,18 @@ def test_the_transaction_path_decides_a_suspend_alike(leased_run: Run, woken: bo
     assert row.status == (RunStatus.RUNNING if woken else RunStatus.WAITING)
     assert (row.lease_token is None) is not woken
     assert Event.objects.filter(run_id=leased_run.id, type="timer_fired").count() == 1
+
+
+def test_a_suspend_after_its_own_session_woke_the_run_is_lost_as_if_another_had(
+    leased_run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_transaction_path(monkeypatch)
+    wakeups = run_row(leased_run.id).wakeups
+    woke = replace(_led_here(leased_run), wake=True)  # e.g. a callback's result, posted here
+
+    receipts = _write_session("own", woke, _suspend(leased_run, wakeups))
+
+    assert receipts[-1] == Woken(wakeups + 1)
+    row = run_row(leased_run.id)
+    assert row.wakeups == wakeups + 1 and row.status == RunStatus.RUNNING
+    assert row.lease_token == LEASE_TOKEN
