@@ -84,8 +84,9 @@ class CheckpointWriter:
         self._failures.raise_if_poisoned(cp.session)
         self._enqueue(Envelope(replace(cp, sync=False) if cp.sync else cp))
 
-    def write(self, cp: Checkpoint) -> None:
-        """Queue a synchronous checkpoint and block until it is committed.
+    def write(self, cp: Checkpoint) -> object:
+        """Queue a synchronous checkpoint and block until it is committed; returns what the sink
+        returned for it (its receipt, if any).
 
         When the sink is free, the caller writes the batch holding it (with everything queued
         before it) itself instead of handing it to the writer thread; the main thread does so
@@ -93,7 +94,7 @@ class CheckpointWriter:
         :class:`CheckpointFailed` if it was not committed, including when an earlier
         checkpoint of the same session failed.
         """
-        self.write_all((cp,))
+        return self.write_all((cp,))[0]
 
     def write_all(self, cps: Sequence[Checkpoint]) -> list[object]:
         """`write` for several checkpoints queued together, so that they share a batch unless

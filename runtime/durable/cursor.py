@@ -75,10 +75,6 @@ class ReplayCursor:
         """The position the workflow took last (0 before its first durable call)."""
         return self._position
 
-    def recorded_steps(self) -> list[RecordedStep]:
-        """Every step the history holds, by position."""
-        return [self._recorded[p] for p in sorted(self._recorded)]
-
     def open_steps(self) -> list[RecordedStep]:
         """The steps the history holds that have not finished (pending, running), by position."""
         return [self._open[p] for p in sorted(self._open)]

@@ -41,15 +41,12 @@ class ExecutionSession:
         """Commit the run's suspend (`write`, under a SuspendGuard) with everything this
         session queued before it; Woken if a wake-up raced it (the rest committed all the
         same), else None. Raises Abort if the lease was lost or the commit failed."""
-        cp = Checkpoint(session=self.key, payload=write, size=256, sync=True)
-        try:
-            (receipt,) = self.writer.write_all((cp,))
-        except CheckpointFailed as failure:
-            raise Abort(failure) from failure
+        receipt = self.checkpoint(write, sync=True)
         return receipt if isinstance(receipt, Woken) else None
 
-    def checkpoint(self, write: HistoryWrite, *, sync: bool, payload_bytes: int = 0) -> None:
-        """Queue (async) or commit (sync) one history write of this session.
+    def checkpoint(self, write: HistoryWrite, *, sync: bool, payload_bytes: int = 0) -> object:
+        """Queue (async) or commit (sync) one history write of this session; a committed one's
+        receipt (runtime.store.history.sink), None for a queued one.
 
         `payload_bytes` is the JSON size of the values it records, as measured when they were
         checked; they stand twice in the batch (the row and its event), hence the factor.
@@ -58,8 +55,8 @@ class ExecutionSession:
         cp = Checkpoint(session=self.key, payload=write, size=size, sync=sync)
         try:
             if sync:
-                self.writer.write(cp)
-            else:
-                self.writer.submit(cp)
+                return self.writer.write(cp)
+            self.writer.submit(cp)
         except CheckpointFailed as failure:
             raise Abort(failure) from failure
+        return None

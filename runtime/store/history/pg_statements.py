@@ -147,8 +147,7 @@ def _woken(
     """The runs whose suspend (the part of statement n) a wake-up raced, with their wake-ups."""
     woken: dict[uuid.UUID, int] = {}
     for n, part in suspends.items():
-        row = answers[n].fetchone()
-        wakeups = int(row[1]) if row is not None else -1
+        ((_, wakeups),) = answers[n].fetchall()  # always one row: a guard that failed raised
         if part.suspend_lost(wakeups):
             woken[part.run_id] = wakeups
     return woken
