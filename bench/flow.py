@@ -32,7 +32,7 @@ SCENARIOS = {"plain": "bench.flow.plain", "admitted": "bench.flow.admitted",
 def _round(workflow: str, runs: int, steps: int, timeout: float) -> float:
     handles: list[RunHandle] = [start(workflow, steps) for _ in range(runs)]
     for handle in handles:
-        handle.wait(timeout=timeout, poll_interval=0.01)
+        handle.wait(timeout=timeout)
     return run_seconds(handles)
 
 
@@ -44,7 +44,7 @@ def _start_latency_ms(workflow: str, samples: int, timeout: float) -> float:
         handles.append(start(workflow, 0))
         took.append((time.perf_counter() - began) * 1000)
     for handle in handles:  # finished before the workers stop: nothing left pending
-        handle.wait(timeout=timeout, poll_interval=0.01)
+        handle.wait(timeout=timeout)
     return median(took)
 
 

@@ -33,7 +33,7 @@ def _one_run(workers: dict[str, WorkerProcess], steps: int, timeout: float) -> d
     """One run of `steps`: which side ran it, its steps per second and CPU per step."""
     before = _cpu(workers)
     handle = start("examples.noop_loop", steps)
-    handle.wait(timeout=timeout, poll_interval=0.01)
+    handle.wait(timeout=timeout)
     after = _cpu(workers)
     used = {side: after[side] - before[side] for side in workers}
     side = max(used, key=lambda s: used[s])

@@ -64,13 +64,13 @@ def run_seconds(handles: list[RunHandle]) -> float:
 
 def warm_up(timeout: float) -> None:
     """One short run first: the worker's first task pays for connections and prepares."""
-    start("examples.noop_loop", 10).wait(timeout=timeout, poll_interval=0.01)
+    start("examples.noop_loop", 10).wait(timeout=timeout)
 
 
 def noop_run_rate(steps: int, timeout: float) -> float:
     """Start one run of `steps` no-op steps, wait for it: its steps per second."""
     handle = start("examples.noop_loop", steps)
-    handle.wait(timeout=timeout, poll_interval=0.01)
+    handle.wait(timeout=timeout)
     return round(steps / run_seconds([handle]), 1)
 
 
@@ -87,7 +87,7 @@ def run_sequential(
         tx_before = environment.write_transactions()
         cpu_before = workers.cpu_seconds()
         handle = start("examples.noop_loop", steps)
-        handle.wait(timeout=timeout, poll_interval=0.01)
+        handle.wait(timeout=timeout)
         cpu_after = workers.cpu_seconds()
         tx_after = environment.write_transactions()
     seconds = run_seconds([handle])
@@ -146,7 +146,7 @@ def run_concurrent(
         tx_before = environment.write_transactions()
         handles: list[RunHandle] = [start("examples.noop_loop", steps) for _ in range(runs)]
         for handle in handles:
-            handle.wait(timeout=timeout, poll_interval=0.01)
+            handle.wait(timeout=timeout)
         tx_after = environment.write_transactions()
     seconds = run_seconds(handles)
     total = runs * steps

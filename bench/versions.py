@@ -43,7 +43,7 @@ def run_versions_seq(steps: int, pairs: int, timeout: float, pool: Pool) -> dict
             for side in SIDES if pair % 2 == 0 else SIDES[::-1]:
                 run, _ = start_run("examples.noop_loop", [steps], app_version=_of(side, version))
                 handle: RunHandle[Any] = RunHandle(run.id)
-                handle.wait(timeout=timeout, poll_interval=0.01)
+                handle.wait(timeout=timeout)
                 rates[side].append(round(steps / run_seconds([handle]), 1))
     medians = {side: statistics.median(rates[side]) for side in SIDES}
     return {

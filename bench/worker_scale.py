@@ -118,7 +118,7 @@ def run_pooled_vs_direct(
             with environment.workers(Pool(), **env):
                 warm_up(timeout)
                 handle = start("examples.noop_loop", seq_steps)
-                handle.wait(timeout=timeout, poll_interval=0.01)
+                handle.wait(timeout=timeout)
                 seq[name].append(seq_steps / run_seconds([handle]))
                 durable_fanout(WARM_UP_BRANCHES, timeout)
                 fan[name].append(durable_fanout(branches, timeout)["fan_in_ms"])

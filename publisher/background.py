@@ -114,7 +114,10 @@ class BackgroundPublisher:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
                 atexit.register(self.flush, EXIT_FLUSH_SECONDS)
-            self._cond.notify_all()
+            # The thread waits for a first message, or lingers until `batch_size` are queued:
+            # any other submit would wake it only to wait again (a thread switch per message).
+            if len(self._queue) == 1 or len(self._queue) >= self.batch_size:
+                self._cond.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every message submitted so far was attempted; False on time-out."""

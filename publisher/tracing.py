@@ -56,6 +56,13 @@ def _tracer() -> Any:
 _override: Any = None
 
 
+@functools.cache
+def _providers_without_spans() -> tuple[type, ...]:
+    """The API's own providers, whose spans record nothing."""
+    api = trace_api()
+    return () if api is None else (api.ProxyTracerProvider, api.NoOpTracerProvider)
+
+
 def use_tracer(tracer_: Any) -> Any:
     """Make ``tracer_`` Fanfold's tracer instead of the global provider's (None: back to the
     global one); returns the one it replaces. For tests, which cannot reset the global
@@ -66,10 +73,17 @@ def use_tracer(tracer_: Any) -> Any:
 
 
 def tracer() -> Any:
-    """Fanfold's OpenTelemetry tracer, or None when spans are off or the API is missing."""
+    """Fanfold's OpenTelemetry tracer, or None when spans are off, the API is missing, or no
+    SDK provider is set (yet): the API's own provider makes spans that record nothing, and
+    making them cost a few microseconds on every step."""
     if not _enabled:
         return None
-    return _override if _override is not None else _tracer()
+    if _override is not None:
+        return _override
+    api = trace_api()
+    if api is None or isinstance(api.get_tracer_provider(), _providers_without_spans()):
+        return None
+    return _tracer()
 
 
 @contextmanager

@@ -48,12 +48,14 @@ def load_task(path: str, meta: dict[str, Any]) -> Task:
     found = import_string(path)
     if not isinstance(found, Task):
         raise InvalidTask(f"{path!r} is not a task")
-    run_after = meta.get("run_after")
+    given = meta.get("run_after")
+    run_after = None if given is None else datetime.fromisoformat(given)
+    given_options = (meta.get("priority"), meta.get("queue_name"), run_after, meta.get("backend"))
+    if given_options == (found.priority, found.queue_name, found.run_after, found.backend):
+        return found  # enqueued as declared (the common case): `using` would copy it as it is
+    priority, queue_name, _, backend = given_options
     return found.using(
-        priority=meta.get("priority"),
-        queue_name=meta.get("queue_name"),
-        run_after=None if run_after is None else datetime.fromisoformat(run_after),
-        backend=meta.get("backend"),
+        priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
     )
 
 

@@ -38,12 +38,13 @@ from runtime.registry import workflow
 from runtime.store.runs.django_tasks import attempt_workers
 
 
-def task_policy(task: Task) -> RetryPolicy:
-    """The task's own policy, else its backend's default, else Fanfold's default."""
+def task_policy(task: Task, backend: Any = None) -> RetryPolicy:
+    """The task's own policy, else its backend's default (`backend`: the task's, when the
+    caller has it already), else Fanfold's default."""
     own = getattr(task, "retry", None)
     if own is not None:
         return own
-    backend = task.get_backend()
+    backend = backend or task.get_backend()
     default = getattr(backend, "default_policy", None)
     return (default() if callable(default) else None) or DEFAULT_POLICY
 
@@ -59,13 +60,16 @@ def run_django_task(
         due = datetime.fromisoformat(meta["run_after"])
         # A replay finds the recorded timer whatever the seconds: only the first pass counts.
         ctx.sleep(max((due - current_time()).total_seconds(), 0.0))
-    body = functools.partial(attempt, task, ctx.run_id, meta)
+    backend = task.get_backend()
+    body = functools.partial(attempt, task, backend, ctx.run_id, meta)
     # The step's result is the run's: both commit together (DurableContext.step_ending_run).
-    return ctx.step_ending_run(body, *args, name=path, retry=task_policy(task), **kwargs)
+    policy = task_policy(task, backend)
+    return ctx.step_ending_run(body, *args, name=path, retry=policy, **kwargs)
 
 
 def attempt(
     task: Task,
+    backend: Any,
     run_id: uuid.UUID,
     meta: dict[str, Any],
     *args: Any,
@@ -94,7 +98,8 @@ def attempt(
         errors=[],
         worker_ids=workers,
     )
-    task_started.send(type(task.get_backend()), task_result=result)
+    sender = type(backend)
+    task_started.send(sender, task_result=result)
     try:
         if task.takes_context:
             value = task.call(TaskContext(task_result=result), *args, **kwargs)
@@ -102,14 +107,16 @@ def attempt(
             value = task.call(*args, **kwargs)
         value = normalize_json(value)
     except Exception as exc:
-        if isinstance(decide(task_policy(task), number, exc, lambda: 0.0), GiveUp):
-            _settled(result, TaskResultStatus.FAILED, errors=[task_error(describe_exception(exc))])
+        if isinstance(decide(task_policy(task, backend), number, exc, lambda: 0.0), GiveUp):
+            error = task_error(describe_exception(exc))
+            _settled(sender, result, TaskResultStatus.FAILED, errors=[error])
         raise
-    _settled(result, TaskResultStatus.SUCCESSFUL, value=value)
+    _settled(sender, result, TaskResultStatus.SUCCESSFUL, value=value)
     return value
 
 
 def _settled(
+    sender: type,
     result: TaskResult,
     status: str,
     value: Any = None,
@@ -119,4 +126,4 @@ def _settled(
     object.__setattr__(result, "finished_at", current_time())
     object.__setattr__(result, "errors", errors or [])
     set_return_value(result, value)
-    task_finished.send(type(result.task.get_backend()), task_result=result)
+    task_finished.send(sender, task_result=result)

@@ -3,6 +3,7 @@ found by key or by concurrency slot, and the step a callback token names."""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -18,6 +19,7 @@ from runtime.models import ACTIVE_RUN_STATES, Event, EventType, Run, Step
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
+from runtime.store.history.pg_statements import kept_cursor
 from runtime.store.runs.search_pending import insert_statement as pending_statement
 from runtime.store.runs.search_rows import attribute_rows, insert_rows
 
@@ -139,16 +141,24 @@ def _insert_together(
     workers' drain (runtime.store.runs.search_pending)."""
     run_sql, params = _insert_statement(Run, run)
     event_sql, event_params = _insert_statement(Event, event)
-    sql = f"WITH new_run AS ({run_sql}) "
+    attr_sql = None
     if attributes:
         attr_sql, attr_params = pending_statement(attributes)
-        sql += f", new_attributes AS ({attr_sql}) "
         params += attr_params
     try:
-        with psycopg.Cursor(raw_connection()) as cursor:
-            cursor.execute(sql + event_sql, [*params, *event_params], prepare=True)
+        # The thread's kept cursor and the same text object each time: psycopg looks the
+        # parameters' dumpers up once, not on every start.
+        cursor = kept_cursor(raw_connection())
+        cursor.execute(_together_sql(run_sql, attr_sql, event_sql), [*params, *event_params],
+                       prepare=True)  # fmt: skip
     except psycopg.IntegrityError as exc:  # as Django's cursor would raise it
         raise IntegrityError(*exc.args) from exc
+
+
+@functools.cache
+def _together_sql(run_sql: str, attr_sql: str | None, event_sql: str) -> str:
+    attributes = "" if attr_sql is None else f", new_attributes AS ({attr_sql}) "
+    return f"WITH new_run AS ({run_sql}) {attributes}{event_sql}"
 
 
 def _insert_statement(model: type[Run | Event], values: dict[str, Any]) -> tuple[str, list[Any]]:

@@ -133,6 +133,19 @@ def test_tasks_backend_result_round_trips_every_field_after_the_run(
     assert signals[-1][2].return_value == 42
 
 
+def test_tasks_backend_signals_carry_the_task_as_it_was_enqueued(
+    drive: Callable[[str], str], signals: list[Any]
+) -> None:
+    plain = tasks.add.enqueue(1, 2)
+    assert drive(plain.id) == "completed"
+    assert signals[-1][2].task == tasks.add
+    chosen = tasks.add.using(priority=7).enqueue(1, 2)
+    assert drive(chosen.id) == "completed"
+    ran = signals[-1][2].task
+    assert ran.priority == 7 and ran != tasks.add
+    assert tasks.add.get_result(chosen.id).task.priority == 7
+
+
 def test_tasks_backend_failure_records_the_exception_path_and_traceback(
     drive: Callable[[str], str], signals: list[Any]
 ) -> None:

@@ -214,6 +214,33 @@ def test_background_publisher_lingers_after_a_lone_message_of_a_stream(
     assert [len(request.messages) for request in fake.requests] == [1, 3]
 
 
+def test_a_lingering_publisher_is_woken_only_once_its_batch_is_full(
+    make_messages: MakeMessages,
+) -> None:
+    fake = FakeTransport()
+    publisher = BackgroundPublisher(lambda: fake, batch_size=4, linger=3600.0)
+    woken_by_submits: list[int] = []
+    notify_all = publisher._cond.notify_all
+
+    def counted() -> None:
+        if threading.current_thread() is threading.main_thread():
+            woken_by_submits.append(len(publisher._queue))
+        notify_all()
+
+    publisher._cond.notify_all = counted  # type: ignore[method-assign]
+    first, *rest = make_messages(5)
+    publisher.submit(first, stream=True)  # after a quiet spell: at once, alone
+    wait_until(lambda: len(fake.delivered) == 1, interval=0.005)
+    for message in rest[:3]:
+        publisher.submit(message, stream=True)  # lingering: only the first wakes the thread
+    threading.Event().wait(0.1)
+    assert publisher.pending() == 3
+    publisher.submit(rest[3], stream=True)  # the batch is full: it leaves at once
+    wait_until(lambda: len(fake.delivered) == 5, interval=0.005)
+    assert woken_by_submits == [1, 1, 4]
+    assert [len(request.messages) for request in fake.requests] == [1, 4]
+
+
 def test_a_streams_pace_doubles_while_its_requests_carry_several() -> None:
     pace = next_pace(0.01, 0.011, 5, linger=0.01, max_linger=0.05)
     assert pace == 0.02

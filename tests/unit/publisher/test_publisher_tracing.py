@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator
+from contextlib import nullcontext
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -75,3 +76,22 @@ def test_with_trace_context_does_nothing_without_opentelemetry(
             assert tracing.current_trace_headers() == {}
     finally:
         tracing.optional_module.cache_clear()
+
+
+def test_no_spans_are_made_until_an_sdk_provider_is_set(
+    monkeypatch: pytest.MonkeyPatch, tracer_provider: TracerProvider
+) -> None:
+    from opentelemetry import trace
+
+    for own in (trace.ProxyTracerProvider(), trace.NoOpTracerProvider()):
+        monkeypatch.setattr(trace, "get_tracer_provider", lambda own=own: own)
+        assert tracing.tracer() is None
+        assert isinstance(tracing.publish_span(3), nullcontext)
+
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: tracer_provider)
+    assert tracing.tracer() is not None
+    tracing.set_enabled(False)
+    try:
+        assert tracing.tracer() is None
+    finally:
+        tracing.set_enabled(True)
