@@ -135,12 +135,12 @@ class CeleryDispatcher:
         batched with others (the embedded broker's at once; a `stream` start may linger to
         leave with the next). Only for a committed run: a lost one is sent again by the sweep."""
         app = self._app()
-        if str(app.conf.broker_url or "").startswith("memory://"):
+        broker_url = str(app.conf.broker_url or "")  # read once: Celery looks it up slowly
+        if broker_url.startswith("memory://"):
             self.enqueue_run(run_id, priority=priority)
             return
-        routing = Routing(
-            queue=queue or self.run_queue(run_id), priority=self._level(app, priority)
-        )
+        level = broker_priority(broker_url, priority)
+        routing = Routing(queue=queue or self.run_queue(run_id), priority=level)
         key = f"{run_id}:start"  # derived: a copy the sweep sends has an id of its own
         kwargs: dict[str, object] = {"priority": priority} if priority else {}
         message = Message(EXECUTE_RUN, key, [str(run_id)], kwargs, routing=routing)

@@ -10,12 +10,15 @@ task's function a step of a workflow.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from importlib.util import find_spec
 from typing import Any
 
 from django.conf import settings
 from django.core import checks
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from runtime.dispatch import RunRouting
@@ -25,17 +28,26 @@ from runtime.registry import registry
 BACKEND_PATH = "runtime.django_tasks.backend.FanfoldBackend"
 
 
-def configured_aliases() -> list[str]:
-    """The aliases of settings.TASKS whose backend is Fanfold's (or a subclass of it)."""
+@functools.cache
+def configured_aliases() -> tuple[str, ...]:
+    """The aliases of settings.TASKS whose backend is Fanfold's (or a subclass of it). Read
+    once (each enqueue asks), and again when the setting is changed (override_settings), as
+    Django's Tasks framework reads its backends."""
     tasks: Any = getattr(settings, "TASKS", None)
     if not isinstance(tasks, dict):
-        return []
+        return ()
     aliases = []
     for alias, params in tasks.items():
         backend = params.get("BACKEND") if isinstance(params, dict) else None
         if backend == BACKEND_PATH or (isinstance(backend, str) and _is_ours(backend)):
             aliases.append(alias)
-    return aliases
+    return tuple(aliases)
+
+
+@receiver(setting_changed)
+def _forget_aliases(setting: str, **_: object) -> None:
+    if setting == "TASKS":
+        configured_aliases.cache_clear()
 
 
 def _is_ours(path: str) -> bool:

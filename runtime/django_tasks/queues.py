@@ -9,12 +9,15 @@ queue; any other reads it from the run, and only when a Fanfold backend lists ot
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from collections import OrderedDict
 from typing import Any
 
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
 from runtime.django_tasks import configured_aliases
 from runtime.django_tasks.results import TASK_META_KEY, TASK_WORKFLOW
@@ -53,10 +56,18 @@ def queue_of(run_id: uuid.UUID) -> str | None:
     return queue
 
 
+@functools.cache
 def named_queues() -> bool:
-    """Whether a Fanfold Tasks backend lists a queue besides "default"."""
+    """Whether a Fanfold Tasks backend lists a queue besides "default" (read once, and again
+    when settings.TASKS is changed)."""
     tasks: Any = getattr(settings, "TASKS", {})
     return any(
         set(tasks[alias].get("QUEUES", [DEFAULT_QUEUE])) - {DEFAULT_QUEUE}
         for alias in configured_aliases()
     )
+
+
+@receiver(setting_changed)
+def _forget_named_queues(setting: str, **_: object) -> None:
+    if setting == "TASKS":
+        named_queues.cache_clear()
