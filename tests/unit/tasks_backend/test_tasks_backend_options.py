@@ -74,3 +74,19 @@ def test_tasks_backend_system_check_reports_bad_options(settings: object) -> Non
     assert [error.id for error in check_options()] == ["fanfold.E900"]
     settings.TASKS = {"default": {"BACKEND": BACKEND_PATH}}  # type: ignore[attr-defined]
     assert check_options() == []
+
+
+def test_tasks_backend_aliases_and_named_queues_follow_a_changed_tasks_setting(
+    settings: object,
+) -> None:
+    from runtime.django_tasks import BACKEND_PATH, configured_aliases
+    from runtime.django_tasks.queues import named_queues
+
+    settings.TASKS = {"default": {"BACKEND": BACKEND_PATH}}  # type: ignore[attr-defined]
+    assert configured_aliases() == ("default",) and not named_queues()
+    settings.TASKS = {  # type: ignore[attr-defined]
+        "default": {"BACKEND": BACKEND_PATH},
+        "reports": {"BACKEND": BACKEND_PATH, "QUEUES": ["default", "reports"]},
+        "other": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"},
+    }
+    assert configured_aliases() == ("default", "reports") and named_queues()
