@@ -17,7 +17,8 @@ def statements_sent() -> Iterator[list[tuple[str, bool]]]:
     execute = psycopg.Cursor.execute
 
     def counted(cursor: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append((str(query), bool(kwargs.get("prepare"))))
+        text = query.decode() if isinstance(query, bytes) else str(query)  # a raw cursor's
+        sent.append((text, bool(kwargs.get("prepare"))))
         return execute(cursor, query, *args, **kwargs)
 
     psycopg.Cursor.execute = counted  # type: ignore[method-assign, assignment]

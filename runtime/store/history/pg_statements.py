@@ -13,7 +13,6 @@ shape once per connection.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -28,21 +27,11 @@ from runtime.store.dialect import Statement
 from runtime.store.history import history_rows, pg_json_rows
 from runtime.store.history.parts import RunPart
 from runtime.store.messaging.streams import chunk_statements, notify_statement
+from runtime.store.raw_statements import kept_cursor, native
 from runtime.store.runs.run_updates import run_update_statement
 
 # Beyond this the statement would pass PostgreSQL's 65,535-parameter limit: the transaction path.
 MAX_PARAMETERS = 60_000
-
-_kept = threading.local()
-
-
-def kept_cursor(raw: psycopg.Connection) -> psycopg.Cursor[Any]:
-    """This thread's cursor on `raw`, kept for its next batches: a new cursor starts with no
-    parameter dumpers and looks each parameter type's up again, on every batch."""
-    cursor: psycopg.Cursor[Any] | None = getattr(_kept, "cursor", None)
-    if cursor is None or cursor.connection is not raw or cursor.closed:
-        cursor = _kept.cursor = psycopg.Cursor(raw)
-    return cursor
 
 
 def group_statement(g: RunPart, now: datetime, update_fields: Sequence[str]) -> Statement:
@@ -122,18 +111,19 @@ def write_parts(
     if not raw.autocommit:
         raise RuntimeError("the one-statement path needs an autocommit connection")
     if len(statements) == 1:
+        sql, params = statements[0]
         cursor = kept_cursor(raw)
-        cursor.execute(*statements[0], prepare=True)
+        cursor.execute(native(sql), params, prepare=True)
         return _woken(suspends, {0: cursor})
-    answers: dict[int, psycopg.Cursor[Any]] = {}  # a suspend's statement has a cursor of its own
+    answers: dict[int, psycopg.RawCursor[Any]] = {}  # a suspend's statement: a cursor of its own
     try:
-        with raw.pipeline(), psycopg.Cursor(raw) as cursor:
-            cursor.execute("BEGIN")
+        with raw.pipeline(), psycopg.RawCursor(raw) as cursor:
+            cursor.execute(b"BEGIN")
             for n, (sql, params) in enumerate(statements):
                 if n in suspends:
-                    answers[n] = psycopg.Cursor(raw)
-                answers.get(n, cursor).execute(sql, params, prepare=True)
-            cursor.execute("COMMIT")
+                    answers[n] = psycopg.RawCursor(raw)
+                answers.get(n, cursor).execute(native(sql), params, prepare=True)
+            cursor.execute(b"COMMIT")
     except psycopg.Error:
         if raw.info.transaction_status != TransactionStatus.IDLE and not raw.closed:
             raw.execute("ROLLBACK")
@@ -142,7 +132,7 @@ def write_parts(
 
 
 def _woken(
-    suspends: dict[int, RunPart], answers: dict[int, psycopg.Cursor[Any]]
+    suspends: dict[int, RunPart], answers: dict[int, psycopg.RawCursor[Any]]
 ) -> dict[uuid.UUID, int]:
     """The runs whose suspend (the part of statement n) a wake-up raced, with their wake-ups."""
     woken: dict[uuid.UUID, int] = {}

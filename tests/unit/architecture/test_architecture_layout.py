@@ -150,11 +150,13 @@ def test_architecture_the_store_holds_sql() -> None:
 
 
 # The store's own seams, shared by every subject: its connections, past-the-pooler sessions,
-# the read replica's connections (where reads that may lag go) and portable SQL pieces.
-# Everything else lives in a subpackage named after what it stores.
+# the read replica's connections (where reads that may lag go), portable SQL pieces and the
+# raw cursor its hot statements go through. Everything else lives in a subpackage named after
+# what it stores.
 STORE_ROOT_MODULES = {
     "runtime.store",
     "runtime.store.connection",
+    "runtime.store.raw_statements",
     "runtime.store.direct",
     "runtime.store.replica",
     "runtime.store.dialect",
