@@ -3,6 +3,7 @@ the raw prepared ones Django's query capture does not see), with whether it went
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -10,15 +11,23 @@ from typing import Any
 import psycopg
 
 
+def sql_text(query: Any) -> str:
+    """A statement as sent: a raw cursor's go as bytes (runtime.store.raw_statements)."""
+    return query.decode() if isinstance(query, bytes) else str(query)
+
+
 @contextmanager
-def statements_sent() -> Iterator[list[tuple[str, bool]]]:
-    """The statements sent inside the block, in order, as (SQL, prepared)."""
+def statements_sent(*, every_thread: bool = False) -> Iterator[list[tuple[str, bool]]]:
+    """The statements this thread sends inside the block (`every_thread`: any thread's, the
+    checkpoint writer's too), in order, as (SQL, prepared)."""
     sent: list[tuple[str, bool]] = []
     execute = psycopg.Cursor.execute
+    caller = threading.get_ident()
 
     def counted(cursor: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-        text = query.decode() if isinstance(query, bytes) else str(query)  # a raw cursor's
-        sent.append((text, bool(kwargs.get("prepare"))))
+        if every_thread or threading.get_ident() == caller:
+            text = sql_text(query)
+            sent.append((text, bool(kwargs.get("prepare"))))
         return execute(cursor, query, *args, **kwargs)
 
     psycopg.Cursor.execute = counted  # type: ignore[method-assign, assignment]

@@ -56,7 +56,7 @@ def test_chunk_of_quick_bodies_commits_its_reports_together(
 ) -> None:
     fanfold_settings(BRANCH_CHUNK_SECONDS=60)
     run = _fanned_out("tests.fanout.squares", [10])
-    with statements_sent() as sent:
+    with statements_sent(every_thread=True) as sent:
         branches.drain(threads=1)
     assert branches.outcomes == ["completed:10"]
     # The first claim, the first report with the nine claims after it, then the nine reports.
@@ -225,7 +225,7 @@ def test_window_of_bodies_that_take_time_reports_each_as_it_ends(
 
     monkeypatch.setattr(StepBody, "run", timed)
     run = _fanned_out("tests.fanout.squares", [10])
-    with statements_sent() as sent:
+    with statements_sent(every_thread=True) as sent:
         branches.drain(threads=1)
     assert branches.outcomes == ["completed:10"]
     assert _commits(sent) == 11  # the first claim, then each report with the next claim

@@ -27,6 +27,7 @@ from runtime.worker import run_batch
 from runtime.worker.run_batch import execute_batch
 from tests.support import sample_tasks as tasks
 from tests.support.dispatch import Enqueued
+from tests.support.statements import sql_text
 
 
 @pytest.fixture(params=[False, True], ids=["direct", "pooled"])
@@ -44,7 +45,7 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[str]]]:
     execute, pipeline = psycopg.Cursor.execute, psycopg.Connection.pipeline
 
     def recording_execute(self: psycopg.Cursor[Any], query: Any, *args: Any, **kw: Any) -> Any:
-        record["statements"].append(str(query))
+        record["statements"].append(sql_text(query))
         return execute(self, query, *args, **kw)
 
     def recording_pipeline(self: psycopg.Connection[Any]) -> Any:
