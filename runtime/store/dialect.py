@@ -22,7 +22,7 @@ from django.dispatch import receiver
 
 from runtime.core.json_text import dumps_json
 from runtime.store.connection import raw_connection
-from runtime.store.raw_statements import native
+from runtime.store.raw_statements import StatementCursor
 
 MAX_PARAMS = 30_000  # below SQLite's default variable limit (32766) and PostgreSQL's (65535)
 
@@ -224,9 +224,9 @@ def execute(statements: Sequence[Statement], *, last: bool = False) -> list[list
         try:
             with raw.pipeline():
                 for sql, params in framed:
-                    pg_cursor = psycopg.RawCursor(raw)
+                    pg_cursor = StatementCursor(raw)
                     cursors.append(pg_cursor)
-                    pg_cursor.execute(native(sql), params, prepare=sql not in _FRAMES)
+                    pg_cursor.execute(sql, params, prepare=sql not in _FRAMES)
             rows = [c.fetchall() if has_rows(c) else [] for c in cursors]
         finally:
             for c in cursors:

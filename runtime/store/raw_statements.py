@@ -4,8 +4,8 @@ psycopg's default cursor turns a query's `%s` placeholders into PostgreSQL's `$1
 on every execute, and keeps the result only for a statement of at most 50 parameters and
 4 KB. A run's end (its step, its events, the run's patch) has more, so its text was parsed
 again on every commit: about a quarter of a Django task worker's checkpoint thread. These
-statements are a few fixed texts (built once per shape), so each is converted here once and
-sent on a `psycopg.RawCursor`, which takes `$n` placeholders as they are.
+statements are a few fixed texts (built once per shape), so a `StatementCursor` converts each
+once (`native`) and sends it as a `psycopg.RawCursor` does, `$n` placeholders as they are.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from typing import Any
+from typing import Any, Self
 
 import psycopg
 
@@ -41,10 +41,26 @@ def native(sql: str) -> bytes:
     return _PLACEHOLDER.sub(numbered, sql).encode()
 
 
-def kept_cursor(raw: psycopg.Connection) -> psycopg.RawCursor[Any]:
-    """This thread's raw cursor on `raw`, kept for its next statements: a new cursor starts
-    with no parameter dumpers and looks each parameter type's up again."""
-    cursor: psycopg.RawCursor[Any] | None = getattr(_kept, "cursor", None)
+class StatementCursor(psycopg.RawCursor[Any]):
+    """A raw cursor that takes the store's `%s` texts: each is converted once (`native`)."""
+
+    def execute(
+        self,
+        query: Any,
+        params: Any = None,
+        *,
+        prepare: bool | None = None,
+        binary: bool | None = None,
+    ) -> Self:
+        if isinstance(query, str):
+            query = native(query)
+        return super().execute(query, params, prepare=prepare, binary=binary)
+
+
+def kept_cursor(raw: psycopg.Connection) -> StatementCursor:
+    """This thread's statement cursor on `raw`, kept for its next statements: a new cursor
+    starts with no parameter dumpers and looks each parameter type's up again."""
+    cursor: StatementCursor | None = getattr(_kept, "cursor", None)
     if cursor is None or cursor.connection is not raw or cursor.closed:
-        cursor = _kept.cursor = psycopg.RawCursor(raw)
+        cursor = _kept.cursor = StatementCursor(raw)
     return cursor

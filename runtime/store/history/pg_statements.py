@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
-from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -27,7 +26,7 @@ from runtime.store.dialect import Statement
 from runtime.store.history import history_rows, pg_json_rows
 from runtime.store.history.parts import RunPart
 from runtime.store.messaging.streams import chunk_statements, notify_statement
-from runtime.store.raw_statements import kept_cursor, native
+from runtime.store.raw_statements import StatementCursor, kept_cursor
 from runtime.store.runs.run_updates import run_update_statement
 
 # Beyond this the statement would pass PostgreSQL's 65,535-parameter limit: the transaction path.
@@ -111,19 +110,18 @@ def write_parts(
     if not raw.autocommit:
         raise RuntimeError("the one-statement path needs an autocommit connection")
     if len(statements) == 1:
-        sql, params = statements[0]
         cursor = kept_cursor(raw)
-        cursor.execute(native(sql), params, prepare=True)
+        cursor.execute(*statements[0], prepare=True)
         return _woken(suspends, {0: cursor})
-    answers: dict[int, psycopg.RawCursor[Any]] = {}  # a suspend's statement: a cursor of its own
+    answers: dict[int, StatementCursor] = {}  # a suspend's statement has a cursor of its own
     try:
-        with raw.pipeline(), psycopg.RawCursor(raw) as cursor:
-            cursor.execute(b"BEGIN")
+        with raw.pipeline(), StatementCursor(raw) as cursor:
+            cursor.execute("BEGIN")
             for n, (sql, params) in enumerate(statements):
                 if n in suspends:
-                    answers[n] = psycopg.RawCursor(raw)
-                answers.get(n, cursor).execute(native(sql), params, prepare=True)
-            cursor.execute(b"COMMIT")
+                    answers[n] = StatementCursor(raw)
+                answers.get(n, cursor).execute(sql, params, prepare=True)
+            cursor.execute("COMMIT")
     except psycopg.Error:
         if raw.info.transaction_status != TransactionStatus.IDLE and not raw.closed:
             raw.execute("ROLLBACK")
@@ -132,7 +130,7 @@ def write_parts(
 
 
 def _woken(
-    suspends: dict[int, RunPart], answers: dict[int, psycopg.RawCursor[Any]]
+    suspends: dict[int, RunPart], answers: dict[int, StatementCursor]
 ) -> dict[uuid.UUID, int]:
     """The runs whose suspend (the part of statement n) a wake-up raced, with their wake-ups."""
     woken: dict[uuid.UUID, int] = {}

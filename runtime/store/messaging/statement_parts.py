@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-import psycopg
 from django.db import connection
 from django.db.models import JSONField, Model
 
 from runtime.models import ACTIVE_RUN_STATES, Run
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import has_rows
-from runtime.store.raw_statements import native
+from runtime.store.raw_statements import StatementCursor
 
 RUNS = Run._meta.db_table
 ACTIVE = ", ".join(f"'{state}'" for state in ACTIVE_RUN_STATES)  # for `status IN (...)`
@@ -41,6 +40,6 @@ def prepared(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
     """Run one statement as a prepared statement (in the current transaction, if any); its
     rows. The messaging tables are partitioned: planning a statement over their partitions
     each time cost more than running it."""
-    with connection.wrap_database_errors, psycopg.RawCursor(raw_connection()) as cursor:
-        cursor.execute(native(sql), params, prepare=True)
+    with connection.wrap_database_errors, StatementCursor(raw_connection()) as cursor:
+        cursor.execute(sql, params, prepare=True)
         return cursor.fetchall() if has_rows(cursor) else []

@@ -19,7 +19,7 @@ from runtime.models import ACTIVE_RUN_STATES, Event, EventType, Run, Step
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import postgres
 from runtime.store.history.payload_forms import StoredForms
-from runtime.store.raw_statements import kept_cursor, native
+from runtime.store.raw_statements import kept_cursor
 from runtime.store.runs.search_pending import insert_statement as pending_statement
 from runtime.store.runs.search_rows import attribute_rows, insert_rows
 
@@ -149,7 +149,7 @@ def _insert_together(
         # The thread's kept cursor and a text converted once (runtime.store.raw_statements):
         # psycopg neither parses it nor looks the parameters' dumpers up on every start.
         cursor = kept_cursor(raw_connection())
-        sql = native(_together_sql(run_sql, attr_sql, event_sql))
+        sql = _together_sql(run_sql, attr_sql, event_sql)
         cursor.execute(sql, [*params, *event_params], prepare=True)
     except psycopg.IntegrityError as exc:  # as Django's cursor would raise it
         raise IntegrityError(*exc.args) from exc

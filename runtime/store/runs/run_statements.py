@@ -24,7 +24,7 @@ from runtime.registry import versions
 from runtime.store.connection import raw_connection
 from runtime.store.dialect import IDLE, Statement, in_list, postgres, uuid_param
 from runtime.store.history.columns import JSON_COLUMNS
-from runtime.store.raw_statements import native
+from runtime.store.raw_statements import StatementCursor
 
 
 @dataclass(frozen=True)
@@ -84,17 +84,17 @@ def claim_with_history_round_trip(
     raw = raw_connection()
     with (
         connection.wrap_database_errors,
-        psycopg.RawCursor(raw) as frame,
-        psycopg.RawCursor(raw) as claiming,
-        psycopg.RawCursor(raw) as reading,
+        StatementCursor(raw) as frame,
+        StatementCursor(raw) as claiming,
+        StatementCursor(raw) as reading,
     ):
         try:
             with raw.pipeline():
-                frame.execute(b"BEGIN")
-                frame.execute(b"SET LOCAL synchronous_commit = off")
-                claiming.execute(native(claim[0]), claim[1], prepare=True)
-                reading.execute(native(history[0]), history[1], binary=True, prepare=True)
-                frame.execute(b"COMMIT")
+                frame.execute("BEGIN")
+                frame.execute("SET LOCAL synchronous_commit = off")
+                claiming.execute(*claim, prepare=True)
+                reading.execute(*history, binary=True, prepare=True)
+                frame.execute("COMMIT")
         except psycopg.Error:
             if not raw.closed and raw.info.transaction_status != IDLE:
                 raw.execute("ROLLBACK")
